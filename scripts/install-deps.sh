@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kiln needs to build and test. Idempotent: does nothing
+# (and needs no root) when everything is already present.
+set -euo pipefail
+PKGS=(cmake ninja-build g++ make pkg-config
+      libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
+      libdnnl-dev ocl-icd-opencl-dev
+      libgtest-dev libgmock-dev libbenchmark-dev
+      libcli11-dev libfmt-dev nlohmann-json3-dev)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,114 @@
+#include <kiln/error.h>
+#include <kiln/tensor.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <sstream>
+
+#include "ops/core/dispatch.h"
+
+namespace kiln {
+
+namespace {
+// Largest single tensor kiln allocates; larger requests are a corrupt or hostile model.
+constexpr int64_t kMaxTensorBytes = int64_t{1} << 36;  // 64 GiB
+
+int64_t checked_numel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) throw Error("negative dimension " + std::to_string(d) + " in tensor shape");
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      throw Error("tensor shape overflows int64");
+    n *= d;
+  }
+  return n;
+}
+}  // namespace
+
+void throw_dtype_mismatch(DType have, DType want) {
+  throw Error("tensor dtype is " + dtype_name(have) + ", accessed as " + dtype_name(want));
+}
+
+Tensor::Tensor(DType dtype, std::vector<int64_t> dims)
+    : dtype_(dtype), dims_(std::move(dims)), numel_(checked_numel(dims_)) {
+  if (dtype == DType::Undefined) throw Error("tensor of undefined dtype");
+  const size_t esz = dtype_size(dtype);
+  if (numel_ > kMaxTensorBytes / static_cast<int64_t>(esz))
+    throw Error("tensor of " + std::to_string(numel_) + " " + dtype_name(dtype) +
+                " elements exceeds the allocation limit");
+  if (dtype == DType::String) {
+    auto* p = new std::string[static_cast<size_t>(numel_ ? numel_ : 1)];
+    owner_ = std::shared_ptr<void>(p, [](void* q) { delete[] static_cast<std::string*>(q); });
+    data_ = p;
+    return;
+  }
+  size_t bytes = static_cast<size_t>(numel_) * esz;
+  size_t alloc = ((bytes + 63) / 64) * 64;
+  if (alloc == 0) alloc = 64;
+  void* p = std::aligned_alloc(64, alloc);
+  if (!p) throw Error("out of memory allocating " + std::to_string(alloc) + " bytes");
+  std::memset(p, 0, alloc);
+  owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  data_ = p;
+}
+
+Tensor Tensor::wrap(DType dtype, std::vector<int64_t> dims, void* data) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.numel_ = checked_numel(t.dims_);
+  t.data_ = data;
+  return t;
+}
+
+Tensor Tensor::reshaped(std::vector<int64_t> dims) const {
+  Tensor t = *this;
+  int64_t n = checked_numel(dims);
+  if (n != numel_) throw Error("cannot view " + describe() + " with " + std::to_string(n) + " elements");
+  t.dims_ = std::move(dims);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(dtype_, dims_);
+  if (dtype_ == DType::String) {
+    for (int64_t i = 0; i < numel_; ++i) t.data<std::string>()[i] = data<std::string>()[i];
+  } else if (numel_ > 0) {
+    std::memcpy(t.data_, data_, nbytes());
+  }
+  return t;
+}
+
+double Tensor::as_double(int64_t i) const {
+  if (dtype_ == DType::Bool) return static_cast<const bool*>(data_)[i] ? 1.0 : 0.0;
+  return ops::dispatch_numeric(dtype_, [&](auto tag) -> double {
+    using T = decltype(tag);
+    return static_cast<double>(static_cast<ops::compute_t<T>>(static_cast<const T*>(data_)[i]));
+  });
+}
+
+int64_t Tensor::as_int64(int64_t i) const {
+  if (dtype_ == DType::Bool) return static_cast<const bool*>(data_)[i] ? 1 : 0;
+  return ops::dispatch_numeric(dtype_, [&](auto tag) -> int64_t {
+    using T = decltype(tag);
+    return static_cast<int64_t>(static_cast<ops::compute_t<T>>(static_cast<const T*>(data_)[i]));
+  });
+}
+
+std::vector<int64_t> Tensor::to_int64_vector() const {
+  std::vector<int64_t> v(static_cast<size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) v[i] = as_int64(i);
+  return v;
+}
+
+std::string Tensor::describe() const {
+  std::ostringstream os;
+  os << dtype_name(dtype_) << "[";
+  for (size_t i = 0; i < dims_.size(); ++i) os << (i ? "," : "") << dims_[i];
+  os << "]";
+  return os.str();
+}
+
+}  // namespace kiln
