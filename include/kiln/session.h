@@ -1,0 +1,56 @@
+// kiln's embedded runtime: load a model once, run it many times.
+//
+//   auto s = kiln::Session::create("model.onnx");
+//   auto outs = s->run({{"input", tensor}});   // name -> Tensor
+#pragma once
+#include <kiln/error.h>
+#include <kiln/tensor.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::Undefined;
+  bool rank_known = false;
+  // One entry per dim: the extent, or -1 when symbolic/unknown (its name is in `symbols`).
+  std::vector<int64_t> dims;
+  std::vector<std::string> symbols;  // "" for static dims, the symbol or "?" otherwise
+  std::string str() const;           // "float[batch,3,224,224]"
+};
+
+struct SessionOptions {
+  int threads = 1;
+  // Names of intermediate values to return as extra outputs (for debugging).
+  std::vector<std::string> keep;
+};
+
+class Session {
+ public:
+  static std::unique_ptr<Session> create(const std::string& model_path, const SessionOptions& opts = {});
+  static std::unique_ptr<Session> create_from_bytes(const std::string& model_bytes, const SessionOptions& opts = {},
+                                                    const std::string& model_dir = ".");
+  ~Session();
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+
+  // Runs the model. Every graph input must be given, with a matching dtype and shape (symbolic
+  // dims are bound from the inputs; contradicting bindings are an error). Returns every graph
+  // output and every `keep` value by name.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
+  // Positional form: inputs in the order of inputs(); outputs in the order of outputs().
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+
+  struct Impl;
+
+ private:
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln

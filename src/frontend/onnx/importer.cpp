@@ -1,0 +1,230 @@
+// Imports an ONNX model. Names are resolved in two passes per graph (all node outputs first,
+// then inputs), so files whose nodes are not in topological order still load; the graph is
+// then sorted, which also detects cycles. Subgraphs (If/Loop/Scan bodies) are imported with
+// their parent as the outer scope.
+#include "frontend/onnx/importer.h"
+
+#include <kiln/error.h>
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "frontend/onnx/tensor_proto.h"
+
+namespace kiln::onnx_fe {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+ir::TensorType type_from_proto(const onnx::TypeProto& tp, const std::string& what) {
+  if (!tp.has_tensor_type()) {
+    if (tp.has_sequence_type()) throw UnsupportedError(what + ": sequence values are not supported");
+    if (tp.has_optional_type()) throw UnsupportedError(what + ": optional values are not supported");
+    if (tp.has_map_type()) throw UnsupportedError(what + ": map values are not supported");
+    if (tp.has_sparse_tensor_type()) throw UnsupportedError(what + ": sparse tensors are not supported");
+    return {};
+  }
+  const auto& tt = tp.tensor_type();
+  ir::TensorType t;
+  t.dtype = dtype_from_onnx(tt.elem_type());
+  if (!tt.has_shape()) return t;
+  t.rank_known = true;
+  for (const auto& d : tt.shape().dim()) {
+    if (d.has_dim_value()) {
+      if (d.dim_value() < 0) throw Error(what + ": negative dimension " + std::to_string(d.dim_value()));
+      t.dims.push_back(ir::Dim(d.dim_value()));
+    } else if (d.has_dim_param() && !d.dim_param().empty()) {
+      t.dims.push_back(ir::Dim::sym(d.dim_param()));
+    } else {
+      t.dims.push_back(ir::Dim::unknown());
+    }
+  }
+  return t;
+}
+
+class Importer {
+ public:
+  Importer(const fs::path& dir, const ImportOptions& opts) : dir_(dir), opts_(opts) {}
+
+  void import_graph(const onnx::GraphProto& gp, ir::Graph& g, int depth) {
+    if (depth > opts_.max_subgraph_depth)
+      throw Error("graph '" + gp.name() + "': subgraphs nested deeper than " + std::to_string(opts_.max_subgraph_depth));
+    g.name = gp.name();
+
+    for (const auto& init : gp.initializer()) {
+      std::string what = "initializer '" + init.name() + "'";
+      if (init.name().empty()) throw Error("an initializer has no name");
+      if (g.find_value(init.name())) throw Error(what + ": duplicate name");
+      g.add_constant(init.name(), tensor_from_proto(init, dir_, what));
+    }
+    if (gp.sparse_initializer_size() > 0) throw UnsupportedError("sparse initializers are not supported");
+
+    // Graph inputs that also have an initializer are defaults; kiln treats them as constants.
+    for (const auto& in : gp.input()) {
+      if (in.name().empty()) throw Error("a graph input has no name");
+      if (ir::Value* v = g.find_value(in.name())) {
+        if (v->is_constant()) continue;
+        throw Error("graph input '" + in.name() + "': duplicate name");
+      }
+      g.add_input(in.name(), type_from_proto(in.type(), "graph input '" + in.name() + "'"));
+    }
+
+    std::map<std::string, ir::TensorType> declared;
+    for (const auto& vi : gp.value_info()) {
+      try {
+        declared[vi.name()] = type_from_proto(vi.type(), "value '" + vi.name() + "'");
+      } catch (const UnsupportedError&) {
+        // A sequence-typed intermediate is only a problem if an op cannot handle it.
+      }
+    }
+
+    // Pass 1: create every node's outputs so inputs can refer to any of them.
+    struct Pending { const onnx::NodeProto* np; std::vector<ir::Value*> outs; std::string name; };
+    std::vector<Pending> pending;
+    int index = 0;
+    for (const auto& np : gp.node()) {
+      Pending p{&np, {}, np.name().empty() ? np.op_type() + "_" + std::to_string(index) : np.name()};
+      ++index;
+      for (const auto& o : np.output()) {
+        if (o.empty()) { p.outs.push_back(nullptr); continue; }
+        if (g.find_value(o))
+          throw Error("node '" + p.name + "' (" + np.op_type() + "): output '" + o + "' is already produced elsewhere");
+        ir::Value* v = g.add_value(o);
+        if (auto it = declared.find(o); it != declared.end()) v->type = it->second;
+        p.outs.push_back(v);
+      }
+      pending.push_back(std::move(p));
+    }
+
+    // Pass 2: nodes with resolved inputs and attributes.
+    for (auto& p : pending) {
+      const auto& np = *p.np;
+      std::string desc = "node '" + p.name + "' (" + np.op_type() + ")";
+      if (np.op_type().empty()) throw Error(desc + ": node has no op type");
+      std::vector<ir::Value*> ins;
+      for (const auto& i : np.input()) {
+        if (i.empty()) { ins.push_back(nullptr); continue; }
+        ir::Value* v = resolve(g, i);
+        if (!v) throw Error(desc + ": input '" + i + "' is not produced by any node, initializer or graph input");
+        ins.push_back(v);
+      }
+      ir::Attributes attrs;
+      for (const auto& ap : np.attribute()) {
+        if (ap.name().empty()) throw Error(desc + ": attribute without a name");
+        attrs[ap.name()] = attribute(ap, g, desc, depth);
+      }
+      g.add_node(np.op_type(), ins, p.outs, std::move(attrs), p.name, np.domain());
+    }
+
+    for (const auto& out : gp.output()) {
+      ir::Value* v = resolve(g, out.name());
+      if (!v) throw Error("graph output '" + out.name() + "' is not produced by any node, initializer or graph input");
+      ir::TensorType t;
+      try {
+        t = type_from_proto(out.type(), "graph output '" + out.name() + "'");
+      } catch (const UnsupportedError&) {
+        if (depth == 0) throw;
+      }
+      if (!v->type.rank_known && v->type.dtype == DType::Undefined) v->type = t;
+      else if (v->type.dtype == DType::Undefined) v->type.dtype = t.dtype;
+      g.add_output(v);
+    }
+    g.topological_sort();
+  }
+
+ private:
+  static ir::Value* resolve(const ir::Graph& g, const std::string& name) {
+    for (const ir::Graph* s = &g; s; s = s->parent)
+      if (ir::Value* v = s->find_value(name)) return v;
+    return nullptr;
+  }
+
+  ir::Attribute attribute(const onnx::AttributeProto& ap, ir::Graph& g, const std::string& desc, int depth) {
+    using K = ir::Attribute::Kind;
+    ir::Attribute a;
+    std::string what = desc + ": attribute '" + ap.name() + "'";
+    auto type = ap.type();
+    if (type == onnx::AttributeProto::UNDEFINED) {  // very old files: infer from the field set
+      if (ap.has_f()) type = onnx::AttributeProto::FLOAT;
+      else if (ap.has_i()) type = onnx::AttributeProto::INT;
+      else if (ap.has_s()) type = onnx::AttributeProto::STRING;
+      else if (ap.has_t()) type = onnx::AttributeProto::TENSOR;
+      else if (ap.has_g()) type = onnx::AttributeProto::GRAPH;
+      else if (ap.floats_size()) type = onnx::AttributeProto::FLOATS;
+      else if (ap.ints_size()) type = onnx::AttributeProto::INTS;
+      else if (ap.strings_size()) type = onnx::AttributeProto::STRINGS;
+      else throw Error(what + ": has no type and no value");
+    }
+    if (!ap.ref_attr_name().empty()) throw UnsupportedError(what + ": attribute references (functions) are not supported");
+    switch (type) {
+      case onnx::AttributeProto::FLOAT: a.kind = K::Float; a.f = ap.f(); break;
+      case onnx::AttributeProto::INT: a.kind = K::Int; a.i = ap.i(); break;
+      case onnx::AttributeProto::STRING: a.kind = K::String; a.s = ap.s(); break;
+      case onnx::AttributeProto::TENSOR: a.kind = K::Tensor; a.t = tensor_from_proto(ap.t(), dir_, what); break;
+      case onnx::AttributeProto::GRAPH: a.kind = K::Graph; a.g = subgraph(ap.g(), g, depth); break;
+      case onnx::AttributeProto::FLOATS: a.kind = K::Floats; a.floats.assign(ap.floats().begin(), ap.floats().end()); break;
+      case onnx::AttributeProto::INTS: a.kind = K::Ints; a.ints.assign(ap.ints().begin(), ap.ints().end()); break;
+      case onnx::AttributeProto::STRINGS: a.kind = K::Strings; a.strings.assign(ap.strings().begin(), ap.strings().end()); break;
+      case onnx::AttributeProto::TENSORS:
+        a.kind = K::Tensors;
+        for (const auto& t : ap.tensors()) a.tensors.push_back(tensor_from_proto(t, dir_, what));
+        break;
+      case onnx::AttributeProto::GRAPHS:
+        a.kind = K::Graphs;
+        for (const auto& sg : ap.graphs()) a.graphs.push_back(subgraph(sg, g, depth));
+        break;
+      default: throw UnsupportedError(what + ": attribute type " + std::to_string(type) + " is not supported");
+    }
+    return a;
+  }
+
+  std::shared_ptr<ir::Graph> subgraph(const onnx::GraphProto& gp, ir::Graph& parent, int depth) {
+    auto sg = std::make_shared<ir::Graph>();
+    sg->parent = &parent;
+    import_graph(gp, *sg, depth + 1);
+    return sg;
+  }
+
+  fs::path dir_;
+  ImportOptions opts_;
+};
+
+}  // namespace
+
+std::unique_ptr<ir::Graph> load_model_bytes(const std::string& bytes, const fs::path& model_dir,
+                                            const ImportOptions& opts) {
+  if (bytes.empty()) throw Error("model file is empty");
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) throw Error("not a valid ONNX model: the protobuf data cannot be parsed (corrupt or truncated file?)");
+  if (!model.has_graph()) throw Error("not a valid ONNX model: it has no graph");
+  if (model.ir_version() <= 0 || model.ir_version() > 20)
+    throw Error("not a valid ONNX model: ir_version " + std::to_string(model.ir_version()) + " is not supported");
+  auto g = std::make_unique<ir::Graph>();
+  for (const auto& os : model.opset_import()) {
+    std::string dom = os.domain() == "ai.onnx" ? "" : os.domain();
+    g->opsets[dom] = os.version();
+  }
+  if (!g->opsets.count("")) g->opsets[""] = 1;
+  const int64_t opset = g->opsets[""];
+  if (opset < 1 || opset > 17)
+    throw UnsupportedError("model uses opset " + std::to_string(opset) + " of ai.onnx; kiln supports opsets 1 to 17");
+  Importer(model_dir, opts).import_graph(model.graph(), *g, 0);
+  if (g->outputs().empty()) throw Error("not a valid ONNX model: the graph has no outputs");
+  return g;
+}
+
+std::unique_ptr<ir::Graph> load_model(const fs::path& path, const ImportOptions& opts) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error("'" + path.string() + "' is a folder, not a model file");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot open model file '" + path.string() + "'");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  fs::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  return load_model_bytes(ss.str(), dir, opts);
+}
+
+}  // namespace kiln::onnx_fe

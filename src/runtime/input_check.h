@@ -1,0 +1,17 @@
+// Checks run-time inputs against the graph's declared input types: count, dtype, rank, static
+// extents, and one consistent binding per symbolic dim.
+#pragma once
+#include <kiln/tensor.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kiln::runtime {
+
+// Throws kiln::Error naming the input and the reason. Returns the symbol bindings.
+std::map<std::string, int64_t> check_inputs(const ir::Graph& g, const std::vector<Tensor>& inputs);
+
+}  // namespace kiln::runtime

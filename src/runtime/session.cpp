@@ -1,0 +1,94 @@
+#include <kiln/session.h>
+
+#include <set>
+
+#include "frontend/onnx/importer.h"
+#include "ops/core/infer_graph.h"
+#include "runtime/input_check.h"
+#include "runtime/reference_executor.h"
+
+namespace kiln {
+
+std::string TensorInfo::str() const {
+  std::string s = dtype_name(dtype) + "[";
+  if (!rank_known) return s + "*]";
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? "," : "") + (dims[i] >= 0 ? std::to_string(dims[i]) : symbols[i]);
+  return s + "]";
+}
+
+namespace {
+TensorInfo info_of(const ir::Value& v) {
+  TensorInfo t;
+  t.name = v.name();
+  t.dtype = v.type.dtype;
+  t.rank_known = v.type.rank_known;
+  for (const ir::Dim& d : v.type.dims) {
+    t.dims.push_back(d.is_static() ? d.value : -1);
+    t.symbols.push_back(d.is_static() ? "" : (d.symbol.empty() ? "?" : d.symbol));
+  }
+  return t;
+}
+}  // namespace
+
+struct Session::Impl {
+  std::unique_ptr<ir::Graph> graph;
+  std::vector<TensorInfo> inputs, outputs;
+  std::vector<const ir::Value*> keep;
+  std::unique_ptr<runtime::ReferenceExecutor> exec;
+
+  explicit Impl(std::unique_ptr<ir::Graph> g, const SessionOptions& opts) : graph(std::move(g)) {
+    ops::ShapeInference().run(*graph);
+    for (const ir::Value* v : graph->inputs()) inputs.push_back(info_of(*v));
+    for (const ir::Value* v : graph->outputs()) outputs.push_back(info_of(*v));
+    for (const std::string& name : opts.keep) {
+      const ir::Value* v = graph->find_value(name);
+      if (!v) throw Error("keep: the model has no value named '" + name + "'");
+      keep.push_back(v);
+    }
+    exec = std::make_unique<runtime::ReferenceExecutor>(*graph, keep);
+  }
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+std::unique_ptr<Session> Session::create(const std::string& model_path, const SessionOptions& opts) {
+  return std::unique_ptr<Session>(new Session(std::make_unique<Impl>(onnx_fe::load_model(model_path), opts)));
+}
+
+std::unique_ptr<Session> Session::create_from_bytes(const std::string& bytes, const SessionOptions& opts,
+                                                    const std::string& model_dir) {
+  return std::unique_ptr<Session>(
+      new Session(std::make_unique<Impl>(onnx_fe::load_model_bytes(bytes, model_dir), opts)));
+}
+
+const std::vector<TensorInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<TensorInfo>& Session::outputs() const { return impl_->outputs; }
+
+std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) const {
+  runtime::check_inputs(*impl_->graph, inputs);
+  return impl_->exec->run(inputs);
+}
+
+std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs) const {
+  std::vector<Tensor> ordered;
+  std::set<std::string> used;
+  for (const ir::Value* v : impl_->graph->inputs()) {
+    auto it = inputs.find(v->name());
+    if (it == inputs.end()) throw Error("missing required input '" + v->name() + "'");
+    ordered.push_back(it->second);
+    used.insert(v->name());
+  }
+  for (const auto& [name, t] : inputs)
+    if (!used.count(name)) throw Error("the model has no input named '" + name + "'");
+  runtime::check_inputs(*impl_->graph, ordered);
+  runtime::ValueMap kept;
+  std::vector<Tensor> outs = impl_->exec->run(ordered, nullptr, &kept);
+  std::map<std::string, Tensor> result;
+  for (size_t i = 0; i < outs.size(); ++i) result[impl_->graph->outputs()[i]->name()] = outs[i];
+  for (auto& [v, t] : kept) result[v->name()] = t;
+  return result;
+}
+
+}  // namespace kiln

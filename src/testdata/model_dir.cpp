@@ -1,0 +1,110 @@
+#include "testdata/model_dir.h"
+
+#include <kiln/error.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "frontend/onnx/tensor_proto.h"
+
+namespace kiln::testdata {
+
+namespace fs = std::filesystem;
+
+namespace {
+// Files named <prefix><K>.pb, ordered by K.
+std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
+  std::map<long, fs::path> found;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string n = e.path().filename().string();
+    if (n.rfind(prefix, 0) != 0 || e.path().extension() != ".pb") continue;
+    std::string k = n.substr(prefix.size(), n.size() - prefix.size() - 3);
+    if (k.empty() || !std::all_of(k.begin(), k.end(), ::isdigit) || k.size() > 6) continue;
+    found[std::stol(k)] = e.path();
+  }
+  std::vector<fs::path> out;
+  for (auto& [k, p] : found) out.push_back(p);
+  return out;
+}
+}  // namespace
+
+std::vector<fs::path> find_data_sets(const fs::path& model_dir) {
+  std::map<long, fs::path> found;
+  const std::string prefix = "test_data_set_";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(model_dir, ec)) {
+    std::string n = e.path().filename().string();
+    if (!e.is_directory() || n.rfind(prefix, 0) != 0) continue;
+    std::string k = n.substr(prefix.size());
+    if (k.empty() || k.size() > 6 || !std::all_of(k.begin(), k.end(), ::isdigit)) continue;
+    found[std::stol(k)] = e.path();
+  }
+  if (ec) throw Error("cannot list '" + model_dir.string() + "': " + ec.message());
+  std::vector<fs::path> out;
+  for (auto& [k, p] : found) out.push_back(p);
+  return out;
+}
+
+DataSet load_data_set(const fs::path& dir) {
+  DataSet ds;
+  ds.dir = dir;
+  for (const fs::path& p : numbered(dir, "input_")) {
+    std::string name;
+    ds.inputs.push_back(onnx_fe::load_tensor_file(p, &name));
+    ds.input_names.push_back(name);
+  }
+  for (const fs::path& p : numbered(dir, "output_")) {
+    std::string name;
+    ds.outputs.push_back(onnx_fe::load_tensor_file(p, &name));
+    ds.output_names.push_back(name);
+  }
+  return ds;
+}
+
+Comparison compare(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
+  Comparison c;
+  if (actual.dtype() != expected.dtype()) {
+    c.ok = false;
+    c.problem = "dtype " + dtype_name(actual.dtype()) + ", expected " + dtype_name(expected.dtype());
+    return c;
+  }
+  if (actual.dims() != expected.dims()) {
+    c.ok = false;
+    c.problem = "shape " + actual.describe() + ", expected " + expected.describe();
+    return c;
+  }
+  if (actual.dtype() == DType::String) {
+    for (int64_t i = 0; i < actual.numel(); ++i)
+      if (actual.data<std::string>()[i] != expected.data<std::string>()[i]) {
+        if (c.ok) c.problem = "element " + std::to_string(i) + ": '" + actual.data<std::string>()[i] + "', expected '" +
+                              expected.data<std::string>()[i] + "'";
+        c.ok = false;
+        ++c.mismatches;
+      }
+    return c;
+  }
+  for (int64_t i = 0; i < actual.numel(); ++i) {
+    double a = actual.as_double(i), e = expected.as_double(i);
+    bool good;
+    double abs_err = 0;
+    if (std::isnan(e) || std::isnan(a)) {
+      good = std::isnan(e) && std::isnan(a);
+    } else if (std::isinf(e) || std::isinf(a)) {
+      good = a == e;
+    } else {
+      abs_err = std::fabs(a - e);
+      good = abs_err <= atol + rtol * std::fabs(e);
+      c.max_abs = std::max(c.max_abs, abs_err);
+      if (e != 0) c.max_rel = std::max(c.max_rel, abs_err / std::fabs(e));
+    }
+    if (!good) {
+      if (c.ok) c.problem = "element " + std::to_string(i) + ": " + std::to_string(a) + ", expected " + std::to_string(e);
+      c.ok = false;
+      ++c.mismatches;
+    }
+  }
+  return c;
+}
+
+}  // namespace kiln::testdata

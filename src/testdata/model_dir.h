@@ -1,0 +1,32 @@
+// The ONNX model-zoo folder layout: model.onnx + test_data_set_N/{input,output}_K.pb, and the
+// tolerance comparison `kiln check` and the conformance runner use.
+#pragma once
+#include <kiln/tensor.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kiln::testdata {
+
+struct DataSet {
+  std::filesystem::path dir;
+  std::vector<Tensor> inputs, outputs;  // ordered by K
+  std::vector<std::string> input_names, output_names;  // names stored in the files (may be "")
+};
+
+// test_data_set_* folders of a model folder, in numeric order.
+std::vector<std::filesystem::path> find_data_sets(const std::filesystem::path& model_dir);
+DataSet load_data_set(const std::filesystem::path& dir);
+
+struct Comparison {
+  bool ok = true;
+  double max_abs = 0, max_rel = 0;
+  int64_t mismatches = 0;
+  std::string problem;  // dtype/shape mismatch, or the first bad element
+};
+
+// |a - e| <= atol + rtol * |e| element-wise; NaN matches NaN, inf matches the same inf.
+Comparison compare(const Tensor& actual, const Tensor& expected, double rtol, double atol);
+
+}  // namespace kiln::testdata

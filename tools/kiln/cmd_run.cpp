@@ -1,0 +1,62 @@
+// kiln run MODEL.onnx [--input NAME=FILE.pb ...]: runs a model once and prints its outputs.
+#include <kiln/session.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "commands.h"
+#include "frontend/onnx/tensor_proto.h"
+#include "tensor_io.h"
+
+namespace kiln::cli {
+
+void add_run_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("run", "Run a model once (random inputs unless given) and print its outputs");
+  struct Args {
+    std::string model;
+    std::vector<std::string> inputs, dims, keep;
+    int count = 8;
+    uint32_t seed = 1;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("model", args->model, "Model file (.onnx)")->required();
+  cmd->add_option("-i,--input", args->inputs, "NAME=FILE.pb: an input from a TensorProto file");
+  cmd->add_option("--dim", args->dims, "SYMBOL=N: extent of a symbolic dim for random inputs (default 1)");
+  cmd->add_option("--keep", args->keep, "Also print this intermediate value");
+  cmd->add_option("--values", args->count, "Values to print per output")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed for random inputs")->capture_default_str();
+  cmd->callback([args, &exit_code] {
+    SessionOptions opts;
+    opts.keep = args->keep;
+    auto session = Session::create(args->model, opts);
+    std::map<std::string, int64_t> dims;
+    for (const std::string& d : args->dims) {
+      auto eq = d.find('=');
+      if (eq == std::string::npos) throw Error("--dim expects SYMBOL=N, got '" + d + "'");
+      dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+    }
+    std::map<std::string, Tensor> given;
+    for (const std::string& s : args->inputs) {
+      auto eq = s.find('=');
+      if (eq == std::string::npos) throw Error("--input expects NAME=FILE.pb, got '" + s + "'");
+      given[s.substr(0, eq)] = onnx_fe::load_tensor_file(s.substr(eq + 1));
+    }
+    std::map<std::string, Tensor> feeds;
+    uint32_t seed = args->seed;
+    for (const TensorInfo& in : session->inputs()) {
+      auto it = given.find(in.name);
+      feeds[in.name] = it != given.end() ? it->second : random_input(in, dims, seed++);
+      if (it != given.end()) given.erase(it);
+    }
+    if (!given.empty()) throw Error("the model has no input named '" + given.begin()->first + "'");
+    auto t0 = std::chrono::steady_clock::now();
+    auto outs = session->run(feeds);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    for (const TensorInfo& o : session->outputs()) std::cout << o.name << ": " << preview(outs.at(o.name), args->count) << "\n";
+    for (const std::string& k : args->keep) std::cout << k << ": " << preview(outs.at(k), args->count) << "\n";
+    std::cout << "latency: " << ms << " ms\n";
+    exit_code = 0;
+  });
+}
+
+}  // namespace kiln::cli

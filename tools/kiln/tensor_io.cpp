@@ -1,0 +1,55 @@
+#include "tensor_io.h"
+
+#include <random>
+#include <sstream>
+
+#include "ops/core/dispatch.h"
+
+namespace kiln::cli {
+
+Tensor random_input(const TensorInfo& info, const std::map<std::string, int64_t>& dims, uint32_t seed) {
+  if (!info.rank_known) throw Error("input '" + info.name + "' has unknown rank; pass it with --input");
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < info.dims.size(); ++i) {
+    if (info.dims[i] >= 0) { shape.push_back(info.dims[i]); continue; }
+    auto it = dims.find(info.symbols[i]);
+    shape.push_back(it == dims.end() ? 1 : it->second);
+  }
+  Tensor t(info.dtype, shape);
+  std::mt19937 rng(seed);
+  if (info.dtype == DType::Bool) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<bool>()[i] = rng() & 1;
+  } else if (info.dtype == DType::String) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<std::string>()[i] = "s" + std::to_string(rng() % 100);
+  } else {
+    ops::dispatch_numeric(info.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* p = t.data<T>();
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        if constexpr (ops::is_float_v<T>) {
+          p[i] = T(std::uniform_real_distribution<float>(-1.f, 1.f)(rng));
+        } else {
+          // Small non-negative integers: usable as indices/ids by most models.
+          p[i] = static_cast<T>(rng() % 100);
+        }
+      }
+    });
+  }
+  return t;
+}
+
+std::string preview(const Tensor& t, int count) {
+  std::ostringstream os;
+  os << t.describe() << " = [";
+  for (int64_t i = 0; i < t.numel() && i < count; ++i) {
+    if (i) os << ", ";
+    if (t.dtype() == DType::String) os << '"' << t.data<std::string>()[i] << '"';
+    else if (dtype_is_float(t.dtype())) os << t.as_double(i);
+    else os << t.as_int64(i);
+  }
+  if (t.numel() > count) os << ", ...";
+  os << "]";
+  return os.str();
+}
+
+}  // namespace kiln::cli

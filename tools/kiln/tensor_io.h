@@ -1,0 +1,15 @@
+// Small CLI helpers: random inputs for a model's inputs and short printing of tensors.
+#pragma once
+#include <kiln/session.h>
+
+#include <map>
+#include <string>
+
+namespace kiln::cli {
+
+// A random tensor of the input's dtype and shape; symbolic dims take `dims[symbol]` or 1.
+Tensor random_input(const TensorInfo& info, const std::map<std::string, int64_t>& dims, uint32_t seed);
+// "float[1,1000] = [0.12, -0.5, ...]" with at most `count` values.
+std::string preview(const Tensor& t, int count = 8);
+
+}  // namespace kiln::cli
