@@ -144,13 +144,19 @@ Node* Graph::add_node(std::string op_type, std::vector<Value*> inputs, std::vect
   raw->name_ = name.empty() ? unique_name(raw->op_type_) : std::move(name);
   raw->owner_ = this;
   raw->attrs = std::move(attrs);
+  // Check before linking anything: a rejected node must not leave uses or producers that
+  // point at it once it is freed.
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Value* o = outputs[i];
+    if (o && (o->producer_ || o->is_constant() || o->is_graph_input_ ||
+              std::find(outputs.begin(), outputs.begin() + i, o) != outputs.begin() + i))
+      throw Error(raw->describe() + ": output '" + o->name() + "' already has a producer");
+  }
   for (size_t i = 0; i < inputs.size(); ++i) raw->set_input(static_cast<int>(i), inputs[i]);
   raw->outputs_ = std::move(outputs);
   for (size_t i = 0; i < raw->outputs_.size(); ++i) {
     Value* o = raw->outputs_[i];
     if (!o) continue;
-    if (o->producer_ || o->is_constant() || o->is_graph_input_)
-      throw Error(raw->describe() + ": output '" + o->name() + "' already has a producer");
     o->producer_ = raw;
     o->producer_output_ = static_cast<int>(i);
   }
