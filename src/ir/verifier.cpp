@@ -35,7 +35,18 @@ class Verifier {
   void run(const Graph& root) {
     // Pointers are only dereferenced once found here, so dangling uses or producers (of removed
     // nodes) are reported instead of crashing.
+    // A subgraph verified on its own reads its enclosing graphs' values freely.
+    std::vector<const Graph*> outer;
+    for (const Graph* p = root.parent; p && outer.size() < 64; p = p->parent) outer.push_back(p);
+    index(outer.empty() ? root : *outer.back());
     index(root);
+    for (auto it = outer.rbegin(); it != outer.rend(); ++it) {
+      Scope s;
+      s.g = *it;
+      for (Value* v : s.g->values()) s.own.insert(v);
+      s.avail = s.own;
+      scopes_.push_back(std::move(s));
+    }
     check(root, "graph " + q(root.name));
   }
 
@@ -126,7 +137,7 @@ class Verifier {
           fail("value " + vname(v) + " has a producer that is no longer in the graph");
         } else if (p->owner() != &g) {
           fail("value " + vname(v) + " is produced by " + p->describe() + " of another graph");
-        } else if (p->output(v->producer_output()) != v) {
+        } else if (v->producer_output() < 0 || p->output(v->producer_output()) != v) {
           fail("value " + vname(v) + " names " + p->describe() + " output " +
                std::to_string(v->producer_output()) + " as its producer, but that output is not it");
         }
@@ -143,7 +154,7 @@ class Verifier {
           continue;
         }
         seen.push_back(u);
-        if (u.node->input(u.input_index) != v || u.input_index < 0)
+        if (u.input_index < 0 || u.node->input(u.input_index) != v)
           fail("value " + vname(v) + " lists a use by " + u.node->describe() + " input " +
                std::to_string(u.input_index) + ", but that input is not it");
       }
