@@ -18,7 +18,12 @@
 #include "ir/graph.h"
 #undef private
 
+#include "frontend/onnx/importer.h"
+#include "ir/printer.h"
 #include "ir/verifier.h"
+
+#include <filesystem>
+#include <iostream>
 
 namespace kiln::ir {
 namespace {
@@ -324,6 +329,37 @@ TEST(Verifier, ProblemsInsideSubgraphsAreFound) {
   w.then_g->add_output(bad);
   EXPECT_THROW(verify(w.g), Error);
   EXPECT_PROBLEM(w.g, "graph 'then': graph output 1 'bad' has no producer");
+}
+
+
+// Everything the ONNX importer builds from the ONNX test models (including If/Loop/Scan bodies
+// reading outer values) must pass the verifier, and print without trouble.
+TEST(Verifier, ImportedOnnxTestModels) {
+  namespace fs = std::filesystem;
+  const fs::path root = "/usr/share/libonnx-testdata/data";
+  if (!fs::is_directory(root)) GTEST_SKIP() << "no ONNX test data at " << root;
+  int imported = 0, with_subgraphs = 0;
+  std::vector<fs::path> models;
+  for (const auto& e : fs::recursive_directory_iterator(root))
+    if (e.path().filename() == "model.onnx") models.push_back(e.path());
+  std::sort(models.begin(), models.end());
+  for (const fs::path& m : models) {
+    std::unique_ptr<Graph> g;
+    try {
+      g = onnx_fe::load_model(m);
+    } catch (const Error&) {
+      continue;  // import failures (unsupported opsets...) are the importer's tests' business
+    }
+    ++imported;
+    std::vector<std::string> found = verify_all(*g);
+    EXPECT_TRUE(found.empty()) << m << ":\n" << (found.empty() ? "" : found[0]);
+    std::string text = print(*g);
+    EXPECT_EQ(text.rfind("graph ", 0), 0u) << m;
+    if (text.find(": graph ") != std::string::npos) ++with_subgraphs;
+  }
+  std::cout << imported << " of " << models.size() << " models imported, " << with_subgraphs << " with subgraphs\n";
+  EXPECT_GT(imported, 500);
+  EXPECT_GE(with_subgraphs, 3);
 }
 
 }  // namespace
