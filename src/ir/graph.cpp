@@ -265,9 +265,20 @@ void Graph::topological_sort() {
       if (--pending[s] == 0) ready.push(s);
   }
   if (order.size() != nodes_.size()) {
+    // An unsorted node may merely depend on a cycle; every unsorted node has an unsorted
+    // predecessor, so walking back from one must revisit a node, and that node is on a cycle.
+    std::vector<std::vector<size_t>> pred(nodes_.size());
     for (size_t i = 0; i < nodes_.size(); ++i)
-      if (pending[i] > 0)
-        throw Error(nodes_[i]->describe() + ": graph has a cycle through this node");
+      for (size_t s : succ[i]) pred[s].push_back(i);
+    size_t at = 0;
+    while (pending[at] == 0) ++at;
+    std::vector<bool> seen(nodes_.size(), false);
+    while (!seen[at]) {
+      seen[at] = true;
+      for (size_t p : pred[at])
+        if (pending[p] > 0) { at = p; break; }
+    }
+    throw Error(nodes_[at]->describe() + ": graph has a cycle through this node");
   }
   std::vector<std::unique_ptr<Node>> sorted;
   sorted.reserve(nodes_.size());

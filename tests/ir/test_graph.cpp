@@ -180,6 +180,21 @@ TEST(Graph, TopologicalSortDetectsCycles) {
   EXPECT_NE(msg.find("node 'loop_a' (Add)"), std::string::npos) << msg;
 }
 
+TEST(Graph, TopologicalSortNamesANodeOnTheCycle) {
+  // "after" only consumes the cycle's output; it comes first but is not on the cycle.
+  Graph g;
+  Value* x = g.add_input("x", f32({2}));
+  Value* a = g.add_value("a");
+  Value* b = g.add_value("b");
+  g.add_node("Neg", {a}, {g.add_value("c")}, {}, "after");
+  g.add_node("Add", {x, b}, {a}, {}, "loop_a");
+  g.add_node("Relu", {a}, {b}, {}, "loop_b");
+  std::string msg = error_of([&] { g.topological_sort(); });
+  EXPECT_EQ(msg.find("after"), std::string::npos) << msg;
+  EXPECT_TRUE(msg.find("node 'loop_a'") != std::string::npos || msg.find("node 'loop_b'") != std::string::npos)
+      << msg;
+}
+
 TEST(Graph, TopologicalSortSelfLoop) {
   Graph g;
   Value* a = g.add_value("a");
