@@ -1,0 +1,57 @@
+// The CLI as a user sees it: help on every subcommand, run/check/conformance on real data.
+#include <gtest/gtest.h>
+
+#include "cli_util.h"
+#include "frontend/onnx/tensor_proto.h"
+
+namespace kiln::testing {
+
+namespace fs = std::filesystem;
+
+TEST(Cli, HelpOnEverySubcommand) {
+  for (std::string sub : {"run", "check", "conformance"}) {
+    auto r = run_kiln({sub, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.output;
+    EXPECT_NE(r.output.find("Usage"), std::string::npos) << r.output;
+  }
+}
+
+TEST(Cli, CheckPassesOnSqueezenet) {
+  auto r = run_kiln({"check", (source_dir() / "models/squeezenet1_1").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("check passed"), std::string::npos) << r.output;
+}
+
+TEST(Cli, CheckReportsMismatchWithExitCode1) {
+  // A model whose reference output is deliberately wrong.
+  fs::path d = temp_dir("mismatch");
+  save_model(tiny_model({2, 2}, {{"Relu", {"x"}, {"y"}}}), d / "model.onnx");
+  fs::create_directories(d / "test_data_set_0");
+  onnx_fe::save_tensor_file(Tensor::from_vector<float>({2, 2}, {-1, 2, -3, 4}), "x", d / "test_data_set_0/input_0.pb");
+  onnx_fe::save_tensor_file(Tensor::from_vector<float>({2, 2}, {0, 2, 0, 5}), "y", d / "test_data_set_0/output_0.pb");
+  auto r = run_kiln({"check", d.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("MISMATCH"), std::string::npos) << r.output;
+  // And the right answer passes.
+  onnx_fe::save_tensor_file(Tensor::from_vector<float>({2, 2}, {0, 2, 0, 4}), "y", d / "test_data_set_0/output_0.pb");
+  r = run_kiln({"check", d.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(Cli, RunPrintsOutputsLatencyAndMemory) {
+  fs::path m = source_dir() / "models/squeezenet1_1";
+  auto r = run_kiln({"run", (m / "model.onnx").string(), "--input", "input=" + (m / "test_data_set_0/input_0.pb").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("output: float[1,1000] = ["), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("latency:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("peak memory"), std::string::npos) << r.output;
+}
+
+TEST(Cli, ConformanceRunsFilteredNodeTests) {
+  fs::path d = temp_dir("conf");
+  auto r = run_kiln({"conformance", "--filter", "test_relu", "--tsv", (d / "out.tsv").string()});
+  EXPECT_NE(r.output.find("1 passed, 0 failed, 0 skipped"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(d / "out.tsv"));
+}
+
+}  // namespace kiln::testing
