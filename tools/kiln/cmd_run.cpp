@@ -1,6 +1,9 @@
 // kiln run MODEL.onnx [--input NAME=FILE.pb ...]: runs a model once and prints its outputs.
 #include <kiln/session.h>
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
@@ -16,6 +19,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     std::string model;
     std::vector<std::string> inputs, dims, keep;
     int count = 8;
+    int runs = 1;
     uint32_t seed = 1;
   };
   auto args = std::make_shared<Args>();
@@ -24,6 +28,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--dim", args->dims, "SYMBOL=N: extent of a symbolic dim for random inputs (default 1)");
   cmd->add_option("--keep", args->keep, "Also print this intermediate value");
   cmd->add_option("--values", args->count, "Values to print per output")->capture_default_str();
+  cmd->add_option("--runs", args->runs, "Run this many times and report the median latency")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed for random inputs")->capture_default_str();
   cmd->callback([args, &exit_code] {
     SessionOptions opts;
@@ -49,12 +54,20 @@ void add_run_command(CLI::App& app, int& exit_code) {
       if (it != given.end()) given.erase(it);
     }
     if (!given.empty()) throw Error("the model has no input named '" + given.begin()->first + "'");
-    auto t0 = std::chrono::steady_clock::now();
-    auto outs = session->run(feeds);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::map<std::string, Tensor> outs;
+    std::vector<double> times;
+    for (int r = 0; r < std::max(1, args->runs); ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      outs = session->run(feeds);
+      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
     for (const TensorInfo& o : session->outputs()) std::cout << o.name << ": " << preview(outs.at(o.name), args->count) << "\n";
     for (const std::string& k : args->keep) std::cout << k << ": " << preview(outs.at(k), args->count) << "\n";
-    std::cout << "latency: " << ms << " ms\n";
+    std::sort(times.begin(), times.end());
+    std::cout << "latency: " << times[times.size() / 2] << " ms (median of " << times.size() << " runs)\n";
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    std::cout << "peak memory (RSS): " << ru.ru_maxrss / 1024.0 << " MiB\n";
     exit_code = 0;
   });
 }
