@@ -148,24 +148,25 @@ struct AxisPlan {
   std::vector<bool> extrapolate;  // per output coordinate
 };
 
+// As in the ONNX reference, the formulas use the unrounded output length scale * len_in
+// (it differs from the integer output length when the scale does not divide evenly).
 double original_coord(const ResizeAttrs& a, int64_t x, double scale, int64_t len_in, int64_t len_out, double roi_s,
                       double roi_e) {
   const double xr = static_cast<double>(x);
+  const double out_f = scale * static_cast<double>(len_in);
   if (a.coord == "half_pixel") return (xr + 0.5) / scale - 0.5;
   if (a.coord == "half_pixel_symmetric") {
-    const double adj = static_cast<double>(len_out) / (scale * static_cast<double>(len_in));
+    const double adj = static_cast<double>(len_out) / out_f;
     const double center = static_cast<double>(len_in) / 2;
     return center * (1 - adj) + (xr + 0.5) / scale - 0.5;
   }
-  if (a.coord == "pytorch_half_pixel") return len_out > 1 ? (xr + 0.5) / scale - 0.5 : 0.0;
-  if (a.coord == "align_corners")
-    return len_out == 1 ? 0.0 : xr * static_cast<double>(len_in - 1) / static_cast<double>(len_out - 1);
+  if (a.coord == "pytorch_half_pixel") return out_f > 1 ? (xr + 0.5) / scale - 0.5 : 0.0;
+  if (a.coord == "align_corners") return out_f == 1 ? 0.0 : xr * static_cast<double>(len_in - 1) / (out_f - 1);
   if (a.coord == "asymmetric") return xr / scale;
   if (a.coord == "tf_half_pixel_for_nn") return (xr + 0.5) / scale;
   // tf_crop_and_resize
   const double span = static_cast<double>(len_in - 1);
-  return len_out > 1 ? roi_s * span + xr * (roi_e - roi_s) * span / static_cast<double>(len_out - 1)
-                     : 0.5 * (roi_s + roi_e) * span;
+  return out_f > 1 ? roi_s * span + xr * (roi_e - roi_s) * span / (out_f - 1) : 0.5 * (roi_s + roi_e) * span;
 }
 
 int64_t nearest_index(const ResizeAttrs& a, double x, double scale) {
