@@ -285,3 +285,19 @@ TEST(ConvInteger, ZeroPoints) {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+TEST(Conv, DeepNarrowLayerIsFast) {
+  // resnet18's layer4 3x3 conv: 512->512 at 7x7 (116 MMAC) has a short GEMM row (49 outputs).
+  Tensor x = random_float({1, 512, 7, 7}, -1, 1, 70);
+  Tensor w = random_float({512, 512, 3, 3}, -1, 1, 71);
+  auto t0 = std::chrono::steady_clock::now();
+  auto out = run_op({.op = "Conv", .inputs = {x, w}, .attrs = {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}}});
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("512x512x7x7 3x3 conv: %.3f s\n", secs);
+  EXPECT_LT(secs, 1.0);
+  ASSERT_EQ(out[0].dims(), (std::vector<int64_t>{1, 512, 7, 7}));
+}
+
+}  // namespace kiln::testing

@@ -1,5 +1,8 @@
 #include <kiln/error.h>
 
+#include <chrono>
+#include <cstdio>
+
 #include "op_test_util.h"
 
 namespace kiln::testing {
@@ -190,6 +193,23 @@ TEST(MatMulInteger, ZeroPoints) {
   EXPECT_THROW(infer_op("MatMulInteger", {T(DType::Float, {2, 3}), T(DType::UInt8, {3, 7})}), kiln::Error);
   EXPECT_THROW(run_op({.op = "MatMulInteger", .inputs = {a, b, Tensor::from_vector<uint8_t>({3}, {1, 2, 3})}}),
                kiln::Error);
+}
+
+}  // namespace kiln::testing
+
+namespace kiln::testing {
+
+TEST(MatMul, BertSizedIsFast) {
+  Tensor a = random_float({1, 128, 768}, -1, 1, 90);
+  Tensor b = random_float({768, 768}, -1, 1, 91);
+  auto t0 = std::chrono::steady_clock::now();
+  auto out = run_op({.op = "MatMul", .inputs = {a, b}});
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("128x768x768 matmul: %.3f s\n", secs);
+  EXPECT_LT(secs, 0.5);
+  double s = 0;
+  for (int64_t k = 0; k < 768; ++k) s += a.as_double(77 * 768 + k) * b.as_double(k * 768 + 500);
+  EXPECT_NEAR(out[0].as_double(77 * 768 + 500), s, 1e-3);
 }
 
 }  // namespace kiln::testing
