@@ -81,9 +81,11 @@ void matmul_batched(const MatMulGeom& g, const C* a, const C* b, C* out) {
 }
 
 // Static-type version of matmul_geom; unknown extents become fresh dims.
-void infer_matmul(InferContext& ctx, DType out_dtype) {
+void infer_matmul(InferContext& ctx, DType out_dtype, bool same_dtypes) {
   const ir::TensorType& a = ctx.input(0);
   const ir::TensorType& b = ctx.input(1);
+  if (same_dtypes && a.dtype != b.dtype && a.dtype != DType::Undefined && b.dtype != DType::Undefined)
+    ctx.fail("operand dtypes differ: " + a.str() + " vs " + b.str());
   if (!a.rank_known || !b.rank_known) return ctx.set_output(0, ir::TensorType::unranked(out_dtype));
   if (a.rank() == 0 || b.rank() == 0) ctx.fail("MatMul operands must have rank >= 1 (got a scalar)");
   const int ar = a.rank(), br = b.rank();
@@ -253,7 +255,7 @@ void infer_matmul_integer(InferContext& ctx) {
     if (t != DType::Undefined && !is_int8_type(t))
       ctx.fail("MatMulInteger takes uint8/int8 operands, got " + ctx.input(i).str());
   }
-  infer_matmul(ctx, DType::Int32);
+  infer_matmul(ctx, DType::Int32, false);  // uint8 x int8 mixes are allowed
 }
 
 void matmul_integer_kernel(KernelContext& ctx) {
@@ -272,7 +274,7 @@ void matmul_integer_kernel(KernelContext& ctx) {
 
 KILN_REGISTER_OPS(matmul) {
   reg.add({.name = "MatMul", .min_inputs = 2, .max_inputs = 2, .pattern = PatternKind::OutEWiseFusable,
-           .infer = [](InferContext& ctx) { infer_matmul(ctx, ctx.input(0).dtype); },
+           .infer = [](InferContext& ctx) { infer_matmul(ctx, ctx.input(0).dtype, true); },
            .kernel = matmul_kernel});
   // Opsets 7-10 declare C required; we also accept it absent there (same result as C = 0).
   reg.add({.name = "Gemm", .min_inputs = 2, .max_inputs = 3, .pattern = PatternKind::OutEWiseFusable,

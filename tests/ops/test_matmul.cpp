@@ -113,6 +113,7 @@ TEST(MatMul, BadInputs) {
   EXPECT_THROW(infer_op("MatMul", {T(DType::Float, {}), T(DType::Float, {4, 5})}), kiln::Error);
   EXPECT_THROW(infer_op("MatMul", {T(DType::Float, {2, 2, 3}), T(DType::Float, {3, 3, 5})}), kiln::Error);
   EXPECT_THROW(run_op({.op = "MatMul", .inputs = {random_float({2, 3}), random_float({4, 5})}}), kiln::Error);
+  EXPECT_THROW(infer_op("MatMul", {T(DType::Float, {2, 3}), T(DType::Double, {3, 5})}), kiln::Error);
 }
 
 TEST(Gemm, AllAttributes) {
@@ -188,6 +189,9 @@ TEST(MatMulInteger, ZeroPoints) {
   // A' = [[0,1],[0,1]], B' = [[-1,0],[2,1]]
   EXPECT_EQ(o2[0].to_int64_vector(), (std::vector<int64_t>{2, 1, 2, 1}));
 
+  // Mixed uint8 x int8.
+  Tensor mb = Tensor::from_vector<int8_t>({3, 1}, {-1, 2, -3});
+  EXPECT_EQ(run_op({.op = "MatMulInteger", .inputs = {a, mb}})[0].to_int64_vector(), (std::vector<int64_t>{-6, -4}));
   auto t = infer_op("MatMulInteger", {T(DType::UInt8, {S("n"), 3}), T(DType::UInt8, {3, 7})});
   EXPECT_EQ(t[0].str(), "int32[n,7]");
   EXPECT_THROW(infer_op("MatMulInteger", {T(DType::Float, {2, 3}), T(DType::UInt8, {3, 7})}), kiln::Error);
