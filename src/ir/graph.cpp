@@ -32,6 +32,7 @@ void Value::set_constant(kiln::Tensor t) {
 // ---------------------------------------------------------------- Node
 
 void Node::set_input(int i, Value* v) {
+  if (i < 0) throw Error(describe() + ": negative input index");
   if (i >= num_inputs()) inputs_.resize(i + 1, nullptr);
   if (Value* old = inputs_[i]) {
     auto& u = old->uses_;
@@ -165,6 +166,11 @@ Node* Graph::add_node(std::string op_type, std::vector<Value*> inputs, std::vect
 }
 
 void Graph::remove_node(Node* n) {
+  for (Value* o : n->outputs_) {
+    if (!o) continue;
+    if (!o->uses_.empty() || std::find(outputs_.begin(), outputs_.end(), o) != outputs_.end())
+      throw Error(n->describe() + ": cannot remove, output '" + o->name() + "' is still used");
+  }
   for (int i = 0; i < n->num_inputs(); ++i) n->set_input(i, nullptr);
   for (Value* o : n->outputs_)
     if (o) { o->producer_ = nullptr; o->producer_output_ = -1; }

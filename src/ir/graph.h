@@ -32,7 +32,6 @@ struct Use {
 class Value {
  public:
   const std::string& name() const { return name_; }
-  void set_name(std::string n) { name_ = std::move(n); }
   TensorType type;
 
   Node* producer() const { return producer_; }
@@ -69,8 +68,8 @@ class Node {
   const std::vector<Value*>& outputs() const { return outputs_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
-  Value* input(int i) const { return i < num_inputs() ? inputs_[i] : nullptr; }
-  Value* output(int i) const { return i < num_outputs() ? outputs_[i] : nullptr; }
+  Value* input(int i) const { return i >= 0 && i < num_inputs() ? inputs_[i] : nullptr; }
+  Value* output(int i) const { return i >= 0 && i < num_outputs() ? outputs_[i] : nullptr; }
   bool has_input(int i) const { return input(i) != nullptr; }
   void set_input(int i, Value* v);  // keeps use lists right
 
@@ -120,7 +119,7 @@ class Graph {
                  Attributes attrs = {}, std::string name = "", std::string domain = "");
   void add_output(Value* v) { outputs_.push_back(v); }
 
-  // Removal: a node must have no used outputs (or pass force to drop their uses' links).
+  // Removes a node; throws kiln::Error if one of its outputs is still used or is a graph output.
   void remove_node(Node* n);
   // Replace every use of `from` (including graph outputs) by `to`.
   void replace_all_uses(Value* from, Value* to);

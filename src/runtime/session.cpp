@@ -3,6 +3,7 @@
 #include <set>
 
 #include "frontend/onnx/importer.h"
+#include "ir/verifier.h"
 #include "ops/core/infer_graph.h"
 #include "runtime/input_check.h"
 #include "runtime/reference_executor.h"
@@ -38,6 +39,7 @@ struct Session::Impl {
   std::unique_ptr<runtime::ReferenceExecutor> exec;
 
   explicit Impl(std::unique_ptr<ir::Graph> g, const SessionOptions& opts) : graph(std::move(g)) {
+    ir::verify(*graph);
     ops::ShapeInference().run(*graph);
     for (const ir::Value* v : graph->inputs()) inputs.push_back(info_of(*v));
     for (const ir::Value* v : graph->outputs()) outputs.push_back(info_of(*v));

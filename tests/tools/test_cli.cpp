@@ -9,7 +9,7 @@ namespace kiln::testing {
 namespace fs = std::filesystem;
 
 TEST(Cli, HelpOnEverySubcommand) {
-  for (std::string sub : {"run", "check", "conformance"}) {
+  for (std::string sub : {"run", "check", "conformance", "inspect"}) {
     auto r = run_kiln({sub, "--help"});
     EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.output;
     EXPECT_NE(r.output.find("Usage"), std::string::npos) << r.output;
@@ -45,6 +45,14 @@ TEST(Cli, RunPrintsOutputsLatencyAndMemory) {
   EXPECT_NE(r.output.find("output: float[1,1000] = ["), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("latency:"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("peak memory"), std::string::npos) << r.output;
+}
+
+TEST(Cli, InspectPrintsInferredIr) {
+  auto r = run_kiln({"inspect", (source_dir() / "models/squeezenet1_1/model.onnx").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("input  %input: float[1,3,224,224]"), std::string::npos) << r.output.substr(0, 500);
+  EXPECT_NE(r.output.find("= Conv("), std::string::npos);
+  EXPECT_NE(r.output.find("float[1,1000]"), std::string::npos);
 }
 
 TEST(Cli, ConformanceRunsFilteredNodeTests) {

@@ -83,6 +83,8 @@ void ShapeInference::infer_node(ir::Node& n) {
   InferContext ctx(n, opset, types, values, *this);
   try {
     if (def.infer) def.infer(ctx);
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(with_node(n, e.what()));
   } catch (const Error& e) {
     throw Error(with_node(n, e.what()));
   }
