@@ -113,7 +113,7 @@ const Signature kAdam{4, 3, {0, 2, 3}};      // X, G, V, H -> X, V, H
 void adagrad_kernel(KernelContext& ctx) {
   const ir::Node& node = ctx.node();
   const double decay = node.attr_float("decay_factor", 0.f);
-  const double eps = node.attr_float("epsilon", 0.f);
+  const double eps = node.attr_float("epsilon", 1e-6f);
   const double norm = node.attr_float("norm_coefficient", 0.f);
   const double r = ctx.input(0).as_double(0) / (1 + static_cast<double>(ctx.input(1).as_int64(0)) * decay);
   run_optimizer(ctx, kAdagrad, [&](const double* in, double* out) {

@@ -33,6 +33,9 @@ TEST(Adagrad, SingleStepHandComputed) {
                 {{"decay_factor", A::of_float(0.5f)}, {"epsilon", A::of_float(0.25f)}, {"norm_coefficient", A::of_float(0.5f)}}, 2);
   expect_near(z[0], f(static_cast<float>(1 - 0.04 * 2.5 / (std::sqrt(7.25) + 0.25))));
   expect_near(z[1], f(7.25f));
+  // The default epsilon (1e-6) keeps a zero gradient on a zero history from giving 0/0.
+  auto zero = step("Adagrad", {R(0.1f), Tn(0), f(1), f(0), f(0)}, {}, 2);
+  expect_near(zero[0], f(1));
 }
 
 TEST(Adagrad, TwoTensorsOddShape) {
@@ -43,10 +46,10 @@ TEST(Adagrad, TwoTensorsOddShape) {
   ASSERT_EQ(y[0].dims(), x1.dims());
   for (int i = 0; i < 15; ++i) {
     double g = g1.data<float>()[i], h = h1.data<float>()[i] + g * g;
-    EXPECT_NEAR(y[0].data<float>()[i], x1.data<float>()[i] - 0.5 * g / std::sqrt(h), 1e-5);
+    EXPECT_NEAR(y[0].data<float>()[i], x1.data<float>()[i] - 0.5 * g / (std::sqrt(h) + 1e-6), 1e-5);
     EXPECT_NEAR(y[2].data<float>()[i], h, 1e-5);
   }
-  for (int i = 0; i < 7; ++i) EXPECT_DOUBLE_EQ(y[1].data<double>()[i], i + 1 - 0.5);
+  for (int i = 0; i < 7; ++i) EXPECT_NEAR(y[1].data<double>()[i], i + 1 - 0.5 / (1 + 1e-6), 1e-12);
   expect_near(y[3], Tensor::from_vector<double>({7}, {1, 1, 1, 1, 1, 1, 1}));
 }
 
