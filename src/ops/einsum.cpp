@@ -7,6 +7,7 @@
 // alphabetical order. Labels absent from the output are summed over.
 #include <algorithm>
 #include <array>
+#include <type_traits>
 
 #include "ops/core/dispatch.h"
 #include "ops/core/registry.h"
@@ -263,7 +264,8 @@ void einsum_kernel(KernelContext& ctx) {
   const DType dtype = ctx.input(0).dtype();
   dispatch_numeric(dtype, [&](auto tag) {
     using T = decltype(tag);
-    using C = compute_t<T>;
+    // Floats accumulate in double: long contractions cancel badly in float.
+    using C = std::conditional_t<is_float_v<T>, double, T>;
     std::vector<const T*> in(n);
     for (int i = 0; i < n; ++i) in[i] = ctx.input(i).template data<T>();
     T* yp = ctx.make_output(0, dtype, out_dims).template data<T>();
@@ -277,11 +279,11 @@ void einsum_kernel(KernelContext& ctx) {
         std::fill(soff.begin(), soff.end(), 0);
         do {
           C prod = C(1);
-          for (int i = 0; i < n; ++i) prod = static_cast<C>(prod * static_cast<C>(in[i][ooff[i] + soff[i]]));
+          for (int i = 0; i < n; ++i) prod = static_cast<C>(prod * static_cast<C>(static_cast<compute_t<T>>(in[i][ooff[i] + soff[i]])));
           acc = static_cast<C>(acc + prod);
         } while (step(sidx, sum_ext, sum_strides, soff));
       }
-      yp[o] = static_cast<T>(acc);
+      yp[o] = static_cast<T>(static_cast<compute_t<T>>(acc));
       step(oidx, out_dims, out_strides, ooff);
     }
   });
