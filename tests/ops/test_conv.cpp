@@ -8,6 +8,13 @@ namespace kiln::testing {
 
 namespace {
 
+// Timing checks only hold for optimized, uninstrumented builds.
+#ifdef __SANITIZE_ADDRESS__
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 using ir::Attribute;
 
 struct Conv2dParams {
@@ -178,7 +185,9 @@ TEST(Conv, ResnetSizedLayerIsFast) {
   auto t0 = std::chrono::steady_clock::now();
   auto out = run_op({.op = "Conv", .inputs = {x, w}, .attrs = {{"pads", Attribute::of_ints({1, 1, 1, 1})}}});
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(secs, 1.0);
+  if (!kSanitized) {
+    EXPECT_LT(secs, 1.0);
+  }
   std::printf("64x64x56x56 3x3 conv: %.3f s\n", secs);
   // Spot-check one interior and one corner output.
   Tensor sx = x, sw = w;
@@ -296,7 +305,9 @@ TEST(Conv, DeepNarrowLayerIsFast) {
   auto out = run_op({.op = "Conv", .inputs = {x, w}, .attrs = {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}}});
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("512x512x7x7 3x3 conv: %.3f s\n", secs);
-  EXPECT_LT(secs, 1.0);
+  if (!kSanitized) {
+    EXPECT_LT(secs, 1.0);
+  }
   ASSERT_EQ(out[0].dims(), (std::vector<int64_t>{1, 512, 7, 7}));
 }
 

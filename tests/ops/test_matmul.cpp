@@ -9,6 +9,13 @@ namespace kiln::testing {
 
 namespace {
 
+// Timing checks only hold for optimized, uninstrumented builds.
+#ifdef __SANITIZE_ADDRESS__
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 // Naive reference: out[b][i][j] = sum_k a[b][i][k] * b[b][k][j] for equal batch dims.
 Tensor naive_bmm(const Tensor& a, const Tensor& b) {
   const int64_t B = a.rank() == 3 ? a.dim(0) : 1, M = a.dim(a.rank() - 2), K = a.dim(a.rank() - 1),
@@ -210,7 +217,9 @@ TEST(MatMul, BertSizedIsFast) {
   auto out = run_op({.op = "MatMul", .inputs = {a, b}});
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("128x768x768 matmul: %.3f s\n", secs);
-  EXPECT_LT(secs, 0.5);
+  if (!kSanitized) {
+    EXPECT_LT(secs, 0.5);
+  }
   double s = 0;
   for (int64_t k = 0; k < 768; ++k) s += a.as_double(77 * 768 + k) * b.as_double(k * 768 + 500);
   EXPECT_NEAR(out[0].as_double(77 * 768 + 500), s, 1e-3);
