@@ -1,0 +1,241 @@
+// Ops of the "kiln" domain, formed by the graph optimizer (src/passes/), never by exporters:
+//
+//   FusedConv / FusedGemm / FusedMatMul   the ai.onnx op (all its attributes) followed by an
+//       activation epilogue: `activation` = Relu | Clip | Sigmoid | Tanh | SiLU | Gelu |
+//       GeluTanh | HardSigmoid | HardSwish | LeakyRelu, `activation_params` = [min, max] for
+//       Clip, [alpha] for LeakyRelu, [alpha, beta] for HardSigmoid. Float32.
+//   SiLU(x) = x * sigmoid(x)
+//   Attention(Q, K_T, V, mask?) = softmax(Q · K_T * scale + mask) · V, softmax over the last
+//       axis; Q [..., Sq, D], K_T [..., D, Sk] (keys already transposed, as in the MatMul it
+//       replaces), V [..., Sk, Dv], additive mask broadcast to [..., Sq, Sk]; batch dims
+//       broadcast like MatMul's. Float32.
+//
+// The fused ops reuse the base op's shape inference and reference kernel (looked up in the
+// registry, run under the model's ai.onnx opset) and then apply the activation in place.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/core/dispatch.h"
+#include "ops/core/registry.h"
+#include "ops/core/shape_util.h"
+
+namespace kiln::ops {
+
+namespace {
+
+struct ForwardSymbols : SymbolSource {
+  explicit ForwardSymbols(InferContext& c) : ctx(c) {}
+  ir::Dim fresh() override { return ctx.fresh_dim(); }
+  InferContext& ctx;
+};
+
+int64_t onnx_opset(const ir::Node& n) { return n.owner() ? n.owner()->opset("") : 17; }
+
+const OpDef& base_def(const ir::Node& n, const std::string& base) {
+  const OpDef* d = Registry::instance().find("", base);
+  if (!d || !d->infer || !d->kernel) throw UnsupportedError(n.describe() + ": base op " + base + " is not available");
+  return *d;
+}
+
+struct Activation {
+  enum Kind { Relu, Clip, Sigmoid, Tanh, SiLU, Gelu, GeluTanh, HardSigmoid, HardSwish, LeakyRelu } kind;
+  float a = 0, b = 0;
+};
+
+Activation activation_of(const ir::Node& n) {
+  static const std::pair<const char*, Activation::Kind> names[] = {
+      {"Relu", Activation::Relu}, {"Clip", Activation::Clip}, {"Sigmoid", Activation::Sigmoid},
+      {"Tanh", Activation::Tanh}, {"SiLU", Activation::SiLU}, {"Gelu", Activation::Gelu},
+      {"GeluTanh", Activation::GeluTanh}, {"HardSigmoid", Activation::HardSigmoid},
+      {"HardSwish", Activation::HardSwish}, {"LeakyRelu", Activation::LeakyRelu}};
+  std::string s = n.attr_string("activation", "");
+  std::vector<float> p = n.attr_floats("activation_params");
+  for (const auto& [name, kind] : names) {
+    if (s != name) continue;
+    Activation a{kind};
+    size_t want = kind == Activation::Clip || kind == Activation::HardSigmoid ? 2 : kind == Activation::LeakyRelu ? 1 : 0;
+    if (p.size() != want)
+      throw Error(n.describe() + ": activation " + s + " takes " + std::to_string(want) + " activation_params, got " +
+                  std::to_string(p.size()));
+    if (want >= 1) a.a = p[0];
+    if (want >= 2) a.b = p[1];
+    return a;
+  }
+  throw Error(n.describe() + ": unknown activation '" + s + "'");
+}
+
+float apply(const Activation& a, float x) {
+  switch (a.kind) {
+    case Activation::Relu: return x > 0 ? x : 0.f;
+    case Activation::Clip: return std::min(std::max(x, a.a), a.b);
+    case Activation::Sigmoid: return 1.f / (1.f + std::exp(-x));
+    case Activation::Tanh: return std::tanh(x);
+    case Activation::SiLU: return x / (1.f + std::exp(-x));
+    case Activation::Gelu: return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f));
+    case Activation::GeluTanh:
+      return 0.5f * x * (1.f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    case Activation::HardSigmoid: return std::max(0.f, std::min(1.f, a.a * x + a.b));
+    case Activation::HardSwish: return x * std::max(0.f, std::min(1.f, x / 6.f + 0.5f));
+    case Activation::LeakyRelu: return x >= 0 ? x : a.a * x;
+  }
+  return x;
+}
+
+InferFn fused_infer(std::string base) {
+  return [base](InferContext& ctx) {
+    activation_of(ctx.node());
+    std::vector<ir::TensorType> types;
+    std::vector<const Tensor*> values;
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
+      types.push_back(ctx.has_input(i) ? ctx.input(i) : ir::TensorType());
+      values.push_back(ctx.value(i));
+    }
+    ForwardSymbols symbols(ctx);
+    InferContext inner(ctx.node(), onnx_opset(ctx.node()), types, values, symbols);
+    base_def(ctx.node(), base).infer(inner);
+    if (inner.outputs[0].dtype != DType::Float) ctx.fail("fused ops compute in float32 only");
+    ctx.set_output(0, inner.outputs[0]);
+  };
+}
+
+KernelFn fused_kernel(std::string base) {
+  return [base](KernelContext& ctx) {
+    const Activation act = activation_of(ctx.node());
+    std::vector<const Tensor*> ins;
+    for (int i = 0; i < ctx.num_inputs(); ++i) ins.push_back(ctx.has_input(i) ? &ctx.input(i) : nullptr);
+    KernelContext inner(ctx.node(), onnx_opset(ctx.node()), ins);
+    base_def(ctx.node(), base).kernel(inner);
+    Tensor y = inner.outputs[0];
+    if (y.dtype() != DType::Float) ctx.fail("fused ops compute in float32 only");
+    for (const Tensor* t : ins)
+      if (t && t->raw() == y.raw()) y = y.clone();  // never write through into an input
+    float* p = y.data<float>();
+    for (int64_t i = 0; i < y.numel(); ++i) p[i] = apply(act, p[i]);
+    ctx.set_output(0, y);
+  };
+}
+
+void silu_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.make_output(0, x.dtype(), x.dims());
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const T* a = x.data<T>();
+    T* o = y.data<T>();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      C v = static_cast<C>(a[i]);
+      o[i] = static_cast<T>(v / (C(1) + std::exp(-v)));
+    }
+  });
+}
+
+void infer_silu(InferContext& ctx) {
+  if (!dtype_is_float(ctx.input(0).dtype) && ctx.input(0).dtype != DType::Undefined) ctx.fail("SiLU takes a float tensor");
+  infer_same_as_input(ctx);
+}
+
+// Batch dims of a [..., a, b] type.
+ir::TensorType batch_of(const ir::TensorType& t) {
+  return ir::TensorType(t.dtype, std::vector<ir::Dim>(t.dims.begin(), t.dims.end() - 2));
+}
+
+void infer_attention(InferContext& ctx) {
+  const ir::TensorType &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
+  for (const ir::TensorType* t : {&q, &k, &v})
+    if (t->dtype != DType::Float && t->dtype != DType::Undefined) ctx.fail("Attention computes in float32 only");
+  if (!q.rank_known || !k.rank_known || !v.rank_known) {
+    ctx.set_output(0, ir::TensorType::unranked(DType::Float));
+    return;
+  }
+  if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2) ctx.fail("Q, K_T and V must have rank >= 2");
+  auto clash = [](const ir::Dim& a, const ir::Dim& b) { return a.is_static() && b.is_static() && a.value != b.value; };
+  if (clash(q.dims[q.rank() - 1], k.dims[k.rank() - 2])) ctx.fail("Q's last dim must equal K_T's second-to-last");
+  if (clash(k.dims[k.rank() - 1], v.dims[v.rank() - 2])) ctx.fail("K_T's last dim must equal V's second-to-last");
+  ir::TensorType out = broadcast_types(ctx, {batch_of(q), batch_of(k), batch_of(v)}, DType::Float);
+  if (out.rank_known) {
+    out.dims.push_back(q.dims[q.rank() - 2]);
+    out.dims.push_back(v.dims[v.rank() - 1]);
+  }
+  ctx.set_output(0, out);
+}
+
+void attention_kernel(KernelContext& ctx) {
+  const Tensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
+  for (const Tensor* t : {&q, &k, &v})
+    if (t->dtype() != DType::Float || t->rank() < 2) ctx.fail("Attention takes float32 tensors of rank >= 2");
+  const int64_t sq = q.dim(q.rank() - 2), d = q.dim(q.rank() - 1), sk = k.dim(k.rank() - 1), dv = v.dim(v.rank() - 1);
+  if (k.dim(k.rank() - 2) != d || v.dim(v.rank() - 2) != sk) ctx.fail("Q, K_T, V inner dims do not match");
+  auto batch = [](const Tensor& t) { return std::vector<int64_t>(t.dims().begin(), t.dims().end() - 2); };
+  std::vector<int64_t> qb = batch(q), kb = batch(k), vb = batch(v);
+  std::vector<int64_t> ob = broadcast_dims({qb, kb, vb}, ctx.node());
+  std::vector<int64_t> mdims, mb;
+  int64_t mq = 1, mk = 1;
+  const Tensor* mask = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  if (mask) {
+    if (mask->dtype() != DType::Float) ctx.fail("the mask must be float32");
+    mdims = mask->dims();
+    while (mdims.size() < ob.size() + 2) mdims.insert(mdims.begin(), 1);
+    if (mdims.size() > ob.size() + 2) ctx.fail("the mask has a higher rank than the scores");
+    mq = mdims[mdims.size() - 2];
+    mk = mdims[mdims.size() - 1];
+    if ((mq != 1 && mq != sq) || (mk != 1 && mk != sk)) ctx.fail("the mask does not broadcast to the scores");
+    mb.assign(mdims.begin(), mdims.end() - 2);
+    ob = broadcast_dims({ob, mb}, ctx.node());
+  }
+  std::vector<int64_t> odims = ob;
+  odims.push_back(sq);
+  odims.push_back(dv);
+  Tensor& out = ctx.make_output(0, DType::Float, odims);
+  const float scale = ctx.node().attr_float("scale", 1.f);
+  std::vector<std::vector<int64_t>> ins{qb, kb, vb};
+  if (mask) ins.push_back(mb);
+  const float *Q = q.data<float>(), *K = k.data<float>(), *V = v.data<float>();
+  const float* M = mask ? mask->data<float>() : nullptr;
+  float* O = out.data<float>();
+  std::vector<float> s(sk);
+  BroadcastWalker(ob, ins).run([&](int64_t bi, const int64_t* off) {
+    const float* qm = Q + off[0] * sq * d;
+    const float* km = K + off[1] * d * sk;
+    const float* vm = V + off[2] * sk * dv;
+    float* om = O + bi * sq * dv;
+    for (int64_t i = 0; i < sq; ++i) {
+      std::fill(s.begin(), s.end(), 0.f);
+      for (int64_t e = 0; e < d; ++e) {
+        const float a = qm[i * d + e];
+        const float* kr = km + e * sk;
+        for (int64_t j = 0; j < sk; ++j) s[j] += a * kr[j];
+      }
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < sk; ++j) {
+        s[j] *= scale;
+        if (M) s[j] += M[off[3] * mq * mk + (mq == 1 ? 0 : i * mk) + (mk == 1 ? 0 : j)];
+        mx = std::max(mx, s[j]);
+      }
+      float sum = 0;
+      for (int64_t j = 0; j < sk; ++j) sum += (s[j] = std::exp(s[j] - mx));
+      float* orow = om + i * dv;
+      for (int64_t j = 0; j < sk; ++j) {
+        const float p = s[j] / sum;
+        const float* vr = vm + j * dv;
+        for (int64_t e = 0; e < dv; ++e) orow[e] += p * vr[e];
+      }
+    }
+  });
+}
+
+}  // namespace
+
+KILN_REGISTER_OPS(kiln_fused) {
+  for (const char* base : {"Conv", "Gemm", "MatMul"})
+    reg.add({.name = std::string("Fused") + base, .domain = "kiln", .min_inputs = 2,
+             .max_inputs = std::string(base) == "MatMul" ? 2 : 3, .pattern = PatternKind::OutEWiseFusable,
+             .infer = fused_infer(base), .kernel = fused_kernel(base)});
+  reg.add({.name = "SiLU", .domain = "kiln", .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::ElemWise,
+           .infer = infer_silu, .kernel = silu_kernel});
+  reg.add({.name = "Attention", .domain = "kiln", .min_inputs = 3, .max_inputs = 4, .pattern = PatternKind::Opaque,
+           .infer = infer_attention, .kernel = attention_kernel});
+}
+
+}  // namespace kiln::ops

@@ -1,0 +1,38 @@
+// A graph pass: one rewrite (or analysis-driven cleanup) over an ir::Graph.
+//
+// A pass never changes what the graph computes: same outputs for every input, with fewer or
+// cheaper nodes. It checks every precondition itself and leaves the graph unchanged when one
+// fails (never an exception for "does not apply"). It may leave dead nodes and nodes out of
+// topological order behind; the PassManager sorts after each pass and DCE sweeps them.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "ir/graph.h"
+
+namespace kiln::passes {
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  virtual std::string name() const = 0;
+  // Returns true when the graph changed.
+  virtual bool run(ir::Graph& g) = 0;
+};
+
+// One factory per pass (each defined in its own file).
+std::unique_ptr<Pass> make_dce();
+std::unique_ptr<Pass> make_constant_folding(int64_t max_output_elements = 1 << 16);
+std::unique_ptr<Pass> make_cse();
+std::unique_ptr<Pass> make_eliminate_noops();
+std::unique_ptr<Pass> make_reshape_folding();
+std::unique_ptr<Pass> make_transpose_folding();
+std::unique_ptr<Pass> make_fold_batchnorm();
+std::unique_ptr<Pass> make_fold_scale_bias();
+std::unique_ptr<Pass> make_matmul_add_to_gemm();
+std::unique_ptr<Pass> make_pattern_substitution();
+std::unique_ptr<Pass> make_fuse_activation();
+std::unique_ptr<Pass> make_variadic_fission(int max_inputs = 8);
+std::unique_ptr<Pass> make_variadic_merge();
+
+}  // namespace kiln::passes

@@ -1,0 +1,58 @@
+#include "pass_test_util.h"
+
+namespace kiln::passes::testing {
+
+namespace {
+ir::Value* bn(Builder& b, ir::Value* x, int64_t c) {
+  return b.op("BatchNormalization", {x, b.rand({c}, 0.5f, 1.5f), b.rand({c}), b.rand({c}), b.rand({c}, 0.2f, 2.f)},
+              {{"epsilon", F(1e-3f)}});
+}
+}  // namespace
+
+TEST(FoldBatchNorm, Conv) {
+  auto g = check_rewrite(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 3, 7, 5});
+        ir::Value* y = b.op("Conv", {x, b.rand({6, 3, 3, 3}), b.rand({6})}, {{"pads", Is({1, 1, 1, 1})}});
+        b.out(b.op("Relu", {bn(b, y, 6)}));
+      },
+      passes_of(make_fold_batchnorm()), 1e-4);
+  EXPECT_EQ(count(*g, "BatchNormalization"), 0);
+  EXPECT_EQ(count(*g, "Conv"), 1);
+}
+
+TEST(FoldBatchNorm, GroupedConvTransposeWithoutBias) {
+  auto g = check_rewrite(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 4, 3, 3});
+        ir::Value* y = b.op("ConvTranspose", {x, b.rand({4, 3, 2, 2})}, {{"group", I(2)}});
+        b.out(bn(b, y, 6));
+      },
+      passes_of(make_fold_batchnorm()), 1e-4);
+  EXPECT_EQ(count(*g, "BatchNormalization"), 0);
+}
+
+TEST(FoldBatchNorm, GemmTransBAndMatMul) {
+  auto g = check_rewrite(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {3, 5});
+        ir::Value* y = b.op("Gemm", {x, b.rand({4, 5}), b.rand({4})}, {{"transB", I(1)}, {"beta", F(0.5f)}});
+        ir::Value* z = b.op("MatMul", {bn(b, y, 4), b.rand({4, 7})});
+        b.out(bn(b, z, 7));
+      },
+      passes_of(make_fold_batchnorm()), 1e-4);
+  EXPECT_EQ(count(*g, "BatchNormalization"), 0);
+}
+
+TEST(FoldBatchNorm, SharedConvOutputStays) {
+  auto g = check_rewrite(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 2, 4, 4});
+        ir::Value* y = b.op("Conv", {x, b.rand({2, 2, 1, 1})});
+        b.out(b.op("Add", {bn(b, y, 2), y}));
+      },
+      passes_of(make_fold_batchnorm()));
+  EXPECT_EQ(count(*g, "BatchNormalization"), 1);
+}
+
+}  // namespace kiln::passes::testing
