@@ -27,6 +27,9 @@ struct SessionOptions {
   int threads = 1;
   // Names of intermediate values to return as extra outputs (for debugging).
   std::vector<std::string> keep;
+  // Graph optimization level (src/passes/pipelines.h): 0 none, 1 basic, 2 extended, 3 all.
+  // Skipped when `keep` names values, since rewrites may remove them.
+  int opt_level = 3;
 };
 
 class Session {

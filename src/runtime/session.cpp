@@ -5,6 +5,7 @@
 #include "frontend/onnx/importer.h"
 #include "ir/verifier.h"
 #include "ops/core/infer_graph.h"
+#include "passes/pipelines.h"
 #include "runtime/input_check.h"
 #include "runtime/reference_executor.h"
 
@@ -41,6 +42,11 @@ struct Session::Impl {
   explicit Impl(std::unique_ptr<ir::Graph> g, const SessionOptions& opts) : graph(std::move(g)) {
     ir::verify(*graph);
     ops::ShapeInference().run(*graph);
+    if (opts.opt_level > 0 && opts.keep.empty()) {
+      passes::OptimizeOptions o;
+      o.level = opts.opt_level;
+      passes::optimize(*graph, o);  // re-infers the rewritten graph
+    }
     for (const ir::Value* v : graph->inputs()) inputs.push_back(info_of(*v));
     for (const ir::Value* v : graph->outputs()) outputs.push_back(info_of(*v));
     for (const std::string& name : opts.keep) {

@@ -17,11 +17,13 @@ void add_check_command(CLI::App& app, int& exit_code) {
   struct Args {
     std::string dir;
     double rtol = 1e-3, atol = 1e-4;
+    int level = 3;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model_dir", args->dir, "Model folder (model.onnx + test_data_set_N/) or the model file in it")->required();
   cmd->add_option("--rtol", args->rtol, "Relative tolerance")->capture_default_str();
   cmd->add_option("--atol", args->atol, "Absolute tolerance")->capture_default_str();
+  cmd->add_option("--level", args->level, "Graph optimization level 0..3")->capture_default_str();
   cmd->callback([args, &exit_code] {
     fs::path dir(args->dir), model;
     if (fs::is_regular_file(dir)) {
@@ -31,7 +33,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
       model = dir / "model.onnx";
     }
     if (!fs::exists(model)) throw Error("no model file '" + model.string() + "'");
-    auto session = Session::create(model.string());
+    SessionOptions opts;
+    opts.opt_level = args->level;
+    auto session = Session::create(model.string(), opts);
     auto sets = testdata::find_data_sets(dir);
     if (sets.empty()) throw Error("no test_data_set_* folder in '" + dir.string() + "'");
     bool all_ok = true;

@@ -21,6 +21,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     int count = 8;
     int runs = 1;
     uint32_t seed = 1;
+    int level = 3;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model", args->model, "Model file (.onnx)")->required();
@@ -30,9 +31,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--values", args->count, "Values to print per output")->capture_default_str();
   cmd->add_option("--runs", args->runs, "Run this many times and report the median latency")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed for random inputs")->capture_default_str();
+  cmd->add_option("--level", args->level, "Graph optimization level 0..3")->capture_default_str();
   cmd->callback([args, &exit_code] {
     SessionOptions opts;
     opts.keep = args->keep;
+    opts.opt_level = args->level;
     auto session = Session::create(args->model, opts);
     std::map<std::string, int64_t> dims;
     for (const std::string& d : args->dims) {
