@@ -121,6 +121,7 @@ ir::Value* attention(ir::Graph& g, const Match& m, const std::string& scale_op, 
 #define ERF_MUL "(Add (Erf (Mul $x 0.70710678)) 1)"
 #define TANH_ARG "(Add (Tanh (Mul (Add $x (Mul (Pow $x 3) 0.044715)) 0.7978845608)) 1)"
 #define LN_CORE "(Div (Sub:d $x (ReduceMean:m1 $x)) (Sqrt (Add (ReduceMean:m2 (Pow $d 2)) #eps)))"
+#define LN_CORE_SQ "(Div (Sub:d $x (ReduceMean:m1 $x)) (Sqrt (Add (ReduceMean:m2 (Mul $d $d)) #eps)))"
 #define SCORES "(MatMul $q $k)"
 
 const std::vector<Rewrite>& table() {
@@ -131,7 +132,9 @@ const std::vector<Rewrite>& table() {
   };
   static const std::vector<Rewrite> rules = {
       {"layer_norm", "(Add (Mul " LN_CORE " #gamma) #beta)", ln(true)},
+      {"layer_norm", "(Add (Mul " LN_CORE_SQ " #gamma) #beta)", ln(true)},
       {"layer_norm_plain", LN_CORE, ln(false)},
+      {"layer_norm_plain", LN_CORE_SQ, ln(false)},
       {"gelu_erf", "(Mul (Mul $x " ERF_DIV ") 0.5)", ge(false)},
       {"gelu_erf", "(Mul (Mul $x 0.5) " ERF_DIV ")", ge(false)},
       {"gelu_erf", "(Mul $x (Mul " ERF_DIV " 0.5))", ge(false)},
