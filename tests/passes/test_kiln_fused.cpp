@@ -1,0 +1,66 @@
+// The kiln-domain ops against their decomposed ai.onnx forms, in one graph with both.
+#include "pass_test_util.h"
+
+namespace kiln::passes::testing {
+
+namespace {
+void expect_outputs_equal(Builder& b, double tol) {
+  ops::ShapeInference().run(*b.g);
+  std::vector<Tensor> out = run(*b.g, random_inputs(*b.g));
+  ASSERT_EQ(out.size(), 2u);
+  expect_close(out[0], out[1], tol);
+  EXPECT_EQ(b.g->outputs()[0]->type.str(), b.g->outputs()[1]->type.str());
+}
+}  // namespace
+
+TEST(KilnFused, AttentionBroadcastsBatchAndMask) {
+  Builder b;
+  b.g->opsets["kiln"] = 1;
+  ir::Value* q = b.in("q", {2, 1, 3, 4});
+  ir::Value* kt = b.in("kt", {1, 3, 4, 5});
+  ir::Value* v = b.in("v", {3, 5, 2});
+  ir::Value* mask = b.rand({3, 1}, -2, 0);  // per query row, broadcast over keys
+  b.out(b.op("Attention", {q, kt, v, mask}, {{"scale", F(0.3f)}}, "kiln"));
+  ir::Value* s = b.op("Add", {b.op("Mul", {b.op("MatMul", {q, kt}), b.scalar(0.3f)}), mask});
+  b.out(b.op("MatMul", {b.op("Softmax", {s}, {{"axis", I(-1)}}), v}));
+  expect_outputs_equal(b, 1e-5);
+}
+
+TEST(KilnFused, FusedConvMatchesConvThenActivation) {
+  for (const char* act : {"Relu", "Sigmoid", "Tanh", "HardSwish", "Gelu"}) {
+    SCOPED_TRACE(act);
+    Builder b(17);  // HardSwish is opset 14+
+    b.g->opsets["kiln"] = 1;
+    ir::Value* x = b.in("x", {1, 2, 5, 4});
+    ir::Value* w = b.rand({3, 2, 3, 3});
+    ir::Attributes a{{"pads", Is({1, 0, 1, 0})}, {"strides", Is({2, 1})}};
+    ir::Attributes fa = a;
+    fa["activation"] = S(act);
+    b.out(b.op("FusedConv", {x, w}, fa, "kiln"));
+    b.out(b.op(act, {b.op("Conv", {x, w}, a)}));
+    expect_outputs_equal(b, 1e-5);
+  }
+}
+
+TEST(KilnFused, SiLUAndBadInputs) {
+  Builder b;
+  b.g->opsets["kiln"] = 1;
+  ir::Value* x = b.in("x", {7});
+  b.out(b.op("SiLU", {x}, {}, "kiln"));
+  b.out(b.op("Mul", {x, b.op("Sigmoid", {x})}));
+  expect_outputs_equal(b, 1e-6);
+
+  Builder bad;
+  bad.g->opsets["kiln"] = 1;
+  ir::Value* q = bad.in("q", {2, 3});
+  bad.out(bad.op("Attention", {q, bad.in("k", {4, 2}), bad.in("v", {2, 2})}, {}, "kiln"));
+  EXPECT_THROW(ops::ShapeInference().run(*bad.g), Error);  // Q's 3 != K_T's 4
+
+  Builder clip;
+  clip.g->opsets["kiln"] = 1;
+  ir::Value* y = clip.in("y", {2, 2});
+  clip.out(clip.op("FusedMatMul", {y, y}, {{"activation", S("Clip")}}, "kiln"));  // needs [min, max]
+  EXPECT_THROW(ops::ShapeInference().run(*clip.g), Error);
+}
+
+}  // namespace kiln::passes::testing
