@@ -20,7 +20,9 @@ struct TensorInfo {
   // One entry per dim: the extent, or -1 when symbolic/unknown (its name is in `symbols`).
   std::vector<int64_t> dims;
   std::vector<std::string> symbols;  // "" for static dims, the symbol or "?" otherwise
-  std::string str() const;           // "float[batch,3,224,224]"
+  bool is_sequence = false;          // a sequence of such tensors
+  bool is_optional = false;          // may also be None
+  std::string str() const;           // "float[batch,3,224,224]", "seq<float[*]>"
 };
 
 struct SessionOptions {

@@ -1,6 +1,10 @@
 // A dense tensor: dtype, dims and a shared, 64-byte aligned buffer. Copies share the buffer
 // (a handle, like a shared_ptr); clone() makes a deep copy. String tensors keep their
 // elements in a std::string array.
+//
+// The same handle also carries ONNX's non-tensor values, so every stage passes one type:
+// a Sequence (a list of tensors, dtype = element type) and None (an empty Optional). An
+// Optional that holds a value is just that value.
 #pragma once
 #include <kiln/dtype.h>
 
@@ -10,6 +14,8 @@
 #include <vector>
 
 namespace kiln {
+
+enum class ValueKind : uint8_t { Tensor, Sequence, None };
 
 class Tensor {
  public:
@@ -31,7 +37,18 @@ class Tensor {
   int rank() const { return static_cast<int>(dims_.size()); }
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
-  bool defined() const { return dtype_ != DType::Undefined; }
+  bool defined() const { return dtype_ != DType::Undefined || kind_ != ValueKind::Tensor; }
+
+  // Sequences and empty optionals. `elem` is the element dtype (Undefined when unknown);
+  // `inner` says what an empty optional would have held.
+  static Tensor sequence(DType elem, std::vector<Tensor> items);
+  static Tensor none(DType elem, ValueKind inner = ValueKind::Tensor);
+  ValueKind kind() const { return kind_; }
+  bool is_sequence() const { return kind_ == ValueKind::Sequence; }
+  bool is_none() const { return kind_ == ValueKind::None; }
+  ValueKind none_inner() const { return inner_; }
+  // Items of a sequence (throws kiln::Error for other kinds).
+  const std::vector<Tensor>& items() const;
 
   void* raw() { return data_; }
   const void* raw() const { return data_; }
@@ -56,6 +73,9 @@ class Tensor {
   DType dtype_ = DType::Undefined;
   std::vector<int64_t> dims_;
   int64_t numel_ = 0;
+  ValueKind kind_ = ValueKind::Tensor;
+  ValueKind inner_ = ValueKind::Tensor;
+  std::shared_ptr<std::vector<Tensor>> items_;
   std::shared_ptr<void> owner_;
   void* data_ = nullptr;
 };

@@ -63,6 +63,27 @@ Tensor Tensor::wrap(DType dtype, std::vector<int64_t> dims, void* data) {
   return t;
 }
 
+Tensor Tensor::sequence(DType elem, std::vector<Tensor> items) {
+  Tensor t;
+  t.kind_ = ValueKind::Sequence;
+  t.dtype_ = elem;
+  t.items_ = std::make_shared<std::vector<Tensor>>(std::move(items));
+  return t;
+}
+
+Tensor Tensor::none(DType elem, ValueKind inner) {
+  Tensor t;
+  t.kind_ = ValueKind::None;
+  t.dtype_ = elem;
+  t.inner_ = inner;
+  return t;
+}
+
+const std::vector<Tensor>& Tensor::items() const {
+  if (kind_ != ValueKind::Sequence) throw Error("value " + describe() + " is not a sequence");
+  return *items_;
+}
+
 Tensor Tensor::reshaped(std::vector<int64_t> dims) const {
   Tensor t = *this;
   int64_t n = checked_numel(dims);
@@ -72,6 +93,12 @@ Tensor Tensor::reshaped(std::vector<int64_t> dims) const {
 }
 
 Tensor Tensor::clone() const {
+  if (kind_ == ValueKind::None) return *this;
+  if (kind_ == ValueKind::Sequence) {
+    std::vector<Tensor> items;
+    for (const Tensor& i : *items_) items.push_back(i.clone());
+    return sequence(dtype_, std::move(items));
+  }
   Tensor t(dtype_, dims_);
   if (dtype_ == DType::String) {
     for (int64_t i = 0; i < numel_; ++i) t.data<std::string>()[i] = data<std::string>()[i];
@@ -105,6 +132,11 @@ std::vector<int64_t> Tensor::to_int64_vector() const {
 
 std::string Tensor::describe() const {
   std::ostringstream os;
+  if (kind_ == ValueKind::None) return "optional<" + dtype_name(dtype_) + ">(none)";
+  if (kind_ == ValueKind::Sequence) {
+    os << "sequence<" << dtype_name(dtype_) << ">(" << items_->size() << " items)";
+    return os.str();
+  }
   os << dtype_name(dtype_) << "[";
   for (size_t i = 0; i < dims_.size(); ++i) os << (i ? "," : "") << dims_[i];
   os << "]";

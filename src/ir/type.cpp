@@ -37,9 +37,15 @@ std::optional<int64_t> TensorType::static_numel() const {
 
 std::string TensorType::str() const {
   std::string s = dtype_name(dtype) + "[";
-  if (!rank_known) return s + "*]";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + dims[i].str();
-  return s + "]";
+  if (!rank_known) {
+    s += "*]";
+  } else {
+    for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + dims[i].str();
+    s += "]";
+  }
+  if (is_sequence) s = "seq<" + s + ">";
+  if (is_optional) s = "optional<" + s + ">";
+  return s;
 }
 
 }  // namespace kiln::ir

@@ -28,10 +28,14 @@ struct Dim {
   std::string str() const;
 };
 
+// The type of a tensor value, or of a sequence of tensors / an optional (then dtype and dims
+// describe the element).
 struct TensorType {
   DType dtype = DType::Undefined;
   bool rank_known = false;
   std::vector<Dim> dims;
+  bool is_sequence = false;
+  bool is_optional = false;
 
   TensorType() = default;
   TensorType(DType t, std::vector<Dim> d) : dtype(t), rank_known(true), dims(std::move(d)) {}
@@ -43,7 +47,10 @@ struct TensorType {
   // Only for static shapes; throws kiln::Error otherwise.
   std::vector<int64_t> static_dims() const;
   std::optional<int64_t> static_numel() const;
-  std::string str() const;  // "float[batch,3,224,224]", "int64[?]" or "float[*]" (unknown rank)
+  bool is_tensor() const { return !is_sequence && !is_optional; }
+  // "float[batch,3,224,224]", "int64[?]", "float[*]" (unknown rank), "seq<float[*]>",
+  // "optional<float[2]>".
+  std::string str() const;
 };
 
 }  // namespace kiln::ir

@@ -348,9 +348,9 @@ void pow_kernel(KernelContext& ctx) {
           return r;
         } else if constexpr (std::is_integral_v<CA>) {
           return float_to_int<CA>(std::pow(static_cast<double>(CA(x)), static_cast<double>(CB(y))));
-        } else {
-          return TA(static_cast<CA>(std::pow(static_cast<double>(CA(x)), static_cast<double>(CB(y)))));
         }
+        // Outside the if-constexpr chain: GCC 12 otherwise warns of a missing return.
+        return TA(static_cast<CA>(std::pow(static_cast<double>(CA(x)), static_cast<double>(CB(y)))));
       });
     });
   });

@@ -15,9 +15,15 @@ std::map<std::string, int64_t> check_inputs(const ir::Graph& g, const std::vecto
     const Tensor& t = inputs[i];
     const std::string what = "input '" + v.name() + "'";
     if (!t.defined()) throw Error(what + ": no tensor given");
-    if (v.type.dtype != DType::Undefined && v.type.dtype != t.dtype())
+    if (t.is_none()) {
+      if (!v.type.is_optional) throw Error(what + ": expected " + v.type.str() + ", got an empty optional");
+      continue;
+    }
+    if (t.is_sequence() != v.type.is_sequence)
+      throw Error(what + ": expected " + v.type.str() + ", got " + t.describe());
+    if (v.type.dtype != DType::Undefined && t.dtype() != DType::Undefined && v.type.dtype != t.dtype())
       throw Error(what + ": expected dtype " + dtype_name(v.type.dtype) + ", got " + dtype_name(t.dtype()));
-    if (!v.type.rank_known) continue;
+    if (!v.type.rank_known || t.is_sequence()) continue;
     if (v.type.rank() != t.rank())
       throw Error(what + ": expected shape " + v.type.str() + " (rank " + std::to_string(v.type.rank()) +
                   "), got " + t.describe());

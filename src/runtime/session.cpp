@@ -13,10 +13,16 @@ namespace kiln {
 
 std::string TensorInfo::str() const {
   std::string s = dtype_name(dtype) + "[";
-  if (!rank_known) return s + "*]";
-  for (size_t i = 0; i < dims.size(); ++i)
-    s += (i ? "," : "") + (dims[i] >= 0 ? std::to_string(dims[i]) : symbols[i]);
-  return s + "]";
+  if (!rank_known) {
+    s += "*]";
+  } else {
+    for (size_t i = 0; i < dims.size(); ++i)
+      s += (i ? "," : "") + (dims[i] >= 0 ? std::to_string(dims[i]) : symbols[i]);
+    s += "]";
+  }
+  if (is_sequence) s = "seq<" + s + ">";
+  if (is_optional) s = "optional<" + s + ">";
+  return s;
 }
 
 namespace {
@@ -25,6 +31,8 @@ TensorInfo info_of(const ir::Value& v) {
   t.name = v.name();
   t.dtype = v.type.dtype;
   t.rank_known = v.type.rank_known;
+  t.is_sequence = v.type.is_sequence;
+  t.is_optional = v.type.is_optional;
   for (const ir::Dim& d : v.type.dims) {
     t.dims.push_back(d.is_static() ? d.value : -1);
     t.symbols.push_back(d.is_static() ? "" : (d.symbol.empty() ? "?" : d.symbol));

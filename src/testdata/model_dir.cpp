@@ -7,6 +7,7 @@
 #include <map>
 
 #include "frontend/onnx/tensor_proto.h"
+#include "frontend/onnx/value_proto.h"
 
 namespace kiln::testdata {
 
@@ -46,17 +47,31 @@ std::vector<fs::path> find_data_sets(const fs::path& model_dir) {
   return out;
 }
 
-DataSet load_data_set(const fs::path& dir) {
+namespace {
+ir::TensorType kind_of(const std::vector<TensorInfo>& infos, size_t k) {
+  ir::TensorType t;
+  if (k < infos.size()) {
+    t.dtype = infos[k].dtype;
+    t.is_sequence = infos[k].is_sequence;
+    t.is_optional = infos[k].is_optional;
+  }
+  return t;
+}
+}  // namespace
+
+DataSet load_data_set(const fs::path& dir, const std::vector<TensorInfo>& inputs, const std::vector<TensorInfo>& outputs) {
   DataSet ds;
   ds.dir = dir;
-  for (const fs::path& p : numbered(dir, "input_")) {
+  auto files = numbered(dir, "input_");
+  for (size_t k = 0; k < files.size(); ++k) {
     std::string name;
-    ds.inputs.push_back(onnx_fe::load_tensor_file(p, &name));
+    ds.inputs.push_back(onnx_fe::load_value_file(files[k], kind_of(inputs, k), &name));
     ds.input_names.push_back(name);
   }
-  for (const fs::path& p : numbered(dir, "output_")) {
+  files = numbered(dir, "output_");
+  for (size_t k = 0; k < files.size(); ++k) {
     std::string name;
-    ds.outputs.push_back(onnx_fe::load_tensor_file(p, &name));
+    ds.outputs.push_back(onnx_fe::load_value_file(files[k], kind_of(outputs, k), &name));
     ds.output_names.push_back(name);
   }
   return ds;
@@ -64,6 +79,28 @@ DataSet load_data_set(const fs::path& dir) {
 
 Comparison compare(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
   Comparison c;
+  if (actual.kind() != expected.kind()) {
+    c.ok = false;
+    c.problem = actual.describe() + ", expected " + expected.describe();
+    return c;
+  }
+  if (actual.is_none()) return c;
+  if (actual.is_sequence()) {
+    if (actual.items().size() != expected.items().size()) {
+      c.ok = false;
+      c.problem = actual.describe() + ", expected " + expected.describe();
+      return c;
+    }
+    for (size_t i = 0; i < actual.items().size(); ++i) {
+      Comparison e = compare(actual.items()[i], expected.items()[i], rtol, atol);
+      c.max_abs = std::max(c.max_abs, e.max_abs);
+      c.max_rel = std::max(c.max_rel, e.max_rel);
+      c.mismatches += e.mismatches;
+      if (!e.ok && c.ok) c.problem = "item " + std::to_string(i) + ": " + e.problem;
+      c.ok = c.ok && e.ok;
+    }
+    return c;
+  }
   if (actual.dtype() != expected.dtype()) {
     c.ok = false;
     c.problem = "dtype " + dtype_name(actual.dtype()) + ", expected " + dtype_name(expected.dtype());

@@ -1,6 +1,7 @@
 // The ONNX model-zoo folder layout: model.onnx + test_data_set_N/{input,output}_K.pb, and the
 // tolerance comparison `kiln check` and the conformance runner use.
 #pragma once
+#include <kiln/session.h>
 #include <kiln/tensor.h>
 
 #include <filesystem>
@@ -17,7 +18,10 @@ struct DataSet {
 
 // test_data_set_* folders of a model folder, in numeric order.
 std::vector<std::filesystem::path> find_data_sets(const std::filesystem::path& model_dir);
-DataSet load_data_set(const std::filesystem::path& dir);
+// Reads input_K.pb / output_K.pb; the model's input/output infos say which files hold
+// sequences or optionals (files beyond the lists are read as tensors).
+DataSet load_data_set(const std::filesystem::path& dir, const std::vector<TensorInfo>& inputs = {},
+                      const std::vector<TensorInfo>& outputs = {});
 
 struct Comparison {
   bool ok = true;
@@ -27,6 +31,7 @@ struct Comparison {
 };
 
 // |a - e| <= atol + rtol * |e| element-wise; NaN matches NaN, inf matches the same inf.
+// Sequences compare item by item; an empty optional matches only another.
 Comparison compare(const Tensor& actual, const Tensor& expected, double rtol, double atol);
 
 }  // namespace kiln::testdata

@@ -40,7 +40,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     if (sets.empty()) throw Error("no test_data_set_* folder in '" + dir.string() + "'");
     bool all_ok = true;
     for (const fs::path& set : sets) {
-      testdata::DataSet ds = testdata::load_data_set(set);
+      testdata::DataSet ds = testdata::load_data_set(set, session->inputs(), session->outputs());
       if (ds.inputs.size() != session->inputs().size())
         throw Error(set.filename().string() + ": has " + std::to_string(ds.inputs.size()) + " inputs, the model takes " +
                     std::to_string(session->inputs().size()));

@@ -32,7 +32,7 @@ Outcome run_one(const fs::path& dir, double rtol, double atol) {
   try {
     s = Session::create((dir / "model.onnx").string());
     for (const fs::path& set : testdata::find_data_sets(dir)) {
-      testdata::DataSet ds = testdata::load_data_set(set);
+      testdata::DataSet ds = testdata::load_data_set(set, s->inputs(), s->outputs());
       std::vector<Tensor> outs = s->run(ds.inputs);
       if (outs.size() < ds.outputs.size())
         return {"fail", "model gives " + std::to_string(outs.size()) + " outputs, test expects " +

@@ -8,6 +8,8 @@
 namespace kiln::cli {
 
 Tensor random_input(const TensorInfo& info, const std::map<std::string, int64_t>& dims, uint32_t seed) {
+  if (info.is_sequence || info.is_optional)
+    throw Error("input '" + info.name + "' is a " + info.str() + "; pass it with --input");
   if (!info.rank_known) throw Error("input '" + info.name + "' has unknown rank; pass it with --input");
   std::vector<int64_t> shape;
   for (size_t i = 0; i < info.dims.size(); ++i) {
@@ -39,6 +41,7 @@ Tensor random_input(const TensorInfo& info, const std::map<std::string, int64_t>
 }
 
 std::string preview(const Tensor& t, int count) {
+  if (t.kind() != ValueKind::Tensor) return t.describe();
   std::ostringstream os;
   os << t.describe() << " = [";
   for (int64_t i = 0; i < t.numel() && i < count; ++i) {

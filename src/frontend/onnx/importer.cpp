@@ -19,9 +19,19 @@ namespace fs = std::filesystem;
 namespace {
 
 ir::TensorType type_from_proto(const onnx::TypeProto& tp, const std::string& what) {
+  if (tp.has_sequence_type()) {
+    ir::TensorType t = type_from_proto(tp.sequence_type().elem_type(), what);
+    if (!t.is_tensor()) throw UnsupportedError(what + ": sequences of non-tensors are not supported");
+    t.is_sequence = true;
+    return t;
+  }
+  if (tp.has_optional_type()) {
+    ir::TensorType t = type_from_proto(tp.optional_type().elem_type(), what);
+    if (t.is_optional) throw UnsupportedError(what + ": nested optionals are not supported");
+    t.is_optional = true;
+    return t;
+  }
   if (!tp.has_tensor_type()) {
-    if (tp.has_sequence_type()) throw UnsupportedError(what + ": sequence values are not supported");
-    if (tp.has_optional_type()) throw UnsupportedError(what + ": optional values are not supported");
     if (tp.has_map_type()) throw UnsupportedError(what + ": map values are not supported");
     if (tp.has_sparse_tensor_type()) throw UnsupportedError(what + ": sparse tensors are not supported");
     return {};
