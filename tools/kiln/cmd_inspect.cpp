@@ -1,26 +1,121 @@
 // kiln inspect MODEL.onnx: prints the imported IR after shape inference (symbolic dims shown),
-// so a user can see what kiln made of the model.
+// so a user can see what kiln made of the model. With --groups / --json / --dot it prints the
+// fusion groups instead: which nodes run as one kernel, and what that saves.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <map>
 
 #include "commands.h"
 #include "frontend/onnx/importer.h"
+#include "fusion/partitioner.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "ops/core/infer_graph.h"
 
 namespace kiln::cli {
 
+namespace {
+
+std::string dot_quote(const std::string& s) {
+  std::string r = "\"";
+  for (char c : s) r += c == '\n' ? std::string("\\n") : (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  return r + "\"";
+}
+
+// One cluster per group; graph inputs as ellipses, constants left out.
+void write_dot(const ir::Graph& g, const std::vector<fusion::Group>& groups, const std::string& path) {
+  std::ofstream os(path);
+  if (!os) throw Error("cannot write " + path);
+  std::map<const ir::Node*, std::string> id;
+  os << "digraph " << dot_quote(g.name.empty() ? "model" : g.name) << " {\n  node [shape=box, fontsize=10];\n";
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const fusion::Group& grp = groups[gi];
+    std::string label = std::to_string(gi) + ": " + ops::pattern_kind_name(grp.pattern);
+    if (grp.anchor) label += " (anchor " + grp.anchor->name() + ")";
+    os << "  subgraph cluster_" << gi << " {\n    label=" << dot_quote(label) << "; style=filled; color=\"#e8e8f0\";\n";
+    for (const ir::Node* n : grp.nodes) {
+      id[n] = "n" + std::to_string(id.size());
+      os << "    " << id[n] << " [label=" << dot_quote(n->name() + "\n" + n->op_type()) << "];\n";
+    }
+    os << "  }\n";
+  }
+  for (const ir::Value* v : g.inputs()) os << "  " << dot_quote("in:" + v->name()) << " [shape=ellipse, label=" << dot_quote(v->name()) << "];\n";
+  for (const ir::Node* n : g.nodes())
+    for (const ir::Value* v : n->inputs()) {
+      if (!v || v->is_constant()) continue;
+      if (v->producer() && id.count(v->producer())) os << "  " << id[v->producer()] << " -> " << id[n] << ";\n";
+      else if (v->is_graph_input()) os << "  " << dot_quote("in:" + v->name()) << " -> " << id[n] << ";\n";
+    }
+  os << "}\n";
+}
+
+nlohmann::ordered_json groups_json(const std::vector<fusion::Group>& groups) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const fusion::Group& grp : groups) {
+    nlohmann::ordered_json names = nlohmann::ordered_json::array(), ops = nlohmann::ordered_json::array();
+    for (const ir::Node* n : grp.nodes) {
+      names.push_back(n->name());
+      ops.push_back(n->op_type());
+    }
+    arr.push_back({{"nodes", names},
+                   {"ops", ops},
+                   {"pattern", ops::pattern_kind_name(grp.pattern)},
+                   {"anchor", grp.anchor ? nlohmann::ordered_json(grp.anchor->name()) : nlohmann::ordered_json(nullptr)},
+                   {"bytes_saved", grp.bytes_saved}});
+  }
+  return {{"groups", arr}, {"kernels", groups.size()}};
+}
+
+void print_groups(const ir::Graph& g, const std::vector<fusion::Group>& groups, int level) {
+  int64_t saved = 0;
+  std::printf("group pattern          saved bytes  ops\n");
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const fusion::Group& grp = groups[gi];
+    saved += grp.bytes_saved;
+    std::printf("%4zu  %-15s %10lld B  %-28s %s\n", gi, ops::pattern_kind_name(grp.pattern),
+                static_cast<long long>(grp.bytes_saved), fusion::group_ops(grp).c_str(),
+                grp.anchor ? ("anchor " + grp.anchor->name()).c_str() : "");
+  }
+  std::printf("kernels: %zu for %zu nodes (fusion level %d), intermediates not written: %lld bytes\n", groups.size(),
+              g.num_nodes(), level, static_cast<long long>(saved));
+}
+
+}  // namespace
+
 void add_inspect_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("inspect", "Print the model as kiln's IR, with inferred types");
-  auto model = std::make_shared<std::string>();
-  auto no_infer = std::make_shared<bool>(false);
-  cmd->add_option("model", *model, "Model file (.onnx)")->required();
-  cmd->add_flag("--no-infer", *no_infer, "Print the types as declared in the file, without kiln's shape inference");
-  cmd->callback([model, no_infer, &exit_code] {
-    auto g = onnx_fe::load_model(*model);
+  auto* cmd = app.add_subcommand("inspect", "Print the model as kiln's IR, with inferred types, or its fusion groups");
+  struct Args {
+    std::string model, dot;
+    bool no_infer = false, groups = false, json = false;
+    fusion::FusionOptions fusion;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("model", args->model, "Model file (.onnx)")->required();
+  cmd->add_flag("--no-infer", args->no_infer, "Print the types as declared in the file, without kiln's shape inference");
+  cmd->add_flag("--groups", args->groups, "List the fusion groups (one kernel each): ops, pattern, anchor, bytes saved");
+  cmd->add_flag("--json", args->json, "Print the fusion groups as JSON");
+  cmd->add_option("--dot", args->dot, "Write the graph as Graphviz, one cluster per fusion group");
+  cmd->add_option("--fusion", args->fusion.level, "Fusion level: 0 none, 1 elementwise, 2 + broadcast/injective/reduce, 3 + anchors")
+      ->check(CLI::Range(0, 3))->capture_default_str();
+  cmd->add_option("--max-group-size", args->fusion.max_group_size, "Most nodes in one fusion group")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->callback([args, &exit_code] {
+    auto g = onnx_fe::load_model(args->model);
     ir::verify(*g);
-    if (!*no_infer) ops::ShapeInference().run(*g);
-    std::cout << ir::print(*g);
+    const bool fuse = args->groups || args->json || !args->dot.empty();
+    if (!args->no_infer || fuse) ops::ShapeInference().run(*g);
+    if (!fuse) {
+      std::cout << ir::print(*g);
+      exit_code = 0;
+      return;
+    }
+    std::vector<fusion::Group> groups = fusion::partition(*g, args->fusion);
+    if (!args->dot.empty()) write_dot(*g, groups, args->dot);
+    if (args->json) std::cout << groups_json(groups).dump(1) << "\n";
+    if (args->groups) print_groups(*g, groups, args->fusion.level);
     exit_code = 0;
   });
 }
