@@ -52,7 +52,7 @@ TEST(Models, EveryModelPartitionsValidlyAtEveryLevel) {
   for (const auto& entry : fs::directory_iterator(models_dir())) {
     if (!fs::exists(entry.path() / "model.onnx")) continue;
     const std::string name = entry.path().filename().string();
-    for (int opt : {0, 3}) {
+    for (int opt : {0, 1, 3}) {
       auto g = load(name, opt);
       std::string counts;
       size_t prev = g->num_nodes() + 1;

@@ -255,6 +255,35 @@ TEST(Partitioner, OpaqueSplits) {
   EXPECT_EQ(names(run(n)), (Names{{"relu"}, {"shape"}, {"sigmoid", "tanh"}}));
 }
 
+// A value read inside a subgraph (an If branch) is used outside this graph: its producer
+// must write it, so it ends its chain, and the If runs after it.
+TEST(Partitioner, ValueReadBySubgraphIsExternal) {
+  Net n;
+  auto x = n.in("x", {3});
+  auto cond = n.g->add_input("cond", ir::TensorType::from_dims(DType::Bool, {}));
+  auto f3 = ir::TensorType::from_dims(DType::Float, {3});
+  auto a = n.op("Relu", "relu", {x});
+  a->type = f3;
+  auto b = n.op("Sigmoid", "sigmoid", {a});
+  b->type = f3;
+  auto branch = [&](const std::string& op) {
+    auto sg = std::make_shared<ir::Graph>();
+    sg->parent = n.g.get();
+    sg->opsets = n.g->opsets;
+    ir::Value* o = sg->add_value(op + "_out", f3);
+    sg->add_node(op, {a}, {o}, {}, op + "_in_branch");
+    sg->add_output(o);
+    return sg;
+  };
+  ir::Value* y = n.op("If", "if", {cond},
+                      {{"then_branch", ir::Attribute::of_graph(branch("Neg"))},
+                       {"else_branch", ir::Attribute::of_graph(branch("Abs"))}});
+  y->type = f3;
+  n.out(b);
+  n.out(y);
+  EXPECT_EQ(names(run(n)), (Names{{"relu"}, {"sigmoid"}, {"if"}}));
+}
+
 TEST(Partitioner, EmptyGraphAndBadOptions) {
   Net n;
   n.out(n.in("x", {2}));
