@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "ir/type.h"
+
 namespace kiln::ir {
 
 class Graph;
 
 struct Attribute {
-  enum class Kind { Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Tensors, Graphs };
+  enum class Kind { Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Tensors, Graphs, Type };
   Kind kind = Kind::Int;
   float f = 0;
   int64_t i = 0;
@@ -25,6 +27,7 @@ struct Attribute {
   std::vector<std::string> strings;
   std::vector<kiln::Tensor> tensors;
   std::vector<std::shared_ptr<Graph>> graphs;
+  TensorType type;  // Kind::Type (ONNX TYPE_PROTO, e.g. Optional's `type`)
 
   static Attribute of_int(int64_t v) { Attribute a; a.kind = Kind::Int; a.i = v; return a; }
   static Attribute of_float(float v) { Attribute a; a.kind = Kind::Float; a.f = v; return a; }

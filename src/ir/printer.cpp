@@ -196,6 +196,7 @@ std::string print_attribute(const Attribute& a) {
       return list(a.graphs, [](const std::shared_ptr<Graph>& g) {
         return "graph " + (g ? print_name(g->name) : std::string("<null>"));
       });
+    case Attribute::Kind::Type: return "type " + a.type.str();
   }
   return "?";
 }

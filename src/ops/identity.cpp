@@ -9,8 +9,8 @@ KILN_REGISTER_OPS(identity) {
            .infer = infer_same_as_input,
            .kernel = [](KernelContext& ctx) { ctx.set_output(0, ctx.input(0)); }});
 
-  // Inference only: training_mode (input 2) must be absent or false; the optional mask output
-  // is all true.
+  // Inference only: training_mode (input 2) must be absent or false, or the ratio 0; the
+  // optional mask output is all true.
   reg.add({.name = "Dropout", .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 2,
            .pattern = PatternKind::ElemWise,
            .infer = [](InferContext& ctx) {
@@ -22,8 +22,12 @@ KILN_REGISTER_OPS(identity) {
              }
            },
            .kernel = [](KernelContext& ctx) {
-             if (ctx.has_input(2) && ctx.input(2).as_int64(0) != 0)
-               throw UnsupportedError("Dropout in training mode is not supported");
+             // Training mode with ratio 0 drops nothing; any other ratio draws random values
+             // that cannot match another implementation's.
+             if (ctx.has_input(2) && ctx.input(2).as_int64(0) != 0) {
+               const double ratio = ctx.has_input(1) ? ctx.input(1).as_double(0) : 0.5;
+               if (ratio != 0) throw UnsupportedError("Dropout in training mode (ratio > 0) is not supported");
+             }
              ctx.set_output(0, ctx.input(0));
              if (ctx.has_output(1)) {
                Tensor& m = ctx.make_output(1, DType::Bool, ctx.input(0).dims());

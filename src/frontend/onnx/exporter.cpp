@@ -111,6 +111,7 @@ class Exporter {
         ap->set_type(onnx::AttributeProto::GRAPHS);
         for (const auto& sg : a.graphs) graph(*sg, ap->add_graphs());
         break;
+      case K::Type: ap->set_type(onnx::AttributeProto::TYPE_PROTO); type_to_proto(a.type, ap->mutable_tp()); break;
     }
   }
 

@@ -185,6 +185,7 @@ class Importer {
         a.kind = K::Graphs;
         for (const auto& sg : ap.graphs()) a.graphs.push_back(subgraph(sg, g, depth));
         break;
+      case onnx::AttributeProto::TYPE_PROTO: a.kind = K::Type; a.type = type_from_proto(ap.tp(), what); break;
       default: throw UnsupportedError(what + ": attribute type " + std::to_string(type) + " is not supported");
     }
     return a;

@@ -20,6 +20,11 @@ ir::TensorType merge(const ir::TensorType& inferred, const ir::TensorType& decla
   if (!inferred.rank_known) {
     ir::TensorType t = declared;
     if (inferred.dtype != DType::Undefined) t.dtype = inferred.dtype;
+    if (inferred.is_sequence || inferred.is_optional) {  // e.g. an empty sequence: kind known, shape not
+      t.is_sequence = inferred.is_sequence;
+      t.is_optional = inferred.is_optional;
+      if (!declared.is_sequence && !declared.is_optional) { t.rank_known = false; t.dims.clear(); }
+    }
     return t;
   }
   ir::TensorType t = inferred;
@@ -102,6 +107,50 @@ void ShapeInference::infer_node(ir::Node& n) {
     o->type = merge(ctx.outputs[i], o->type);
     if (ctx.output_values[i].defined()) known_[o] = ctx.output_values[i];
   }
+}
+
+namespace {
+class SubgraphInference : public ShapeInference {
+ public:
+  explicit SubgraphInference(InferContext& outer) : outer_(outer) {}
+  ir::Dim fresh() override { return outer_.fresh_dim(); }
+
+ private:
+  InferContext& outer_;
+};
+
+void collect_values(const ir::Graph& g, std::vector<ir::Value*>& out) {
+  for (ir::Value* v : g.values()) out.push_back(v);
+  for (const ir::Node* n : g.nodes())
+    for (const auto& [k, a] : n->attrs) {
+      if (a.g) collect_values(*a.g, out);
+      for (const auto& sg : a.graphs) collect_values(*sg, out);
+    }
+}
+}  // namespace
+
+std::vector<ir::TensorType> infer_subgraph(InferContext& ctx, ir::Graph& body,
+                                           const std::vector<ir::TensorType>& inputs, bool keep) {
+  std::vector<ir::Value*> values;
+  std::vector<ir::TensorType> saved;
+  if (!keep) {
+    collect_values(body, values);
+    for (ir::Value* v : values) saved.push_back(v->type);
+  }
+  for (size_t i = 0; i < inputs.size() && i < body.inputs().size(); ++i) {
+    const ir::TensorType& t = inputs[i];
+    if (t.dtype == DType::Undefined && !t.rank_known && !t.is_sequence && !t.is_optional) continue;
+    ir::Value* in = body.inputs()[i];
+    in->type = merge(t, in->type);
+    in->type.is_sequence = t.is_sequence;
+    in->type.is_optional = t.is_optional;
+  }
+  SubgraphInference si(ctx);
+  si.run(body);
+  std::vector<ir::TensorType> out;
+  for (const ir::Value* v : body.outputs()) out.push_back(v->type);
+  for (size_t i = 0; i < values.size(); ++i) values[i]->type = saved[i];
+  return out;
 }
 
 std::vector<kiln::Tensor> run_reference(const ir::Node& node, const std::vector<const kiln::Tensor*>& inputs,

@@ -35,6 +35,14 @@ class ShapeInference : public SymbolSource {
   int64_t next_symbol_ = 0;
 };
 
+// Infers a subgraph (If/Loop/Scan/SequenceMap body) whose inputs have the given types (a type
+// with undefined dtype and unknown rank keeps the body's declared type) and returns the types
+// of its outputs. Fresh symbols come from the enclosing node's context, so they never collide
+// with the enclosing graph's. With keep = false every type in the body is restored afterwards
+// (a trial pass, e.g. for loop-carried values whose shape may change per iteration).
+std::vector<ir::TensorType> infer_subgraph(InferContext& ctx, ir::Graph& body,
+                                           const std::vector<ir::TensorType>& inputs, bool keep = true);
+
 // Runs one node on the reference kernels; checks the kernel produced every requested output.
 // Errors come back as kiln::Error naming the node.
 std::vector<kiln::Tensor> run_reference(const ir::Node& node, const std::vector<const kiln::Tensor*>& inputs,

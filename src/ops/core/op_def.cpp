@@ -41,7 +41,8 @@ void InferContext::set_output(int i, ir::TensorType t) {
 
 void InferContext::set_output_value(int i, kiln::Tensor t) {
   if (i < 0 || i >= num_outputs()) return;
-  outputs[i] = ir::TensorType::from_dims(t.dtype(), t.dims());
+  // A sequence or optional keeps the type inference gave it (dims describe the elements).
+  if (t.kind() == kiln::ValueKind::Tensor) outputs[i] = ir::TensorType::from_dims(t.dtype(), t.dims());
   output_values[i] = std::move(t);
 }
 
