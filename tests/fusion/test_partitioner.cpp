@@ -187,6 +187,19 @@ TEST(Partitioner, ChainLongerThanMaxGroupSize) {
   EXPECT_EQ(run(n, 3, 1).size(), 10u);
 }
 
+// Long chains: no recursion over the whole graph, groups cut at the default size.
+TEST(Partitioner, VeryLongChain) {
+  Net n;
+  ir::Value* v = n.in("x", {4});
+  for (int i = 0; i < 5000; ++i) v = n.op("Relu", "r" + std::to_string(i), {v});
+  n.out(v);
+  n.infer();
+  auto groups = run(n);
+  ASSERT_EQ(groups.size(), 20u);  // 19 x 256 + 136
+  EXPECT_EQ(groups[0].nodes.size(), 256u);
+  EXPECT_EQ(groups[19].nodes.size(), 136u);
+}
+
 // A value that is also a graph output must be written, so the chain splits after it.
 TEST(Partitioner, ExternalOutputInTheMiddleOfAChain) {
   Net n;
