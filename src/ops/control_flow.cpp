@@ -379,7 +379,8 @@ void run_scan(KernelContext& ctx) {
 KILN_REGISTER_OPS(control_flow) {
   reg.add({.name = "If", .since_version = 1, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = -1,
            .infer = infer_if, .kernel = run_if});
-  reg.add({.name = "Loop", .since_version = 1, .min_inputs = 2, .max_inputs = -1, .min_outputs = 1, .max_outputs = -1,
+  // M and cond are both optional (empty names), but their slots always exist.
+  reg.add({.name = "Loop", .since_version = 1, .min_inputs = 0, .max_inputs = -1, .min_outputs = 1, .max_outputs = -1,
            .infer = infer_loop, .kernel = run_loop});
   // min_inputs 0: the opset-8 form's first input (sequence_lens) may be empty.
   reg.add({.name = "Scan", .since_version = 8, .min_inputs = 0, .max_inputs = -1, .min_outputs = 1, .max_outputs = -1,
