@@ -186,7 +186,8 @@ void run_loop(KernelContext& ctx) {
   int64_t max_trips = std::numeric_limits<int64_t>::max();
   if (ctx.has_input(0)) {
     const Tensor& m = ctx.input(0);
-    if (m.kind() != ValueKind::Tensor || m.numel() != 1) ctx.fail("M must be a single value, got " + m.describe());
+    if (m.kind() != ValueKind::Tensor || m.numel() != 1 || m.dtype() != DType::Int64)
+      ctx.fail("M must be a single int64, got " + m.describe());
     max_trips = m.as_int64(0);
   }
   bool cond = ctx.has_input(1) ? scalar_flag(ctx, ctx.input(1), "cond") : true;
