@@ -1,5 +1,9 @@
 // kiln's embedded runtime: load a model once, run it many times.
 //
+// Thread safety: run() may be called from several threads on one Session at once. Each run
+// takes its own arena from the plan's pool; plans (one per input-shape signature) are built
+// once under a lock and shared.
+//
 //   auto s = kiln::Session::create("model.onnx");
 //   auto outs = s->run({{"input", tensor}});   // name -> Tensor
 #pragma once
@@ -50,6 +54,10 @@ class Session {
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs) const;
   // Positional form: inputs in the order of inputs(); outputs in the order of outputs().
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+
+  // How many execution plans (one per distinct input-shape signature) this session has built.
+  // A second run with known shapes reuses its plan; the count stays.
+  int64_t plans_built() const;
 
   struct Impl;
 

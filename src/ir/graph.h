@@ -42,6 +42,9 @@ class Value {
   bool is_constant() const { return constant_ != nullptr; }
   const kiln::Tensor& constant() const { return *constant_; }
   void set_constant(kiln::Tensor t);
+  // Shares another value's constant tensor (graph clones share their weights).
+  const std::shared_ptr<kiln::Tensor>& constant_ptr() const { return constant_; }
+  void set_constant_shared(std::shared_ptr<kiln::Tensor> t) { constant_ = std::move(t); }
   bool is_graph_input() const { return is_graph_input_; }
 
  private:

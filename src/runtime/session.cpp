@@ -1,11 +1,14 @@
 #include <kiln/session.h>
 
+#include <atomic>
+#include <mutex>
 #include <set>
 
 #include "frontend/onnx/importer.h"
 #include "ir/verifier.h"
 #include "ops/core/infer_graph.h"
 #include "passes/pipelines.h"
+#include "runtime/compiled_plan.h"
 #include "runtime/input_check.h"
 #include "runtime/reference_executor.h"
 
@@ -45,7 +48,51 @@ struct Session::Impl {
   std::unique_ptr<ir::Graph> graph;
   std::vector<TensorInfo> inputs, outputs;
   std::vector<const ir::Value*> keep;
-  std::unique_ptr<runtime::ReferenceExecutor> exec;
+  std::vector<std::string> keep_names;
+  std::unique_ptr<runtime::ReferenceExecutor> exec;  // for runs with non-tensor inputs
+
+  // One compiled plan per input-shape signature.
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<runtime::CompiledPlan>> plans;
+  std::atomic<int64_t> plans_built{0};
+
+  std::shared_ptr<runtime::CompiledPlan> plan_for(const std::vector<Tensor>& ins) {
+    std::string sig;
+    std::vector<std::vector<int64_t>> dims;
+    for (const Tensor& t : ins) {
+      for (int64_t d : t.dims()) sig += std::to_string(d) + ",";
+      sig += ";";
+      dims.push_back(t.dims());
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = plans.find(sig);
+    if (it != plans.end()) return it->second;
+    std::shared_ptr<runtime::CompiledPlan> cp = runtime::compile(*graph, dims, keep_names);
+    ++plans_built;
+    plans[sig] = cp;
+    return cp;
+  }
+
+  std::vector<Tensor> run(const std::vector<Tensor>& ins, runtime::ValueMap* kept) {
+    bool tensors_only = true;
+    for (const Tensor& t : ins) tensors_only = tensors_only && t.kind() == ValueKind::Tensor;
+    if (!tensors_only) return exec->run(ins, nullptr, kept);
+    std::shared_ptr<runtime::CompiledPlan> cp = plan_for(ins);
+    std::unique_ptr<runtime::Arena> arena = cp->acquire_arena();
+    runtime::ValueMap kept_local;
+    std::vector<Tensor> outs;
+    try {
+      outs = runtime::execute(cp->program, cp->memory, *arena, ins, kept ? &kept_local : nullptr);
+    } catch (...) {
+      cp->release_arena(std::move(arena));
+      throw;
+    }
+    cp->release_arena(std::move(arena));
+    if (kept)  // the plan's values live in its clone of the graph: map them back by name
+      for (auto& [v, t] : kept_local)
+        if (const ir::Value* mine = graph->find_value(v->name())) (*kept)[mine] = t;
+    return outs;
+  }
 
   explicit Impl(std::unique_ptr<ir::Graph> g, const SessionOptions& opts) : graph(std::move(g)) {
     ir::verify(*graph);
@@ -61,6 +108,7 @@ struct Session::Impl {
       const ir::Value* v = graph->find_value(name);
       if (!v) throw Error("keep: the model has no value named '" + name + "'");
       keep.push_back(v);
+      keep_names.push_back(name);
     }
     exec = std::make_unique<runtime::ReferenceExecutor>(*graph, keep);
   }
@@ -84,8 +132,10 @@ const std::vector<TensorInfo>& Session::outputs() const { return impl_->outputs;
 
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) const {
   runtime::check_inputs(*impl_->graph, inputs);
-  return impl_->exec->run(inputs);
+  return impl_->run(inputs, nullptr);
 }
+
+int64_t Session::plans_built() const { return impl_->plans_built; }
 
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs) const {
   std::vector<Tensor> ordered;
@@ -100,7 +150,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     if (!used.count(name)) throw Error("the model has no input named '" + name + "'");
   runtime::check_inputs(*impl_->graph, ordered);
   runtime::ValueMap kept;
-  std::vector<Tensor> outs = impl_->exec->run(ordered, nullptr, &kept);
+  std::vector<Tensor> outs = impl_->run(ordered, &kept);
   std::map<std::string, Tensor> result;
   for (size_t i = 0; i < outs.size(); ++i) result[impl_->graph->outputs()[i]->name()] = outs[i];
   for (auto& [v, t] : kept) result[v->name()] = t;

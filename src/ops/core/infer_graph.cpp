@@ -154,12 +154,14 @@ std::vector<ir::TensorType> infer_subgraph(InferContext& ctx, ir::Graph& body,
 }
 
 std::vector<kiln::Tensor> run_reference(const ir::Node& node, const std::vector<const kiln::Tensor*>& inputs,
-                                        const SubgraphRunner* subgraphs) {
+                                        const SubgraphRunner* subgraphs,
+                                        const std::vector<KernelContext::OutputSlot>* slots) {
   const OpDef& def = Registry::instance().lookup(node);
   if (!def.kernel) throw UnsupportedError(node.describe() + ": op has no reference kernel");
   const int64_t opset = node.owner() ? node.owner()->opset(node.domain()) : 0;
   KernelContext ctx(node, opset, inputs);
   ctx.subgraphs = subgraphs;
+  if (slots) ctx.slots = *slots;
   try {
     def.kernel(ctx);
   } catch (const UnsupportedError& e) {

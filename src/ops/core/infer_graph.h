@@ -46,6 +46,7 @@ std::vector<ir::TensorType> infer_subgraph(InferContext& ctx, ir::Graph& body,
 // Runs one node on the reference kernels; checks the kernel produced every requested output.
 // Errors come back as kiln::Error naming the node.
 std::vector<kiln::Tensor> run_reference(const ir::Node& node, const std::vector<const kiln::Tensor*>& inputs,
-                                        const SubgraphRunner* subgraphs = nullptr);
+                                        const SubgraphRunner* subgraphs = nullptr,
+                                        const std::vector<KernelContext::OutputSlot>* slots = nullptr);
 
 }  // namespace kiln::ops

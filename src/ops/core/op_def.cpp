@@ -1,5 +1,7 @@
 #include "ops/core/op_def.h"
 
+#include <cstring>
+
 namespace kiln::ops {
 
 const char* pattern_kind_name(PatternKind k) {
@@ -59,6 +61,14 @@ const kiln::Tensor& KernelContext::input(int i) const {
 kiln::Tensor& KernelContext::make_output(int i, DType dtype, std::vector<int64_t> dims) {
   if (i < 0 || i >= num_outputs()) fail("kernel wrote output " + std::to_string(i) + " that the node lacks");
   try {
+    if (i < static_cast<int>(slots.size()) && slots[i].data && dtype != DType::String) {
+      kiln::Tensor t = kiln::Tensor::wrap(dtype, dims, slots[i].data);
+      if (t.nbytes() <= slots[i].capacity) {
+        if (slots[i].zero) std::memset(slots[i].data, 0, t.nbytes());
+        outputs[i] = t;
+        return outputs[i];
+      }
+    }
     outputs[i] = kiln::Tensor(dtype, std::move(dims));
   } catch (const Error& e) {
     fail(std::string("output ") + std::to_string(i) + ": " + e.what());

@@ -99,6 +99,15 @@ class KernelContext {
   std::vector<kiln::Tensor> outputs;
   const SubgraphRunner* subgraphs = nullptr;
 
+  // Memory the runtime planned for each output (an arena slot). make_output places an output
+  // there when it fits; `zero` = false for in-place results whose slot holds the input.
+  struct OutputSlot {
+    void* data = nullptr;
+    size_t capacity = 0;
+    bool zero = true;
+  };
+  std::vector<OutputSlot> slots;
+
  private:
   const ir::Node& node_;
   int64_t opset_;

@@ -1,0 +1,50 @@
+#include "runtime/compiled_plan.h"
+
+#include <kiln/error.h>
+
+#include "ir/clone.h"
+#include "ops/core/infer_graph.h"
+
+namespace kiln::runtime {
+
+std::unique_ptr<Arena> CompiledPlan::acquire_arena() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_.empty()) {
+      auto a = std::move(free_.back());
+      free_.pop_back();
+      return a;
+    }
+  }
+  return std::make_unique<Arena>(memory.arena_bytes);
+}
+
+void CompiledPlan::release_arena(std::unique_ptr<Arena> a) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(std::move(a));
+}
+
+std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
+                                      const std::vector<std::string>& keep) {
+  auto cp = std::make_unique<CompiledPlan>();
+  cp->graph = ir::clone(g);
+  ir::Graph& sg = *cp->graph;
+  for (size_t i = 0; i < sg.inputs().size() && i < input_dims.size(); ++i) {
+    ir::Value* v = sg.inputs()[i];
+    if (!v->type.is_tensor() || (input_dims[i].empty() && !v->type.rank_known)) continue;
+    v->type = ir::TensorType::from_dims(v->type.dtype, input_dims[i]);
+  }
+  // Static dims inferred from the bound inputs win over the symbolic ones already there.
+  ops::ShapeInference().run(sg);
+  lower::LowerOptions lo;
+  for (const std::string& name : keep) {
+    const ir::Value* v = sg.find_value(name);
+    if (!v) throw Error("keep: the model has no value named '" + name + "'");
+    lo.keep.push_back(v);
+  }
+  cp->program = lower::lower(sg, lo);
+  cp->memory = plan::plan_memory(cp->program);
+  return cp;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,37 @@
+// What a session builds once per input-shape signature (MNN's resizeSession): the graph with
+// its inputs bound to concrete shapes and types re-inferred, the lowered program, the memory
+// plan, and a pool of arenas so concurrent runs each get their own.
+#pragma once
+#include <kiln/tensor.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "lower/program.h"
+#include "plan/memory_plan.h"
+#include "runtime/program_executor.h"
+
+namespace kiln::runtime {
+
+struct CompiledPlan {
+  std::unique_ptr<ir::Graph> graph;  // a specialized clone (weights shared with the session's)
+  lower::Program program;
+  plan::MemoryPlan memory;
+
+  std::unique_ptr<Arena> acquire_arena();
+  void release_arena(std::unique_ptr<Arena> a);
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Arena>> free_;
+};
+
+// Clones `g`, binds its inputs to `input_dims` (empty vector = keep the declared type, for
+// non-tensor inputs), re-infers every type, lowers and plans. `keep` names values to return.
+std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
+                                      const std::vector<std::string>& keep = {});
+
+}  // namespace kiln::runtime

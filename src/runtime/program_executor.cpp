@@ -1,0 +1,104 @@
+#include "runtime/program_executor.h"
+
+#include <kiln/error.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "ops/core/infer_graph.h"
+
+namespace kiln::runtime {
+
+void Arena::Free::operator()(std::byte* p) const { std::free(p); }
+
+Arena::Arena(int64_t bytes) : size_(bytes) {
+  if (bytes > 0) {
+    void* p = std::aligned_alloc(plan::kAlignment, static_cast<size_t>(bytes));
+    if (!p) throw Error("out of memory allocating a " + std::to_string(bytes) + "-byte arena");
+    data_.reset(static_cast<std::byte*>(p));
+  }
+}
+
+std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& plan, Arena& arena,
+                            const std::vector<Tensor>& inputs, ValueMap* kept) {
+  if (arena.size() < plan.arena_bytes) throw Error("internal: arena smaller than its plan");
+  std::vector<Tensor> values(prog.buffers.size());
+  for (size_t i = 0; i < prog.graph_inputs.size(); ++i) values[prog.graph_inputs[i]] = inputs.at(i);
+  for (const lower::Buffer& b : prog.buffers)
+    if (b.kind == lower::BufferKind::Constant) values[b.id] = b.value->constant();
+
+  // Subgraph bodies see every value of this run by IR value.
+  ValueMap scope;
+  bool scope_ready = false;
+  ops::SubgraphRunner runner = [&](const ir::Graph& body, const std::vector<Tensor>& args) {
+    if (!scope_ready) {
+      scope.clear();
+      for (const lower::Buffer& b : prog.buffers)
+        if (values[b.id].defined()) scope[b.value] = values[b.id];
+      scope_ready = true;
+    }
+    return ReferenceExecutor(body).run(args, &scope);
+  };
+
+  std::vector<const Tensor*> args;
+  std::vector<ops::KernelContext::OutputSlot> slots;
+  for (const lower::Instruction& ins : prog.instructions) {
+    const ir::Node& n = *ins.node;
+    args.clear();
+    for (size_t k = 0; k < ins.inputs.size(); ++k) {
+      int id = ins.inputs[k];
+      const ir::Value* v = n.input(static_cast<int>(k));
+      if (!v) { args.push_back(nullptr); continue; }
+      if (id < 0) {  // an outer-scope value: only subgraphs have them, and they run elsewhere
+        throw Error(n.describe() + ": input '" + v->name() + "' is not available at run time");
+      }
+      if (!values[id].defined()) throw Error(n.describe() + ": input '" + v->name() + "' has no value at run time");
+      args.push_back(&values[id]);
+    }
+    slots.assign(ins.outputs.size(), {});
+    for (size_t k = 0; k < ins.outputs.size(); ++k) {
+      int id = ins.outputs[k];
+      if (id < 0 || plan.offset_of[id] < 0) continue;
+      const lower::Buffer& b = prog.buffers[id];
+      if (b.alias_of >= 0 && !b.in_place) continue;  // views take their input's storage
+      slots[k].data = arena.data() + plan.offset_of[id];
+      slots[k].capacity = static_cast<size_t>(prog.buffers[prog.root(id)].bytes);
+      slots[k].zero = !b.in_place;
+    }
+    scope_ready = false;
+    std::vector<Tensor> outs = ops::run_reference(n, args, &runner, &slots);
+    for (size_t k = 0; k < ins.outputs.size(); ++k) {
+      int id = ins.outputs[k];
+      if (id < 0) continue;
+      Tensor& t = outs[k];
+      // A result that shares arena storage it was not planned to own (a kernel returned a
+      // view of some input, say) would be overwritten when that storage is reused: copy it.
+      if (t.kind() == ValueKind::Tensor && t.numel() > 0 && arena.contains(t.raw())) {
+        const lower::Buffer& b = prog.buffers[id];
+        bool planned_here = plan.offset_of[id] >= 0 && t.raw() == arena.data() + plan.offset_of[id];
+        bool view_of_input = b.alias_of >= 0 && !b.in_place && ins.inputs[0] >= 0 &&
+                             t.raw() == values[ins.inputs[0]].raw();
+        if (!planned_here && !view_of_input) t = t.clone();
+      }
+      values[id] = std::move(t);
+    }
+  }
+
+  std::vector<Tensor> result;
+  for (int id : prog.graph_outputs) {
+    Tensor t = values[id];
+    if (!t.defined()) throw Error("graph output '" + prog.buffers[id].value->name() + "' has no value after the run");
+    if (t.kind() == ValueKind::Tensor && t.numel() > 0 && arena.contains(t.raw())) t = t.clone();
+    result.push_back(std::move(t));
+  }
+  if (kept)
+    for (const lower::Buffer& b : prog.buffers)
+      if (b.kind == lower::BufferKind::Output && values[b.id].defined()) {
+        Tensor t = values[b.id];
+        if (t.kind() == ValueKind::Tensor && t.numel() > 0 && arena.contains(t.raw())) t = t.clone();
+        (*kept)[b.value] = t;
+      }
+  return result;
+}
+
+}  // namespace kiln::runtime

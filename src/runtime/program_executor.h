@@ -1,0 +1,40 @@
+// Runs a lowered Program with its MemoryPlan: intermediates live in one arena at their planned
+// offsets (kernels write straight into their slots), graph outputs and data-dependent values
+// get their own allocations. Nodes run on the reference kernels; subgraph ops (If/Loop/Scan)
+// run their bodies through the ReferenceExecutor with this run's values as outer scope.
+#pragma once
+#include <kiln/tensor.h>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "lower/program.h"
+#include "plan/memory_plan.h"
+#include "runtime/reference_executor.h"
+
+namespace kiln::runtime {
+
+// One run's arena: 64-byte aligned, reused across runs of the same plan.
+class Arena {
+ public:
+  explicit Arena(int64_t bytes);
+  std::byte* data() const { return data_.get(); }
+  int64_t size() const { return size_; }
+  bool contains(const void* p) const {
+    auto* b = static_cast<const std::byte*>(p);
+    return size_ > 0 && b >= data_.get() && b < data_.get() + size_;
+  }
+
+ private:
+  struct Free { void operator()(std::byte* p) const; };
+  std::unique_ptr<std::byte, Free> data_;
+  int64_t size_;
+};
+
+// inputs: one per graph input. Returns one tensor per graph output; `kept` receives the
+// values of `keep` buffers (by value pointer).
+std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& plan, Arena& arena,
+                            const std::vector<Tensor>& inputs, ValueMap* kept = nullptr);
+
+}  // namespace kiln::runtime

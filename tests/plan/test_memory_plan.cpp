@@ -1,0 +1,109 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "frontend/onnx/importer.h"
+#include "lower/program.h"
+#include "ops/core/infer_graph.h"
+#include "passes/pipelines.h"
+#include "plan/memory_plan.h"
+#include "runtime/compiled_plan.h"
+
+namespace kiln::testing {
+
+namespace fs = std::filesystem;
+
+namespace {
+// x -> Relu -> Neg -> Sigmoid -> Exp -> y, all float[1, 1024]: 4 KiB per value.
+std::unique_ptr<ir::Graph> chain(int length, bool symbolic = false) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets[""] = 13;
+  std::vector<ir::Dim> dims = {symbolic ? ir::Dim::sym("n") : ir::Dim(1), 1024};
+  ir::Value* v = g->add_input("x", ir::TensorType(DType::Float, dims));
+  const char* ops[] = {"Relu", "Neg", "Sigmoid", "Exp"};
+  for (int i = 0; i < length; ++i) {
+    ir::Value* o = g->add_value("v" + std::to_string(i));
+    g->add_node(ops[i % 4], {v}, {o});
+    v = o;
+  }
+  g->add_output(v);
+  ops::ShapeInference().run(*g);
+  return g;
+}
+}  // namespace
+
+TEST(MemoryPlan, ChainReusesMemory) {
+  auto g = chain(8);
+  lower::LowerOptions no_inplace;
+  no_inplace.in_place = false;
+  lower::Program p = lower::lower(*g, no_inplace);
+  plan::MemoryPlan m = plan::plan_memory(p);
+  EXPECT_EQ(plan::check_plan(p, m), "");
+  // 7 intermediates (the last value is the graph output, allocated on its own), 4 KiB each;
+  // at most two are live at once.
+  EXPECT_EQ(m.naive_bytes, 7 * 4096);
+  EXPECT_EQ(m.lower_bound_bytes, 2 * 4096);
+  EXPECT_EQ(m.arena_bytes, 2 * 4096);
+}
+
+TEST(MemoryPlan, InPlaceChainNeedsOneBuffer) {
+  auto g = chain(8);
+  lower::Program p = lower::lower(*g);
+  int in_place = 0;
+  for (const auto& b : p.buffers) in_place += b.in_place;
+  EXPECT_EQ(in_place, 6);  // every intermediate after the first overwrites its input
+  plan::MemoryPlan m = plan::plan_memory(p);
+  EXPECT_EQ(plan::check_plan(p, m), "");
+  EXPECT_EQ(m.arena_bytes, 4096);
+}
+
+TEST(MemoryPlan, CheckerCatchesOverlap) {
+  auto g = chain(8);
+  lower::LowerOptions no_inplace;
+  no_inplace.in_place = false;
+  lower::Program p = lower::lower(*g, no_inplace);
+  plan::MemoryPlan m = plan::plan_memory(p);
+  for (auto& pl : m.placements) pl.offset = 0;  // everything on top of everything
+  m.arena_bytes = 4096;
+  EXPECT_NE(plan::check_plan(p, m).find("overlap"), std::string::npos);
+  m.placements[0].offset = 32;  // misaligned
+  EXPECT_NE(plan::check_plan(p, m).find("aligned"), std::string::npos);
+}
+
+TEST(MemoryPlan, SymbolicShapesBecomeStaticWhenBound) {
+  auto g = chain(4, /*symbolic=*/true);
+  lower::Program unbound = lower::lower(*g);
+  int dynamic = 0;
+  for (const auto& b : unbound.buffers) dynamic += b.kind == lower::BufferKind::Dynamic;
+  EXPECT_GT(dynamic, 0);
+  auto cp = runtime::compile(*g, {{3, 1024}});
+  for (const auto& b : cp->program.buffers) EXPECT_NE(b.kind, lower::BufferKind::Dynamic) << b.value->name();
+  EXPECT_EQ(plan::check_plan(cp->program, cp->memory), "");
+}
+
+// The acceptance bar on real models: the checker passes and the arena is within 10% of the
+// lower bound (the most bytes live at one step), after the optimizer as a session runs it.
+TEST(MemoryPlan, SharedModelsWithinTenPercentOfLowerBound) {
+  fs::path root = fs::path(KILN_SOURCE_DIR) / ".." / "shared" / "models";
+  std::vector<fs::path> dirs = {fs::path(KILN_SOURCE_DIR) / "models" / "squeezenet1_1"};
+  if (fs::exists(root))
+    for (const auto& e : fs::directory_iterator(root))
+      if (fs::exists(e.path() / "model.onnx")) dirs.push_back(e.path());
+  for (const fs::path& d : dirs) {
+    auto g = onnx_fe::load_model(d / "model.onnx");
+    ops::ShapeInference().run(*g);
+    passes::optimize(*g);
+    std::vector<std::vector<int64_t>> dims;
+    for (const ir::Value* v : g->inputs()) {
+      std::vector<int64_t> x;
+      for (const ir::Dim& dim : v->type.dims) x.push_back(dim.is_static() ? dim.value : 1);
+      dims.push_back(x);
+    }
+    auto cp = runtime::compile(*g, dims);
+    EXPECT_EQ(plan::check_plan(cp->program, cp->memory), "") << d;
+    EXPECT_LE(cp->memory.arena_bytes, cp->memory.lower_bound_bytes * 11 / 10 + 64)
+        << d << ": arena " << cp->memory.arena_bytes << " vs lower bound " << cp->memory.lower_bound_bytes;
+  }
+}
+
+}  // namespace kiln::testing

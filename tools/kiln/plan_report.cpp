@@ -1,0 +1,74 @@
+#include "plan_report.h"
+
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "runtime/compiled_plan.h"
+
+namespace kiln::cli {
+
+bool print_plan(const ir::Graph& g, bool json) {
+  std::vector<std::vector<int64_t>> dims;
+  for (const ir::Value* v : g.inputs()) {
+    std::vector<int64_t> d;
+    for (const ir::Dim& x : v->type.dims) d.push_back(x.is_static() ? x.value : 1);
+    dims.push_back(d);
+  }
+  auto cp = runtime::compile(g, dims);
+  const lower::Program& p = cp->program;
+  const plan::MemoryPlan& m = cp->memory;
+  std::string problem = plan::check_plan(p, m);
+
+  if (json) {
+    nlohmann::json j;
+    j["arena_bytes"] = m.arena_bytes;
+    j["lower_bound_bytes"] = m.lower_bound_bytes;
+    j["naive_bytes"] = m.naive_bytes;
+    j["strategy"] = m.strategy;
+    j["checker"] = problem.empty() ? "ok" : "failed";
+    if (!problem.empty()) j["checker_problem"] = problem;
+    j["buffers"] = nlohmann::json::array();
+    for (const lower::Buffer& b : p.buffers) {
+      nlohmann::json e;
+      e["id"] = b.id;
+      e["value"] = b.value->name();
+      e["kind"] = lower::buffer_kind_name(b.kind);
+      e["bytes"] = b.bytes;
+      e["offset"] = m.offset_of[b.id];
+      e["alias_of"] = b.alias_of;
+      e["in_place"] = b.in_place;
+      j["buffers"].push_back(e);
+    }
+    j["instructions"] = nlohmann::json::array();
+    for (const lower::Instruction& ins : p.instructions)
+      j["instructions"].push_back({{"node", ins.node->name()}, {"op", ins.node->op_type()}, {"backend", ins.backend}});
+    std::cout << j.dump(2) << "\n";
+    return problem.empty();
+  }
+
+  std::cout << "arena:       " << m.arena_bytes << " bytes (" << m.strategy << ")\n"
+            << "lower bound: " << m.lower_bound_bytes << " bytes (most bytes live at one step)\n"
+            << "naive:       " << m.naive_bytes << " bytes (every buffer on its own)\n"
+            << "checker:     " << (problem.empty() ? "ok" : "FAILED: " + problem) << "\n\n";
+  std::cout << "instructions:\n";
+  for (size_t i = 0; i < p.instructions.size(); ++i) {
+    const lower::Instruction& ins = p.instructions[i];
+    std::cout << "  " << i << "  " << ins.node->op_type() << " '" << ins.node->name() << "' on " << ins.backend << "\n";
+  }
+  std::cout << "\nbuffers:\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-5s %-9s %12s %12s  %-10s %s\n", "id", "kind", "bytes", "offset", "alias", "value");
+  std::cout << line;
+  for (const lower::Buffer& b : p.buffers) {
+    if (b.kind == lower::BufferKind::Constant) continue;
+    std::string alias = b.alias_of < 0 ? "" : (b.in_place ? "inplace:" : "view:") + std::to_string(b.alias_of);
+    std::snprintf(line, sizeof line, "  %-5d %-9s %12lld %12lld  %-10s %s\n", b.id, lower::buffer_kind_name(b.kind),
+                  static_cast<long long>(b.bytes), static_cast<long long>(m.offset_of[b.id]), alias.c_str(),
+                  b.value->name().c_str());
+    std::cout << line;
+  }
+  return problem.empty();
+}
+
+}  // namespace kiln::cli
