@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 SHARED_MODELS ?= ../shared/models
 
-.PHONY: all deps configure build demo test unit conformance models clean
+.PHONY: all deps configure build demo test asan tsan clean
 
 all: build
 
@@ -29,5 +29,18 @@ test: deps
 	@$(MAKE) --no-print-directory build
 	@bash scripts/test.sh $(BUILD) $(SHARED_MODELS)
 
+# The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
+asan: deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=address
+	cmake --build build-asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  bash scripts/test.sh build-asan $(SHARED_MODELS)
+
+# The concurrency tests (one session, many threads) under ThreadSanitizer (build-tsan/).
+tsan: deps
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=thread
+	cmake --build build-tsan -j $(JOBS) --target test_runtime
+	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_runtime --gtest_filter='SessionPlans.*'
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-tsan

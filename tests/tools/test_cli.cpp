@@ -55,6 +55,13 @@ TEST(Cli, InspectPrintsInferredIr) {
   EXPECT_NE(r.output.find("float[1,1000]"), std::string::npos);
 }
 
+TEST(Cli, InspectPlanJson) {
+  auto r = run_kiln({"inspect", (source_dir() / "models/squeezenet1_1/model.onnx").string(), "--plan", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* key : {"\"arena_bytes\"", "\"lower_bound_bytes\"", "\"naive_bytes\"", "\"checker\": \"ok\"", "\"buffers\""})
+    EXPECT_NE(r.output.find(key), std::string::npos) << key << " in " << r.output.substr(0, 400);
+}
+
 TEST(Cli, ConformanceRunsFilteredNodeTests) {
   fs::path d = temp_dir("conf");
   auto r = run_kiln({"conformance", "--filter", "test_relu", "--tsv", (d / "out.tsv").string()});

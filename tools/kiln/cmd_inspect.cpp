@@ -14,6 +14,8 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "ops/core/infer_graph.h"
+#include "passes/pipelines.h"
+#include "plan_report.h"
 
 namespace kiln::cli {
 
@@ -89,14 +91,19 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("inspect", "Print the model as kiln's IR, with inferred types, or its fusion groups");
   struct Args {
     std::string model, dot;
-    bool no_infer = false, groups = false, json = false;
+    bool no_infer = false, groups = false, json = false, plan = false;
+    int level = 3;
     fusion::FusionOptions fusion;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model", args->model, "Model file (.onnx)")->required();
   cmd->add_flag("--no-infer", args->no_infer, "Print the types as declared in the file, without kiln's shape inference");
   cmd->add_flag("--groups", args->groups, "List the fusion groups (one kernel each): ops, pattern, anchor, bytes saved");
-  cmd->add_flag("--json", args->json, "Print the fusion groups as JSON");
+  cmd->add_flag("--json", args->json, "Print the fusion groups (or with --plan, the memory plan) as JSON");
+  cmd->add_flag("--plan", args->plan,
+                "Print the memory plan: arena bytes, lower bound, naive sum, checker verdict, per-buffer table");
+  cmd->add_option("--level", args->level, "Graph optimization level applied before --plan (0-3)")
+      ->check(CLI::Range(0, 3))->capture_default_str();
   cmd->add_option("--dot", args->dot, "Write the graph as Graphviz, one cluster per fusion group");
   cmd->add_option("--fusion", args->fusion.level, "Fusion level: 0 none, 1 elementwise, 2 + broadcast/injective/reduce, 3 + anchors")
       ->check(CLI::Range(0, 3))->capture_default_str();
@@ -105,6 +112,14 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   cmd->callback([args, &exit_code] {
     auto g = onnx_fe::load_model(args->model);
     ir::verify(*g);
+    if (args->plan) {
+      ops::ShapeInference().run(*g);
+      passes::OptimizeOptions o;
+      o.level = args->level;
+      if (o.level > 0) passes::optimize(*g, o);
+      exit_code = print_plan(*g, args->json) ? 0 : 1;
+      return;
+    }
     const bool fuse = args->groups || args->json || !args->dot.empty();
     if (!args->no_infer || fuse) ops::ShapeInference().run(*g);
     if (!fuse) {
