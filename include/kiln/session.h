@@ -58,6 +58,9 @@ class Session {
   // How many execution plans (one per distinct input-shape signature) this session has built.
   // A second run with known shapes reuses its plan; the count stays.
   int64_t plans_built() const;
+  // Re-checks every memory plan built so far with the independent checker: "" when no two
+  // buffers live at the same time overlap, else the problem found.
+  std::string verify_plans() const;
 
   struct Impl;
 

@@ -137,6 +137,15 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) const {
 
 int64_t Session::plans_built() const { return impl_->plans_built; }
 
+std::string Session::verify_plans() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (const auto& [sig, cp] : impl_->plans) {
+    std::string problem = plan::check_plan(cp->program, cp->memory);
+    if (!problem.empty()) return "plan for input shapes " + sig + ": " + problem;
+  }
+  return "";
+}
+
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs) const {
   std::vector<Tensor> ordered;
   std::set<std::string> used;

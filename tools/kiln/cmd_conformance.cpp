@@ -42,6 +42,9 @@ Outcome run_one(const fs::path& dir, double rtol, double atol) {
         if (!c.ok) return {"fail", "output " + std::to_string(k) + ": " + c.problem};
       }
     }
+    // Every passing test also proves its memory plan sound.
+    std::string problem = s->verify_plans();
+    if (!problem.empty()) return {"fail", "memory plan checker: " + problem};
   } catch (const UnsupportedError& e) {
     return {"skip", e.what()};
   } catch (const std::exception& e) {
