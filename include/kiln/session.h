@@ -31,6 +31,9 @@ struct TensorInfo {
 
 struct SessionOptions {
   int threads = 1;
+  // "cpu": the optimized CPU backend where it has a kernel, the reference kernels elsewhere;
+  // "reference": the reference kernels only.
+  std::string backend = "cpu";
   // Names of intermediate values to return as extra outputs (for debugging).
   std::vector<std::string> keep;
   // Graph optimization level (src/passes/pipelines.h): 0 none, 1 basic, 2 extended, 3 all.

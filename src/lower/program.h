@@ -6,10 +6,15 @@
 //   instrs:   Conv(b0,b1) -> b2 ; Reshape(b2) -> b3 ; Relu(b3) -> b4
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+
+namespace kiln::backends {
+class Kernel;
+}
 
 namespace kiln::lower {
 
@@ -34,6 +39,7 @@ struct Buffer {
 struct Instruction {
   const ir::Node* node = nullptr;
   std::string backend = "reference";
+  std::shared_ptr<const backends::Kernel> kernel;  // null: the node's reference kernel
   std::vector<int> inputs;   // buffer ids, -1 = absent optional input
   std::vector<int> outputs;  // buffer ids, -1 = output not requested
 };

@@ -24,8 +24,20 @@ void CompiledPlan::release_arena(std::unique_ptr<Arena> a) {
   free_.push_back(std::move(a));
 }
 
+namespace {
+bool all_static(const ir::Node& n) {
+  for (const auto& [k, a] : n.attrs)
+    if (a.g || !a.graphs.empty()) return false;
+  for (const ir::Value* v : n.inputs())
+    if (v && (!v->type.is_tensor() || !v->type.is_static())) return false;
+  for (const ir::Value* v : n.outputs())
+    if (v && (!v->type.is_tensor() || !v->type.is_static() || v->type.dtype == DType::String)) return false;
+  return true;
+}
+}  // namespace
+
 std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
-                                      const std::vector<std::string>& keep) {
+                                      const std::vector<std::string>& keep, const backends::Backend* backend) {
   auto cp = std::make_unique<CompiledPlan>();
   cp->graph = ir::clone(g);
   ir::Graph& sg = *cp->graph;
@@ -43,6 +55,14 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     lo.keep.push_back(v);
   }
   cp->program = lower::lower(sg, lo);
+  if (backend)
+    for (lower::Instruction& ins : cp->program.instructions) {
+      if (!all_static(*ins.node)) continue;
+      if (auto k = backend->create(*ins.node)) {
+        ins.kernel = std::move(k);
+        ins.backend = backend->name();
+      }
+    }
   cp->memory = plan::plan_memory(cp->program);
   return cp;
 }

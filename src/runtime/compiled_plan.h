@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "ir/graph.h"
 #include "lower/program.h"
 #include "plan/memory_plan.h"
@@ -31,7 +32,10 @@ struct CompiledPlan {
 
 // Clones `g`, binds its inputs to `input_dims` (empty vector = keep the declared type, for
 // non-tensor inputs), re-infers every type, lowers and plans. `keep` names values to return.
+// With a backend, each instruction whose types are all static is offered to it; declined ones
+// stay on the reference kernels.
 std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
-                                      const std::vector<std::string>& keep = {});
+                                      const std::vector<std::string>& keep = {},
+                                      const backends::Backend* backend = nullptr);
 
 }  // namespace kiln::runtime

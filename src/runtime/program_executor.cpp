@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/backend.h"
 #include "ops/core/infer_graph.h"
 
 namespace kiln::runtime {
@@ -66,7 +67,26 @@ std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& 
       slots[k].zero = !b.in_place;
     }
     scope_ready = false;
-    std::vector<Tensor> outs = ops::run_reference(n, args, &runner, &slots);
+    std::vector<Tensor> outs;
+    if (ins.kernel) {
+      // Backend kernels get their outputs allocated here, in the planned slots.
+      outs.resize(ins.outputs.size());
+      std::vector<Tensor*> out_ptrs(ins.outputs.size(), nullptr);
+      for (size_t k = 0; k < ins.outputs.size(); ++k) {
+        const ir::Value* o = n.output(static_cast<int>(k));
+        if (!o || ins.outputs[k] < 0) continue;
+        std::vector<int64_t> dims = o->type.static_dims();
+        outs[k] = slots[k].data ? Tensor::wrap(o->type.dtype, dims, slots[k].data) : Tensor(o->type.dtype, dims);
+        out_ptrs[k] = &outs[k];
+      }
+      try {
+        ins.kernel->run(args, out_ptrs);
+      } catch (const Error& e) {
+        throw Error(n.describe() + ": " + e.what());
+      }
+    } else {
+      outs = ops::run_reference(n, args, &runner, &slots);
+    }
     for (size_t k = 0; k < ins.outputs.size(); ++k) {
       int id = ins.outputs[k];
       if (id < 0) continue;

@@ -50,6 +50,7 @@ struct Session::Impl {
   std::vector<const ir::Value*> keep;
   std::vector<std::string> keep_names;
   std::unique_ptr<runtime::ReferenceExecutor> exec;  // for runs with non-tensor inputs
+  std::unique_ptr<backends::Backend> backend;          // null: reference kernels only
 
   // One compiled plan per input-shape signature.
   std::mutex mu;
@@ -67,7 +68,7 @@ struct Session::Impl {
     std::lock_guard<std::mutex> lock(mu);
     auto it = plans.find(sig);
     if (it != plans.end()) return it->second;
-    std::shared_ptr<runtime::CompiledPlan> cp = runtime::compile(*graph, dims, keep_names);
+    std::shared_ptr<runtime::CompiledPlan> cp = runtime::compile(*graph, dims, keep_names, backend.get());
     ++plans_built;
     plans[sig] = cp;
     return cp;
@@ -111,6 +112,8 @@ struct Session::Impl {
       keep_names.push_back(name);
     }
     exec = std::make_unique<runtime::ReferenceExecutor>(*graph, keep);
+    if (opts.backend == "cpu") backend = backends::make_cpu_backend(opts.threads);
+    else if (opts.backend != "reference") throw Error("unknown backend '" + opts.backend + "' (use cpu or reference)");
   }
 };
 

@@ -1,0 +1,36 @@
+// Backends create the kernels that run instructions. The optimized CPU backend may decline any
+// node (create returns nullptr); the session then runs it on the reference kernels, MNN's
+// backup-backend idea. Kernels are created once per compiled plan, when every shape is static,
+// so they can prepack weights and pick algorithms up front.
+#pragma once
+#include <kiln/tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kiln::backends {
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // inputs: one per node input (nullptr = absent optional). outputs: one per node output,
+  // already allocated with the node's static output types (nullptr = not requested).
+  // Must be safe to call from several threads at once.
+  virtual void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // A kernel for `node` (whose input and output types are static), or nullptr to decline.
+  virtual std::unique_ptr<Kernel> create(const ir::Node& node) const = 0;
+};
+
+// The optimized CPU backend (oneDNN and kiln's own kernels). `threads` = intra-op threads.
+std::unique_ptr<Backend> make_cpu_backend(int threads);
+
+}  // namespace kiln::backends

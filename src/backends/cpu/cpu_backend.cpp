@@ -1,0 +1,32 @@
+// The optimized CPU backend: a table from op type to a kernel factory. Factories decline
+// (return nullptr) for forms they do not handle; the reference kernels run those.
+#include <functional>
+#include <map>
+
+#include "backends/backend.h"
+#include "backends/cpu/kernels.h"
+
+namespace kiln::backends {
+
+namespace {
+
+class CpuBackend : public Backend {
+ public:
+  explicit CpuBackend(int threads) : threads_(threads) {}
+  std::string name() const override { return "cpu"; }
+  std::unique_ptr<Kernel> create(const ir::Node& node) const override {
+    for (const auto& f : cpu::kernel_factories())
+      if (f.domain == node.domain() && f.op == node.op_type())
+        if (auto k = f.make(node, threads_)) return k;
+    return nullptr;
+  }
+
+ private:
+  int threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) { return std::make_unique<CpuBackend>(threads); }
+
+}  // namespace kiln::backends
