@@ -64,6 +64,8 @@ class Session {
   // Re-checks every memory plan built so far with the independent checker: "" when no two
   // buffers live at the same time overlap, else the problem found.
   std::string verify_plans() const;
+  // Bytes of the largest arena among the plans built so far (one arena per concurrent run).
+  int64_t arena_bytes() const;
 
   struct Impl;
 

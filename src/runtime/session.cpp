@@ -1,5 +1,6 @@
 #include <kiln/session.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -139,6 +140,13 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) const {
 }
 
 int64_t Session::plans_built() const { return impl_->plans_built; }
+
+int64_t Session::arena_bytes() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  int64_t most = 0;
+  for (const auto& [sig, cp] : impl_->plans) most = std::max(most, cp->memory.arena_bytes);
+  return most;
+}
 
 std::string Session::verify_plans() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

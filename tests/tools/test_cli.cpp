@@ -9,7 +9,7 @@ namespace kiln::testing {
 namespace fs = std::filesystem;
 
 TEST(Cli, HelpOnEverySubcommand) {
-  for (std::string sub : {"run", "check", "conformance", "inspect"}) {
+  for (std::string sub : {"run", "check", "conformance", "inspect", "bench", "optimize"}) {
     auto r = run_kiln({sub, "--help"});
     EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.output;
     EXPECT_NE(r.output.find("Usage"), std::string::npos) << r.output;
@@ -60,6 +60,15 @@ TEST(Cli, InspectPlanJson) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   for (const char* key : {"\"arena_bytes\"", "\"lower_bound_bytes\"", "\"naive_bytes\"", "\"checker\": \"ok\"", "\"buffers\""})
     EXPECT_NE(r.output.find(key), std::string::npos) << key << " in " << r.output.substr(0, 400);
+}
+
+TEST(Cli, BenchJsonIsOneObject) {
+  auto r = run_kiln({"bench", (source_dir() / "models/squeezenet1_1/model.onnx").string(), "--runs", "2", "--warmup", "0", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.front(), '{') << r.output;
+  for (const char* key : {"\"median_ms\"", "\"min_ms\"", "\"max_ms\"", "\"session_create_ms\"", "\"arena_bytes\"",
+                          "\"threads\":1", "\"runs\":2"})
+    EXPECT_NE(r.output.find(key), std::string::npos) << key << " in " << r.output;
 }
 
 TEST(Cli, ConformanceRunsFilteredNodeTests) {

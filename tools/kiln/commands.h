@@ -10,6 +10,7 @@ void add_run_command(CLI::App& app, int& exit_code);
 void add_check_command(CLI::App& app, int& exit_code);
 void add_conformance_command(CLI::App& app, int& exit_code);
 void add_inspect_command(CLI::App& app, int& exit_code);
+void add_bench_command(CLI::App& app, int& exit_code);
 void add_optimize_command(CLI::App& app, int& exit_code);
 
 }  // namespace kiln::cli

@@ -1,0 +1,81 @@
+// kiln bench MODEL.onnx: session-creation time, then latency over repeated runs on random
+// inputs (median/min/max), and the arena size. --json prints exactly one JSON object.
+#include <kiln/session.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "tensor_io.h"
+
+namespace kiln::cli {
+
+void add_bench_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("bench", "Time a model: session creation, median/min/max latency, arena bytes");
+  struct Args {
+    std::string model, backend = "cpu";
+    int threads = 1, runs = 20, warmup = 3, level = 3;
+    bool json = false;
+    std::vector<std::string> dims;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("model", args->model, "Model file (.onnx)")->required();
+  cmd->add_option("--threads", args->threads, "Intra-op threads")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--runs", args->runs, "Timed runs")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--level", args->level, "Graph optimization level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
+  cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
+  cmd->add_option("--dim", args->dims, "SYMBOL=N: extent of a symbolic input dim (default 1)");
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  cmd->callback([args, &exit_code] {
+    SessionOptions opts;
+    opts.threads = args->threads;
+    opts.opt_level = args->level;
+    opts.backend = args->backend;
+    auto t0 = std::chrono::steady_clock::now();
+    auto session = Session::create(args->model, opts);
+    double create_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::map<std::string, int64_t> dims;
+    for (const std::string& d : args->dims) {
+      auto eq = d.find('=');
+      if (eq == std::string::npos) throw Error("--dim expects SYMBOL=N, got '" + d + "'");
+      dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+    }
+    std::map<std::string, Tensor> feeds;
+    uint32_t seed = 1;
+    for (const TensorInfo& in : session->inputs()) feeds[in.name] = random_input(in, dims, seed++);
+    for (int i = 0; i < args->warmup; ++i) session->run(feeds);
+    std::vector<double> ms;
+    for (int i = 0; i < args->runs; ++i) {
+      auto s = std::chrono::steady_clock::now();
+      session->run(feeds);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    double median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    if (args->json) {
+      nlohmann::json j = {{"median_ms", median},          {"min_ms", ms.front()},
+                          {"max_ms", ms.back()},          {"session_create_ms", create_ms},
+                          {"arena_bytes", session->arena_bytes()}, {"threads", args->threads},
+                          {"runs", args->runs},           {"peak_rss_bytes", static_cast<int64_t>(ru.ru_maxrss) * 1024}};
+      std::cout << j.dump() << "\n";
+    } else {
+      std::printf("model:          %s\n", args->model.c_str());
+      std::printf("threads:        %d\n", args->threads);
+      std::printf("session create: %.1f ms\n", create_ms);
+      std::printf("latency:        median %.3f ms, min %.3f ms, max %.3f ms (%d runs, %d warmup)\n", median, ms.front(),
+                  ms.back(), args->runs, args->warmup);
+      std::printf("arena:          %lld bytes\n", static_cast<long long>(session->arena_bytes()));
+      std::printf("peak RSS:       %.1f MiB\n", ru.ru_maxrss / 1024.0);
+    }
+    exit_code = 0;
+  });
+}
+
+}  // namespace kiln::cli
