@@ -58,6 +58,11 @@ class Session {
   // Positional form: inputs in the order of inputs(); outputs in the order of outputs().
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
 
+  // Writes the outputs into caller-provided tensors (e.g. Tensor::wrap over the caller's
+  // memory), one per graph output in the order of outputs(), each with the output's dtype and
+  // shape; a mismatch is an error naming the output. The results are copied in once computed.
+  void run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) const;
+
   // How many execution plans (one per distinct input-shape signature) this session has built.
   // A second run with known shapes reuses its plan; the count stays.
   int64_t plans_built() const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -137,6 +138,23 @@ const std::vector<TensorInfo>& Session::outputs() const { return impl_->outputs;
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs) const {
   runtime::check_inputs(*impl_->graph, inputs);
   return impl_->run(inputs, nullptr);
+}
+
+void Session::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) const {
+  if (outputs.size() != impl_->outputs.size())
+    throw Error("run_into: the model has " + std::to_string(impl_->outputs.size()) + " outputs, " +
+                std::to_string(outputs.size()) + " buffers given");
+  std::vector<Tensor> results = run(inputs);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Tensor& r = results[i];
+    Tensor& dst = outputs[i];
+    const std::string& name = impl_->outputs[i].name;
+    if (r.kind() != ValueKind::Tensor || r.dtype() == DType::String)
+      throw Error("run_into: output '" + name + "' is " + r.describe() + ", which needs run()");
+    if (dst.dtype() != r.dtype() || dst.dims() != r.dims())
+      throw Error("run_into: output '" + name + "' is " + r.describe() + ", the buffer given is " + dst.describe());
+    if (r.nbytes() > 0) std::memcpy(dst.raw(), r.raw(), r.nbytes());
+  }
 }
 
 int64_t Session::plans_built() const { return impl_->plans_built; }

@@ -86,6 +86,16 @@ TEST(Session, MissingAndUnknownInputs) {
   EXPECT_THROW(s->run({{"a", Tensor(DType::Float, {1, 3, 1})}, {"b", Tensor(DType::Float, {1, 3})}}), Error);
 }
 
+TEST(Session, RunIntoCallerBuffers) {
+  auto s = Session::create_from_bytes(add_relu_model());
+  std::vector<float> mine(3, -1.f);
+  std::vector<Tensor> outs = {Tensor::wrap(DType::Float, {1, 3}, mine.data())};
+  s->run_into({Tensor::from_vector<float>({1, 3}, {-5, 0, 5}), Tensor::from_vector<float>({1, 3}, {1, 1, 1})}, outs);
+  EXPECT_EQ(mine, (std::vector<float>{0, 1, 6}));
+  std::vector<Tensor> wrong = {Tensor(DType::Float, {2, 3})};
+  EXPECT_THROW(s->run_into({Tensor(DType::Float, {1, 3}), Tensor(DType::Float, {1, 3})}, wrong), Error);
+}
+
 TEST(Session, UnknownKeepNameIsAnError) {
   SessionOptions opts;
   opts.keep = {"nope"};
