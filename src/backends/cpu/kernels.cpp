@@ -2,9 +2,15 @@
 
 namespace kiln::backends::cpu {
 
+void add_onednn_conv_kernels(std::vector<KernelFactory>& table);
+
 // Kernels register here as they are written (see docs/architecture.md, "Backends").
 const std::vector<KernelFactory>& kernel_factories() {
-  static const std::vector<KernelFactory> table = {};
+  static const std::vector<KernelFactory> table = [] {
+    std::vector<KernelFactory> t;
+    add_onednn_conv_kernels(t);
+    return t;
+  }();
   return table;
 }
 

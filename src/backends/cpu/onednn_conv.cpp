@@ -1,0 +1,157 @@
+// Conv and kiln's FusedConv on oneDNN: 2-D float32, groups (depthwise too), strides,
+// dilations, explicit or auto pads, optional bias, activation epilogues as eltwise post-ops.
+// Weights are reordered once, at creation, into the layout the primitive prefers. Kiln tensors
+// stay plain NCHW between ops; when the primitive wants blocked activations they are reordered
+// inside run().
+#include <cstdlib>
+#include <memory>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/onednn_common.h"
+
+namespace kiln::backends::cpu {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+class ConvKernel : public Kernel {
+ public:
+  ConvKernel(dnnl::convolution_forward::primitive_desc pd, memory::desc src_plain, memory::desc dst_plain,
+             memory weights, memory bias)
+      : pd_(pd), prim_(pd), src_plain_(src_plain), dst_plain_(dst_plain), weights_(weights), bias_(bias) {
+    if (pd.src_desc() != src_plain) src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
+        dnnl_util::engine(), src_plain, dnnl_util::engine(), pd.src_desc()));
+    if (pd.dst_desc() != dst_plain) dst_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
+        dnnl_util::engine(), pd.dst_desc(), dnnl_util::engine(), dst_plain));
+  }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
+    auto& eng = dnnl_util::engine();
+    dnnl::stream s(eng);
+    memory src_user(src_plain_, eng, const_cast<void*>(inputs[0]->raw()));
+    memory dst_user(dst_plain_, eng, outputs[0]->raw());
+    // Blocked activations live in one per-thread buffer with the scratchpad after them.
+    const size_t src_b = src_reorder_ ? (pd_.src_desc().get_size() + 63) / 64 * 64 : 0;
+    const size_t dst_b = dst_reorder_ ? (pd_.dst_desc().get_size() + 63) / 64 * 64 : 0;
+    const size_t scr_b = pd_.scratchpad_desc().get_size();
+    char* buf = static_cast<char*>(dnnl_util::scratch(src_b + dst_b + scr_b));
+    memory src = src_user, dst = dst_user;
+    if (src_reorder_) {
+      src = memory(pd_.src_desc(), eng, buf);
+      src_reorder_.execute(s, src_user, src);
+    }
+    if (dst_reorder_) dst = memory(pd_.dst_desc(), eng, buf + src_b);
+    memory scratchpad(pd_.scratchpad_desc(), eng, buf + src_b + dst_b);
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights_},
+                                            {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
+    if (bias_) args[DNNL_ARG_BIAS] = bias_;
+    prim_.execute(s, args);
+    if (dst_reorder_) dst_reorder_.execute(s, dst, dst_user);
+    s.wait();
+  }
+
+ private:
+  dnnl::convolution_forward::primitive_desc pd_;
+  dnnl::convolution_forward prim_;
+  memory::desc src_plain_, dst_plain_;
+  memory weights_, bias_;
+  dnnl::reorder src_reorder_, dst_reorder_;
+};
+
+// A constant-input memory in `want`'s layout, reordered once from the plain `have` layout.
+memory prepack(const Tensor& t, const memory::desc& have, const memory::desc& want) {
+  auto& eng = dnnl_util::engine();
+  memory src(have, eng, const_cast<void*>(t.raw()));
+  memory dst(want, eng);
+  dnnl::stream s(eng);
+  dnnl::reorder(src, dst).execute(s, src, dst);
+  s.wait();
+  return dst;
+}
+
+std::unique_ptr<Kernel> make_conv(const ir::Node& node, int) {
+  if (node.num_inputs() < 2 || node.num_outputs() < 1) return nullptr;
+  const ir::Value* x = node.input(0);
+  const ir::Value* w = node.input(1);
+  const ir::Value* b = node.input(2);
+  const ir::Value* y = node.output(0);
+  if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return nullptr;
+  if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return nullptr;
+  const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
+  if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4) return nullptr;
+  const int64_t G = node.attr_int("group", 1);
+  const int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], OC = wd[0], KH = wd[2], KW = wd[3];
+  if (G < 1 || C % G || OC % G || wd[1] != C / G || yd[0] != N || yd[1] != OC) return nullptr;
+  if (b && (b->type.static_dims() != std::vector<int64_t>{OC})) return nullptr;
+  const auto ks = node.attr_ints("kernel_shape");
+  if (!ks.empty() && ks != std::vector<int64_t>{KH, KW}) return nullptr;
+  auto strides = node.attr_ints("strides", {1, 1});
+  auto dil = node.attr_ints("dilations", {1, 1});
+  auto pads = node.attr_ints("pads", {0, 0, 0, 0});
+  if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4) return nullptr;
+  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  const int64_t in[2] = {H, W}, k[2] = {KH, KW};
+  if (auto_pad == "VALID") {
+    pads = {0, 0, 0, 0};
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (int i = 0; i < 2; ++i) {
+      const int64_t out = (in[i] + strides[i] - 1) / strides[i];
+      const int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + (k[i] - 1) * dil[i] + 1 - in[i]);
+      const int64_t small = total / 2;
+      pads[i] = auto_pad == "SAME_UPPER" ? small : total - small;
+      pads[i + 2] = total - pads[i];
+    }
+  } else if (auto_pad != "NOTSET") {
+    return nullptr;
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (strides[i] < 1 || dil[i] < 1) return nullptr;
+    const int64_t out = (in[i] + pads[i] + pads[i + 2] - ((k[i] - 1) * dil[i] + 1)) / strides[i] + 1;
+    if (out != yd[2 + i]) return nullptr;
+  }
+
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (node.domain() == "kiln") {
+    dnnl::post_ops po;
+    if (!dnnl_util::append_activation(node, po)) return nullptr;
+    attr.set_post_ops(po);
+  }
+  try {
+    memory::desc src_plain({N, C, H, W}, dt::f32, tag::nchw);
+    memory::desc dst_plain({N, OC, yd[2], yd[3]}, dt::f32, tag::nchw);
+    memory::dims wdims = G == 1 ? memory::dims{OC, C, KH, KW} : memory::dims{G, OC / G, C / G, KH, KW};
+    memory::desc w_plain(wdims, dt::f32, G == 1 ? tag::oihw : tag::goihw);
+    memory::desc w_any(wdims, dt::f32, tag::any);
+    memory::desc b_md({OC}, dt::f32, tag::x);
+    memory::desc src_any({N, C, H, W}, dt::f32, tag::any);
+    memory::desc dst_any({N, OC, yd[2], yd[3]}, dt::f32, tag::any);
+    const bool plain = std::getenv("KILN_DNNL_PLAIN") != nullptr;
+    memory::dims st{strides[0], strides[1]}, dl{dil[0] - 1, dil[1] - 1}, pl{pads[0], pads[1]}, pr{pads[2], pads[3]};
+    auto desc = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                    dnnl::algorithm::convolution_direct, plain ? src_plain : src_any,
+                                                    w_any, b_md, plain ? dst_plain : dst_any, st, dl, pl, pr)
+                  : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                    dnnl::algorithm::convolution_direct, plain ? src_plain : src_any,
+                                                    w_any, plain ? dst_plain : dst_any, st, dl, pl, pr);
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, dnnl_util::engine());
+    memory weights = prepack(w->constant(), w_plain, pd.weights_desc());
+    memory bias;
+    if (b) bias = prepack(b->constant(), b_md, pd.bias_desc());
+    return std::make_unique<ConvKernel>(pd, src_plain, dst_plain, weights, bias);
+  } catch (const dnnl::error&) {
+    return nullptr;  // no oneDNN implementation for this form
+  }
+}
+
+}  // namespace
+
+void add_onednn_conv_kernels(std::vector<KernelFactory>& table) {
+  table.push_back({"", "Conv", make_conv});
+  table.push_back({"kiln", "FusedConv", make_conv});
+}
+
+}  // namespace kiln::backends::cpu

@@ -1,0 +1,133 @@
+// Each optimized CPU kernel against the reference kernel for the same node, on random inputs
+// with odd shapes.
+#include <gtest/gtest.h>
+#include <kiln/tensor.h>
+
+#include <cmath>
+#include <random>
+
+#include "backends/backend.h"
+#include "ops/core/infer_graph.h"
+
+namespace kiln {
+namespace {
+
+Tensor random_tensor(std::vector<int64_t> dims, std::mt19937& rng) {
+  Tensor t(DType::Float, dims);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+struct Case {
+  std::string op, domain;
+  std::vector<std::vector<int64_t>> in_dims;
+  std::vector<bool> constant;  // per input
+  std::vector<int64_t> out_dims;
+  ir::Attributes attrs;
+};
+
+// Builds the node, runs it on the reference kernels and on the cpu backend; returns false when
+// the backend declined.
+bool check(const Case& c, bool expect_kernel = true) {
+  std::mt19937 rng(42);
+  ir::Graph g;
+  g.opsets[""] = 17;
+  g.opsets["kiln"] = 1;
+  std::vector<ir::Value*> ins;
+  std::vector<Tensor> data;
+  for (size_t i = 0; i < c.in_dims.size(); ++i) {
+    data.push_back(random_tensor(c.in_dims[i], rng));
+    const std::string name = "in" + std::to_string(i);
+    ins.push_back(c.constant[i] ? g.add_constant(name, data.back())
+                                : g.add_input(name, ir::TensorType::from_dims(DType::Float, c.in_dims[i])));
+  }
+  ir::Value* y = g.add_value("y", ir::TensorType::from_dims(DType::Float, c.out_dims));
+  ir::Node* n = g.add_node(c.op, ins, {y}, c.attrs, "n", c.domain);
+  g.add_output(y);
+  std::vector<const Tensor*> ptrs;
+  for (auto& t : data) ptrs.push_back(&t);
+  const Tensor expected = ops::run_reference(*n, ptrs)[0];
+  EXPECT_EQ(expected.dims(), c.out_dims);
+  auto backend = backends::make_cpu_backend(1);
+  auto kernel = backend->create(*n);
+  EXPECT_EQ(kernel != nullptr, expect_kernel) << c.op;
+  if (!kernel) return false;
+  Tensor actual(DType::Float, c.out_dims);
+  kernel->run(ptrs, {&actual});
+  // Twice: prepacked state must not be consumed by a run.
+  Tensor again(DType::Float, c.out_dims);
+  kernel->run(ptrs, {&again});
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    const float e = expected.data<float>()[i];
+    EXPECT_NEAR(actual.data<float>()[i], e, 1e-4 * std::max(1.f, std::fabs(e))) << c.op << " at " << i;
+    EXPECT_EQ(actual.data<float>()[i], again.data<float>()[i]);
+  }
+  return true;
+}
+
+ir::Attributes conv_attrs(std::vector<int64_t> strides, std::vector<int64_t> pads, std::vector<int64_t> dil,
+                          int64_t group) {
+  return {{"strides", ir::Attribute::of_ints(strides)},
+          {"pads", ir::Attribute::of_ints(pads)},
+          {"dilations", ir::Attribute::of_ints(dil)},
+          {"group", ir::Attribute::of_int(group)}};
+}
+
+TEST(CpuKernels, ConvPlain) {
+  check({"Conv", "", {{2, 13, 17, 19}, {7, 13, 3, 3}, {7}}, {false, true, true}, {2, 7, 17, 19},
+         conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
+}
+
+TEST(CpuKernels, ConvNoBiasStridedAsymmetricPads) {
+  // H: (17 + 0 + 2 - 3) / 2 + 1 = 9; W: (19 + 1 + 0 - 3) / 2 + 1 = 9
+  check({"Conv", "", {{1, 13, 17, 19}, {5, 13, 3, 3}}, {false, true}, {1, 5, 9, 9},
+         conv_attrs({2, 2}, {0, 1, 2, 0}, {1, 1}, 1)});
+}
+
+TEST(CpuKernels, ConvGroupsDilated) {
+  // 12 -> 9 channels in 3 groups; dilation 2: effective kernel 5. H: 17-5+1=13, W: 19-5+1=15
+  check({"Conv", "", {{1, 12, 17, 19}, {9, 4, 3, 3}, {9}}, {false, true, true}, {1, 9, 13, 15},
+         conv_attrs({1, 1}, {0, 0, 0, 0}, {2, 2}, 3)});
+}
+
+TEST(CpuKernels, ConvDepthwise) {
+  check({"Conv", "", {{1, 13, 17, 19}, {13, 1, 3, 3}, {13}}, {false, true, true}, {1, 13, 9, 10},
+         conv_attrs({2, 2}, {1, 1, 1, 1}, {1, 1}, 13)});
+}
+
+TEST(CpuKernels, ConvPointwiseAndAutoPad) {
+  check({"Conv", "", {{1, 13, 17, 19}, {29, 13, 1, 1}}, {false, true}, {1, 29, 17, 19},
+         conv_attrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1)});
+  for (const char* mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    ir::Attributes a = {{"strides", ir::Attribute::of_ints({2, 2})}, {"auto_pad", ir::Attribute::of_string(mode)}};
+    check({"Conv", "", {{1, 6, 17, 18}, {8, 6, 4, 4}}, {false, true}, {1, 8, 9, 9}, a});
+  }
+  ir::Attributes valid = {{"auto_pad", ir::Attribute::of_string("VALID")}};
+  check({"Conv", "", {{1, 6, 17, 18}, {8, 6, 4, 4}}, {false, true}, {1, 8, 14, 15}, valid});
+}
+
+TEST(CpuKernels, FusedConvActivations) {
+  const std::vector<std::pair<std::string, std::vector<float>>> acts = {
+      {"Relu", {}},       {"Clip", {-0.3f, 0.4f}}, {"Sigmoid", {}},  {"Tanh", {}},
+      {"SiLU", {}},       {"Gelu", {}},            {"GeluTanh", {}}, {"HardSigmoid", {0.3f, 0.4f}},
+      {"HardSwish", {}},  {"LeakyRelu", {0.07f}}};
+  for (const auto& [act, params] : acts) {
+    ir::Attributes a = conv_attrs({2, 1}, {1, 0, 0, 1}, {1, 1}, 1);
+    a["activation"] = ir::Attribute::of_string(act);
+    if (!params.empty()) a["activation_params"] = ir::Attribute::of_floats(params);
+    SCOPED_TRACE(act);
+    // H: (17 + 1 - 3) / 2 + 1 = 8; W: 19 + 1 - 3 + 1 = 18
+    check({"FusedConv", "kiln", {{1, 13, 17, 19}, {7, 13, 3, 3}, {7}}, {false, true, true}, {1, 7, 8, 18}, a});
+  }
+}
+
+TEST(CpuKernels, ConvDeclines) {
+  // Non-constant weights: the reference kernel runs it.
+  check({"Conv", "", {{1, 3, 5, 5}, {2, 3, 3, 3}}, {false, false}, {1, 2, 3, 3}, {}}, false);
+  // 1-D convolution.
+  check({"Conv", "", {{1, 3, 9}, {2, 3, 3}}, {false, true}, {1, 2, 7}, {}}, false);
+}
+
+}  // namespace
+}  // namespace kiln
