@@ -4,6 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "backends/backend.h"
 #include "runtime/compiled_plan.h"
 
 namespace kiln::cli {
@@ -15,7 +16,8 @@ bool print_plan(const ir::Graph& g, bool json) {
     for (const ir::Dim& x : v->type.dims) d.push_back(x.is_static() ? x.value : 1);
     dims.push_back(d);
   }
-  auto cp = runtime::compile(g, dims);
+  auto backend = backends::make_cpu_backend(1);
+  auto cp = runtime::compile(g, dims, {}, backend.get());
   const lower::Program& p = cp->program;
   const plan::MemoryPlan& m = cp->memory;
   std::string problem = plan::check_plan(p, m);

@@ -1,5 +1,8 @@
 // The optimized CPU backend: a table from op type to a kernel factory. Factories decline
 // (return nullptr) for forms they do not handle; the reference kernels run those.
+#include <omp.h>
+
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -27,6 +30,11 @@ class CpuBackend : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int threads) { return std::make_unique<CpuBackend>(threads); }
+// oneDNN runs on OpenMP: its team size is the session's intra-op thread count (oversubscribed
+// OpenMP teams spin and run many times slower on a busy machine).
+std::unique_ptr<Backend> make_cpu_backend(int threads) {
+  omp_set_num_threads(std::max(1, threads));
+  return std::make_unique<CpuBackend>(threads);
+}
 
 }  // namespace kiln::backends
