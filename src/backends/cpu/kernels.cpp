@@ -3,12 +3,22 @@
 namespace kiln::backends::cpu {
 
 void add_onednn_conv_kernels(std::vector<KernelFactory>& table);
+void add_onednn_matmul_kernels(std::vector<KernelFactory>& table);
+void add_softmax_kernels(std::vector<KernelFactory>& table);
+void add_layernorm_kernels(std::vector<KernelFactory>& table);
+void add_attention_kernels(std::vector<KernelFactory>& table);
+void add_gelu_kernels(std::vector<KernelFactory>& table);
 
 // Kernels register here as they are written (see docs/architecture.md, "Backends").
 const std::vector<KernelFactory>& kernel_factories() {
   static const std::vector<KernelFactory> table = [] {
     std::vector<KernelFactory> t;
     add_onednn_conv_kernels(t);
+    add_onednn_matmul_kernels(t);
+    add_softmax_kernels(t);
+    add_layernorm_kernels(t);
+    add_attention_kernels(t);
+    add_gelu_kernels(t);
     return t;
   }();
   return table;

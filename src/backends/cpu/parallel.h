@@ -1,0 +1,44 @@
+// Parallel loops for the CPU backend's own kernels on the OpenMP runtime oneDNN already uses
+// (libgomp), so kiln's loops and oneDNN's share one thread pool instead of oversubscribing.
+// kiln is not compiled with -fopenmp (CMakeLists.txt), so `#pragma omp parallel` would be
+// ignored; without it this calls GOMP_parallel, the libgomp entry point GCC emits for that pragma.
+#pragma once
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#ifndef _OPENMP
+extern "C" void GOMP_parallel(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags);
+#endif
+
+namespace kiln::backends::cpu {
+
+// Calls f(begin, end) on disjoint ranges covering [0, n), one range per thread of a team of at
+// most `threads`; inline when one thread is enough or we are already inside a team.
+template <typename F>
+void parallel_for(int64_t n, int threads, const F& f) {
+  const int64_t team = std::min<int64_t>(threads, n);
+  if (team <= 1 || omp_in_parallel()) {
+    if (n > 0) f(int64_t{0}, n);
+    return;
+  }
+  struct Job {
+    const F* f;
+    int64_t n;
+  } job{&f, n};
+  auto body = [](void* p) {
+    const Job& j = *static_cast<const Job*>(p);
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t b = j.n * t / nt, e = j.n * (t + 1) / nt;
+    if (b < e) (*j.f)(b, e);
+  };
+#ifdef _OPENMP
+#pragma omp parallel num_threads(static_cast<int>(team))
+  body(&job);
+#else
+  GOMP_parallel(body, &job, static_cast<unsigned>(team), 0);
+#endif
+}
+
+}  // namespace kiln::backends::cpu

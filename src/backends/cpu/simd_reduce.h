@@ -1,0 +1,50 @@
+// Sum and max of a float row for KILN_SIMD kernels. GCC vectorizes a reduction only when it may
+// reassociate (-ffast-math, which kiln does not use), so these keep 16 independent partial
+// results that the vectorizer maps onto one register's lanes; include them only from KILN_SIMD
+// functions' files so they inline into each ISA clone.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+namespace kiln::backends::cpu::simd {
+
+inline float sum(const float* x, int64_t n) {
+  float acc[16] = {};
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int k = 0; k < 16; ++k) acc[k] += x[j + k];
+  float s = 0.f;
+  for (; j < n; ++j) s += x[j];
+  for (int k = 0; k < 16; ++k) s += acc[k];
+  return s;
+}
+
+// Sum of (x[j] - c)^2.
+inline float sum_sq_dev(const float* x, int64_t n, float c) {
+  float acc[16] = {};
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int k = 0; k < 16; ++k) {
+      const float d = x[j + k] - c;
+      acc[k] += d * d;
+    }
+  float s = 0.f;
+  for (; j < n; ++j) s += (x[j] - c) * (x[j] - c);
+  for (int k = 0; k < 16; ++k) s += acc[k];
+  return s;
+}
+
+inline float max(const float* x, int64_t n) {
+  float acc[16];
+  std::fill(acc, acc + 16, -std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int k = 0; k < 16; ++k) acc[k] = std::max(acc[k], x[j + k]);
+  float m = -std::numeric_limits<float>::infinity();
+  for (; j < n; ++j) m = std::max(m, x[j]);
+  for (int k = 0; k < 16; ++k) m = std::max(m, acc[k]);
+  return m;
+}
+
+}  // namespace kiln::backends::cpu::simd

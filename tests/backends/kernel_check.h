@@ -1,0 +1,84 @@
+// Runs one node on the reference kernels and on the cpu backend and compares the results; the
+// shared harness of the per-kernel-file tests in this folder.
+#pragma once
+#include <gtest/gtest.h>
+#include <kiln/tensor.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "backends/backend.h"
+#include "ops/core/infer_graph.h"
+
+namespace kiln::kernel_check {
+
+struct Case {
+  std::string op, domain;
+  std::vector<std::vector<int64_t>> in_dims;
+  std::vector<bool> constant;  // per input
+  std::vector<std::vector<int64_t>> out_dims;
+  ir::Attributes attrs = {};
+  int64_t opset = 17;
+  int threads = 1;
+  float tol = 1e-4f;
+  // Fills input i (default: uniform in [-1, 1]).
+  std::function<void(size_t i, Tensor&)> fill = nullptr;
+};
+
+inline Tensor random_tensor(const std::vector<int64_t>& dims, std::mt19937& rng) {
+  Tensor t(DType::Float, dims);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+// Returns false when the backend declined the node (and checks that matches expect_kernel).
+inline bool check(const Case& c, bool expect_kernel = true) {
+  std::mt19937 rng(42);
+  ir::Graph g;
+  g.opsets[""] = c.opset;
+  g.opsets["kiln"] = 1;
+  g.opsets["com.microsoft"] = 1;
+  std::vector<ir::Value*> ins;
+  std::vector<Tensor> data;
+  for (size_t i = 0; i < c.in_dims.size(); ++i) {
+    data.push_back(random_tensor(c.in_dims[i], rng));
+    if (c.fill) c.fill(i, data.back());
+    const std::string name = "in" + std::to_string(i);
+    ins.push_back(c.constant[i] ? g.add_constant(name, data.back())
+                                : g.add_input(name, ir::TensorType::from_dims(DType::Float, c.in_dims[i])));
+  }
+  std::vector<ir::Value*> outs;
+  for (size_t i = 0; i < c.out_dims.size(); ++i)
+    outs.push_back(g.add_value("y" + std::to_string(i), ir::TensorType::from_dims(DType::Float, c.out_dims[i])));
+  ir::Node* n = g.add_node(c.op, ins, outs, c.attrs, "n", c.domain);
+  for (ir::Value* o : outs) g.add_output(o);
+  std::vector<const Tensor*> ptrs;
+  for (auto& t : data) ptrs.push_back(&t);
+  const std::vector<Tensor> expected = ops::run_reference(*n, ptrs);
+  auto backend = backends::make_cpu_backend(c.threads);
+  auto kernel = backend->create(*n);
+  EXPECT_EQ(kernel != nullptr, expect_kernel) << c.op;
+  if (!kernel) return false;
+  // Twice: prepacked state must not be consumed by a run.
+  for (int round = 0; round < 2; ++round) {
+    std::vector<Tensor> actual;
+    for (const auto& d : c.out_dims) actual.emplace_back(DType::Float, d);
+    std::vector<Tensor*> out_ptrs;
+    for (auto& t : actual) out_ptrs.push_back(&t);
+    kernel->run(ptrs, out_ptrs);
+    for (size_t k = 0; k < c.out_dims.size(); ++k) {
+      EXPECT_EQ(expected[k].dims(), c.out_dims[k]) << c.op << " output " << k;
+      if (expected[k].dims() != c.out_dims[k]) return true;
+      for (int64_t i = 0; i < expected[k].numel(); ++i) {
+        const float e = expected[k].data<float>()[i], a = actual[k].data<float>()[i];
+        EXPECT_NEAR(a, e, c.tol * std::max(1.f, std::fabs(e))) << c.op << " output " << k << " at " << i;
+        if (std::fabs(a - e) > c.tol * std::max(1.f, std::fabs(e))) return true;  // one report is enough
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace kiln::kernel_check

@@ -1,0 +1,48 @@
+// The cpu backend's kiln.Attention against the reference kernel.
+#include "kernel_check.h"
+
+namespace kiln {
+namespace {
+
+using kernel_check::Case;
+using kernel_check::check;
+
+ir::Attributes scale(float s) { return {{"scale", ir::Attribute::of_float(s)}}; }
+
+TEST(CpuAttention, NoMask) {
+  // Q [2,3,7,13], K_T [2,3,13,11], V [2,3,11,5]
+  check({"Attention", "kiln", {{2, 3, 7, 13}, {2, 3, 13, 11}, {2, 3, 11, 5}}, {false, false, false}, {{2, 3, 7, 5}},
+         scale(0.3f)});
+  check({"Attention", "kiln", {{7, 13}, {13, 11}, {11, 5}}, {false, false, false}, {{7, 5}}});
+}
+
+TEST(CpuAttention, MaskShapes) {
+  // BERT's padding mask [B,1,1,Sk], a full [Sq,Sk] mask, a per-query column [B,H,Sq,1], a 1-D one.
+  for (std::vector<int64_t> m : {std::vector<int64_t>{2, 1, 1, 11}, {7, 11}, {2, 3, 7, 1}, {11}, {1}}) {
+    SCOPED_TRACE(m.size());
+    Case c{"Attention", "kiln", {{2, 3, 7, 13}, {2, 3, 13, 11}, {2, 3, 11, 5}, m}, {false, false, false, false},
+           {{2, 3, 7, 5}}, scale(0.125f)};
+    c.fill = [](size_t i, Tensor& t) {  // a padding-style mask: 0 or -10000
+      if (i == 3)
+        for (int64_t k = 0; k < t.numel(); ++k) t.data<float>()[k] = t.data<float>()[k] > 0.5f ? -10000.f : 0.f;
+    };
+    c.threads = 2;
+    check(c);
+  }
+}
+
+TEST(CpuAttention, BroadcastBatch) {
+  // K_T and V shared across heads; Q broadcast across the batch.
+  check({"Attention", "kiln", {{1, 3, 7, 13}, {2, 1, 13, 11}, {2, 1, 11, 5}}, {false, false, false},
+         {{2, 3, 7, 5}}});
+}
+
+TEST(CpuAttention, Declines) {
+  // A mask that widens the batch beyond Q·K_T's.
+  check({"Attention", "kiln", {{1, 7, 13}, {1, 13, 11}, {1, 11, 5}, {2, 7, 11}}, {false, false, false, false},
+         {{2, 7, 5}}},
+        false);
+}
+
+}  // namespace
+}  // namespace kiln
