@@ -2,8 +2,14 @@
 //
 //   FusedConv / FusedGemm / FusedMatMul   the ai.onnx op (all its attributes) followed by an
 //       activation epilogue: `activation` = Relu | Clip | Sigmoid | Tanh | SiLU | Gelu |
-//       GeluTanh | HardSigmoid | HardSwish | LeakyRelu, `activation_params` = [min, max] for
-//       Clip, [alpha] for LeakyRelu, [alpha, beta] for HardSigmoid. Float32.
+//       GeluTanh | HardSigmoid | HardSwish | LeakyRelu, or absent for none; `activation_params`
+//       = [min, max] for Clip, [alpha] for LeakyRelu, [alpha, beta] for HardSigmoid. Float32.
+//       FusedConv(X, W, B?, Z?) also adds a residual Z (the output's shape) before the
+//       activation: Y = act(conv(X, W) + B + Z), ORT's FusedConv. With `channels_last` = 1 its
+//       X, Z and Y are NHWC ([N, H, W, C]); W stays OIHW.
+//   NhwcMaxPool / NhwcAveragePool / NhwcGlobalAveragePool / NhwcGlobalMaxPool   the ai.onnx
+//       pooling op (its attributes, one output) on an NHWC tensor. The layout assignment
+//       (src/lower/layout_assignment.cpp) forms these and channels_last FusedConv.
 //   SiLU(x) = x * sigmoid(x)
 //   Attention(Q, K_T, V, mask?) = softmax(Q · K_T * scale + mask) · V, softmax over the last
 //       axis; Q [..., Sq, D], K_T [..., D, Sk] (keys already transposed, as in the MatMul it
@@ -14,6 +20,7 @@
 // registry, run under the model's ai.onnx opset) and then apply the activation in place.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "ops/core/dispatch.h"
@@ -39,7 +46,7 @@ const OpDef& base_def(const ir::Node& n, const std::string& base) {
 }
 
 struct Activation {
-  enum Kind { Relu, Clip, Sigmoid, Tanh, SiLU, Gelu, GeluTanh, HardSigmoid, HardSwish, LeakyRelu } kind;
+  enum Kind { None, Relu, Clip, Sigmoid, Tanh, SiLU, Gelu, GeluTanh, HardSigmoid, HardSwish, LeakyRelu } kind;
   float a = 0, b = 0;
 };
 
@@ -51,6 +58,10 @@ Activation activation_of(const ir::Node& n) {
       {"HardSwish", Activation::HardSwish}, {"LeakyRelu", Activation::LeakyRelu}};
   std::string s = n.attr_string("activation", "");
   std::vector<float> p = n.attr_floats("activation_params");
+  if (s.empty()) {
+    if (!p.empty()) throw Error(n.describe() + ": activation_params without an activation");
+    return Activation{Activation::None};
+  }
   for (const auto& [name, kind] : names) {
     if (s != name) continue;
     Activation a{kind};
@@ -67,6 +78,7 @@ Activation activation_of(const ir::Node& n) {
 
 float apply(const Activation& a, float x) {
   switch (a.kind) {
+    case Activation::None: return x;
     case Activation::Relu: return x > 0 ? x : 0.f;
     case Activation::Clip: return std::min(std::max(x, a.a), a.b);
     case Activation::Sigmoid: return 1.f / (1.f + std::exp(-x));
@@ -82,38 +94,114 @@ float apply(const Activation& a, float x) {
   return x;
 }
 
+// NCHW <-> NHWC for the channels_last forms: types and 4-D tensors.
+ir::TensorType to_nchw(const ir::TensorType& t) {
+  if (!t.rank_known || t.rank() != 4) return t;
+  return ir::TensorType(t.dtype, {t.dims[0], t.dims[3], t.dims[1], t.dims[2]});
+}
+ir::TensorType to_nhwc(const ir::TensorType& t) {
+  if (!t.rank_known || t.rank() != 4) return t;
+  return ir::TensorType(t.dtype, {t.dims[0], t.dims[2], t.dims[3], t.dims[1]});
+}
+// Permutes a 4-D tensor: to NCHW from NHWC (nchw = true) or back.
+Tensor permute4(const Tensor& x, bool nchw, const ir::Node& n) {
+  if (x.rank() != 4) throw Error(n.describe() + ": channels-last tensors must have rank 4");
+  const auto d = x.dims();
+  const int64_t N = d[0], A = d[1], B = d[2], C = d[3];  // NHWC: A=H B=W C=C; NCHW: A=C B=H C=W
+  Tensor y(x.dtype(), nchw ? std::vector<int64_t>{N, C, A, B} : std::vector<int64_t>{N, B, C, A});
+  const size_t es = dtype_size(x.dtype());
+  const auto* src = static_cast<const std::byte*>(x.raw());
+  auto* dst = static_cast<std::byte*>(y.raw());
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t a = 0; a < A; ++a)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t c = 0; c < C; ++c) {
+          // element (i, a, b, c) of x goes to (i, c, a, b) when making NCHW, (i, b, c, a) otherwise
+          const int64_t to = nchw ? ((i * C + c) * A + a) * B + b : ((i * B + b) * C + c) * A + a;
+          std::memcpy(dst + to * es, src + (((i * A + a) * B + b) * C + c) * es, es);
+        }
+  return y;
+}
+
+bool channels_last(const ir::Node& n) { return n.attr_int("channels_last", 0) != 0; }
+
 InferFn fused_infer(std::string base) {
   return [base](InferContext& ctx) {
     activation_of(ctx.node());
+    const bool nhwc = channels_last(ctx.node());
+    if (nhwc && base != "Conv") ctx.fail("channels_last applies to FusedConv only");
     std::vector<ir::TensorType> types;
     std::vector<const Tensor*> values;
-    for (int i = 0; i < ctx.num_inputs(); ++i) {
+    for (int i = 0; i < std::min(ctx.num_inputs(), 3); ++i) {
       types.push_back(ctx.has_input(i) ? ctx.input(i) : ir::TensorType());
       values.push_back(ctx.value(i));
     }
+    if (nhwc) types[0] = to_nchw(types[0]);
     ForwardSymbols symbols(ctx);
     InferContext inner(ctx.node(), onnx_opset(ctx.node()), types, values, symbols);
     base_def(ctx.node(), base).infer(inner);
     if (inner.outputs[0].dtype != DType::Float) ctx.fail("fused ops compute in float32 only");
-    ctx.set_output(0, inner.outputs[0]);
+    ir::TensorType out = nhwc ? to_nhwc(inner.outputs[0]) : inner.outputs[0];
+    if (ctx.num_inputs() > 3 && ctx.has_input(3)) {
+      const ir::TensorType& z = ctx.input(3);
+      if (z.dtype != DType::Float) ctx.fail("the residual input Z must be float32");
+      if (z.rank_known && out.rank_known) {
+        if (z.rank() != out.rank()) ctx.fail("the residual input Z must have the output's shape " + out.str());
+        for (size_t i = 0; i < z.dims.size(); ++i)
+          if (z.dims[i].is_static() && out.dims[i].is_static() && z.dims[i].value != out.dims[i].value)
+            ctx.fail("the residual input Z " + z.str() + " must have the output's shape " + out.str());
+      }
+    }
+    ctx.set_output(0, out);
   };
 }
 
 KernelFn fused_kernel(std::string base) {
   return [base](KernelContext& ctx) {
     const Activation act = activation_of(ctx.node());
+    const bool nhwc = channels_last(ctx.node());
     std::vector<const Tensor*> ins;
-    for (int i = 0; i < ctx.num_inputs(); ++i) ins.push_back(ctx.has_input(i) ? &ctx.input(i) : nullptr);
+    for (int i = 0; i < std::min(ctx.num_inputs(), 3); ++i) ins.push_back(ctx.has_input(i) ? &ctx.input(i) : nullptr);
+    Tensor x_nchw;
+    if (nhwc) {
+      x_nchw = permute4(*ins[0], true, ctx.node());
+      ins[0] = &x_nchw;
+    }
     KernelContext inner(ctx.node(), onnx_opset(ctx.node()), ins);
     base_def(ctx.node(), base).kernel(inner);
-    Tensor y = inner.outputs[0];
+    Tensor y = nhwc ? permute4(inner.outputs[0], false, ctx.node()) : inner.outputs[0];
     if (y.dtype() != DType::Float) ctx.fail("fused ops compute in float32 only");
-    for (const Tensor* t : ins)
-      if (t && t->raw() == y.raw()) y = y.clone();  // never write through into an input
+    for (int i = 0; i < ctx.num_inputs(); ++i)
+      if (ctx.has_input(i) && ctx.input(i).raw() == y.raw()) y = y.clone();  // never write through into an input
     float* p = y.data<float>();
+    if (ctx.num_inputs() > 3 && ctx.has_input(3)) {
+      const Tensor& z = ctx.input(3);
+      if (z.dtype() != DType::Float || z.dims() != y.dims()) ctx.fail("the residual input Z must have the output's shape");
+      const float* zp = z.data<float>();
+      for (int64_t i = 0; i < y.numel(); ++i) p[i] += zp[i];
+    }
     for (int64_t i = 0; i < y.numel(); ++i) p[i] = apply(act, p[i]);
     ctx.set_output(0, y);
   };
+}
+
+// A pooling op on NHWC: the ai.onnx op between two permutations.
+void infer_nhwc_pool(InferContext& ctx, const std::string& base) {
+  if (ctx.num_outputs() != 1) ctx.fail("channels-last pooling has one output");
+  std::vector<ir::TensorType> types{to_nchw(ctx.input(0))};
+  if (ctx.input(0).rank_known && ctx.input(0).rank() != 4) ctx.fail("channels-last pooling takes a rank-4 tensor");
+  std::vector<const Tensor*> values{nullptr};
+  ForwardSymbols symbols(ctx);
+  InferContext inner(ctx.node(), onnx_opset(ctx.node()), types, values, symbols);
+  base_def(ctx.node(), base).infer(inner);
+  ctx.set_output(0, to_nhwc(inner.outputs[0]));
+}
+
+void nhwc_pool_kernel(KernelContext& ctx, const std::string& base) {
+  Tensor x = permute4(ctx.input(0), true, ctx.node());
+  KernelContext inner(ctx.node(), onnx_opset(ctx.node()), {&x});
+  base_def(ctx.node(), base).kernel(inner);
+  ctx.set_output(0, permute4(inner.outputs[0], false, ctx.node()));
 }
 
 void silu_kernel(KernelContext& ctx) {
@@ -230,8 +318,13 @@ void attention_kernel(KernelContext& ctx) {
 KILN_REGISTER_OPS(kiln_fused) {
   for (const char* base : {"Conv", "Gemm", "MatMul"})
     reg.add({.name = std::string("Fused") + base, .domain = "kiln", .min_inputs = 2,
-             .max_inputs = std::string(base) == "MatMul" ? 2 : 3, .pattern = PatternKind::OutEWiseFusable,
-             .infer = fused_infer(base), .kernel = fused_kernel(base)});
+             .max_inputs = std::string(base) == "MatMul" ? 2 : std::string(base) == "Conv" ? 4 : 3,
+             .pattern = PatternKind::OutEWiseFusable, .infer = fused_infer(base), .kernel = fused_kernel(base)});
+  for (std::string base : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
+    reg.add({.name = "Nhwc" + base, .domain = "kiln", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+             .max_outputs = 1, .pattern = PatternKind::OutEWiseFusable,
+             .infer = [base](InferContext& c) { infer_nhwc_pool(c, base); },
+             .kernel = [base](KernelContext& c) { nhwc_pool_kernel(c, base); }});
   reg.add({.name = "SiLU", .domain = "kiln", .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::ElemWise,
            .infer = infer_silu, .kernel = silu_kernel});
   reg.add({.name = "Attention", .domain = "kiln", .min_inputs = 3, .max_inputs = 4, .pattern = PatternKind::Opaque,

@@ -4,6 +4,8 @@
 //
 //   Relu(Conv(x, W, b))         -> kiln.FusedConv(x, W, b, activation="Relu")
 //   Clip(Gemm(a, b, c), 0, 6)   -> kiln.FusedGemm(a, b, c, activation="Clip", activation_params=[0, 6])
+//   Relu(kiln.FusedConv(x, W, b, z))  (no activation yet, from fuse_residual_add)
+//                               -> kiln.FusedConv(x, W, b, z, activation="Relu")
 //
 // The fused op keeps every attribute of the base op. Float32 only.
 #include <limits>
@@ -56,9 +58,13 @@ class FuseActivation : public Pass {
   bool run(ir::Graph& g) override {
     bool changed = false;
     for (ir::Node* n : g.nodes()) {
-      if (!n->domain().empty() || n->num_outputs() != 1) continue;
-      const std::string& op = n->op_type();
-      if (op != "Conv" && op != "Gemm" && op != "MatMul") continue;
+      if (n->num_outputs() != 1) continue;
+      std::string op = n->op_type();
+      if (n->domain() == "kiln" && op == "FusedConv" && n->attr_string("activation", "").empty()) {
+        op = "Conv";
+      } else if (!n->domain().empty() || (op != "Conv" && op != "Gemm" && op != "MatMul")) {
+        continue;
+      }
       ir::Value* y = n->output(0);
       if (!y || y->type.dtype != DType::Float || !single_use(g, y)) continue;
       ir::Node* act = y->uses()[0].node;

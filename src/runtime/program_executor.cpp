@@ -2,8 +2,11 @@
 
 #include <kiln/error.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+
+#include "runtime/op_profile.h"
 
 #include "backends/backend.h"
 #include "ops/core/infer_graph.h"
@@ -43,8 +46,10 @@ std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& 
 
   std::vector<const Tensor*> args;
   std::vector<ops::KernelContext::OutputSlot> slots;
+  OpProfile* profile = OpProfile::enabled();
   for (const lower::Instruction& ins : prog.instructions) {
     const ir::Node& n = *ins.node;
+    const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     args.clear();
     for (size_t k = 0; k < ins.inputs.size(); ++k) {
       int id = ins.inputs[k];
@@ -102,6 +107,7 @@ std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& 
       }
       values[id] = std::move(t);
     }
+    if (profile) profile->add(n, ins.backend, std::chrono::steady_clock::now() - t0);
   }
 
   std::vector<Tensor> result;

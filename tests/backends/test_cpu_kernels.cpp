@@ -122,6 +122,45 @@ TEST(CpuKernels, FusedConvActivations) {
   }
 }
 
+TEST(CpuKernels, FusedConvResidualNchwAndNhwc) {
+  ir::Attributes a = conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  a["activation"] = ir::Attribute::of_string("Relu");
+  check({"FusedConv", "kiln", {{1, 13, 17, 19}, {7, 13, 3, 3}, {7}, {1, 7, 17, 19}}, {false, true, true, false},
+         {1, 7, 17, 19}, a});
+  a["channels_last"] = ir::Attribute::of_int(1);
+  check({"FusedConv", "kiln", {{2, 17, 19, 13}, {7, 13, 3, 3}, {7}, {2, 17, 19, 7}}, {false, true, true, false},
+         {2, 17, 19, 7}, a});
+  // Channels-last without residual or bias, strided, depthwise.
+  ir::Attributes d = conv_attrs({2, 2}, {1, 1, 1, 1}, {1, 1}, 13);
+  d["channels_last"] = ir::Attribute::of_int(1);
+  check({"FusedConv", "kiln", {{1, 17, 19, 13}, {13, 1, 3, 3}}, {false, true}, {1, 9, 10, 13}, d});
+}
+
+TEST(CpuKernels, PoolingNchwAndNhwc) {
+  auto attrs = [](std::vector<int64_t> k, std::vector<int64_t> s, std::vector<int64_t> p, int64_t ceil) {
+    return ir::Attributes{{"kernel_shape", ir::Attribute::of_ints(k)}, {"strides", ir::Attribute::of_ints(s)},
+                          {"pads", ir::Attribute::of_ints(p)}, {"ceil_mode", ir::Attribute::of_int(ceil)}};
+  };
+  // (17 + 2 - 3) / 2 + 1 = 9, (19 + 2 - 3) / 2 + 1 = 10
+  check({"MaxPool", "", {{2, 5, 17, 19}}, {false}, {2, 5, 9, 10}, attrs({3, 3}, {2, 2}, {1, 1, 1, 1}, 0)});
+  check({"NhwcMaxPool", "kiln", {{2, 17, 19, 5}}, {false}, {2, 9, 10, 5}, attrs({3, 3}, {2, 2}, {1, 1, 1, 1}, 0)});
+  // ceil_mode: ceil((17 - 3) / 2) + 1 = 8, ceil((19 - 3) / 2) + 1 = 9
+  check({"MaxPool", "", {{1, 5, 17, 19}}, {false}, {1, 5, 8, 9}, attrs({3, 3}, {2, 2}, {0, 0, 0, 0}, 1)});
+  check({"AveragePool", "", {{1, 5, 17, 20}}, {false}, {1, 5, 8, 10}, attrs({3, 3}, {2, 2}, {0, 0, 0, 0}, 1)});
+  check({"NhwcAveragePool", "kiln", {{1, 17, 19, 5}}, {false}, {1, 9, 10, 5}, attrs({3, 3}, {2, 2}, {1, 1, 1, 1}, 0)});
+  ir::Attributes inc = attrs({3, 3}, {1, 1}, {1, 1, 1, 1}, 0);
+  inc["count_include_pad"] = ir::Attribute::of_int(1);
+  check({"AveragePool", "", {{1, 5, 7, 6}}, {false}, {1, 5, 7, 6}, inc});
+  check({"GlobalAveragePool", "", {{2, 13, 7, 5}}, {false}, {2, 13, 1, 1}, {}});
+  check({"NhwcGlobalAveragePool", "kiln", {{2, 7, 5, 13}}, {false}, {2, 1, 1, 13}, {}});
+  check({"GlobalMaxPool", "", {{2, 13, 7, 5}}, {false}, {2, 13, 1, 1}, {}});
+}
+
+TEST(CpuKernels, PoolingDeclines) {
+  // 1-D pooling stays on the reference kernels.
+  check({"MaxPool", "", {{1, 3, 9}}, {false}, {1, 3, 7}, {{"kernel_shape", ir::Attribute::of_ints({3})}}}, false);
+}
+
 TEST(CpuKernels, ConvDeclines) {
   // Non-constant weights: the reference kernel runs it.
   check({"Conv", "", {{1, 3, 5, 5}, {2, 3, 3, 3}}, {false, false}, {1, 2, 3, 3}, {}}, false);

@@ -26,6 +26,59 @@ TEST(KilnFused, AttentionBroadcastsBatchAndMask) {
   expect_outputs_equal(b, 1e-5);
 }
 
+TEST(KilnFused, FusedConvResidualAndChannelsLast) {
+  for (int nhwc = 0; nhwc <= 1; ++nhwc) {
+    SCOPED_TRACE(nhwc);
+    Builder b(17);
+    b.g->opsets["kiln"] = 1;
+    ir::Value* x = b.in("x", {2, 3, 7, 6});  // NCHW
+    ir::Value* z = b.in("z", {2, 4, 4, 6});
+    ir::Value* w = b.rand({4, 3, 3, 3});
+    ir::Value* bias = b.rand({4});
+    ir::Attributes a{{"pads", Is({1, 1, 1, 1})}, {"strides", Is({2, 1})}};
+    ir::Attributes fa = a;
+    fa["activation"] = S("Relu");
+    ir::Value* y;
+    if (nhwc) {
+      fa["channels_last"] = I(1);
+      ir::Value* xt = b.op("Transpose", {x}, {{"perm", Is({0, 2, 3, 1})}});
+      ir::Value* zt = b.op("Transpose", {z}, {{"perm", Is({0, 2, 3, 1})}});
+      y = b.op("Transpose", {b.op("FusedConv", {xt, w, bias, zt}, fa, "kiln")}, {{"perm", Is({0, 3, 1, 2})}});
+    } else {
+      y = b.op("FusedConv", {x, w, bias, z}, fa, "kiln");
+    }
+    b.out(y);
+    b.out(b.op("Relu", {b.op("Add", {b.op("Conv", {x, w, bias}, a), z})}));
+    expect_outputs_equal(b, 1e-5);
+  }
+}
+
+TEST(KilnFused, NhwcPoolingMatchesPooling) {
+  const std::vector<std::pair<std::string, ir::Attributes>> pools = {
+      {"MaxPool", {{"kernel_shape", Is({3, 3})}, {"strides", Is({2, 2})}, {"pads", Is({1, 1, 1, 1})}}},
+      {"AveragePool", {{"kernel_shape", Is({2, 3})}, {"ceil_mode", I(1)}, {"strides", Is({2, 2})}}},
+      {"GlobalAveragePool", {}},
+      {"GlobalMaxPool", {}}};
+  for (const auto& [op, attrs] : pools) {
+    SCOPED_TRACE(op);
+    Builder b(17);
+    b.g->opsets["kiln"] = 1;
+    ir::Value* x = b.in("x", {2, 5, 9, 8});
+    ir::Value* xt = b.op("Transpose", {x}, {{"perm", Is({0, 2, 3, 1})}});
+    b.out(b.op("Transpose", {b.op("Nhwc" + op, {xt}, attrs, "kiln")}, {{"perm", Is({0, 3, 1, 2})}}));
+    b.out(b.op(op, {x}, attrs));
+    expect_outputs_equal(b, 1e-6);
+  }
+}
+
+TEST(KilnFused, ResidualWithWrongShapeIsAnError) {
+  Builder b;
+  b.g->opsets["kiln"] = 1;
+  ir::Value* x = b.in("x", {1, 2, 5, 5});
+  b.out(b.op("FusedConv", {x, b.rand({3, 2, 3, 3}), b.rand({3}), b.in("z", {1, 3, 5, 5})}, {}, "kiln"));
+  EXPECT_THROW(ops::ShapeInference().run(*b.g), Error);
+}
+
 TEST(KilnFused, FusedConvMatchesConvThenActivation) {
   for (const char* act : {"Relu", "Sigmoid", "Tanh", "HardSwish", "Gelu"}) {
     SCOPED_TRACE(act);

@@ -3,6 +3,7 @@
 namespace kiln::backends::cpu {
 
 void add_onednn_conv_kernels(std::vector<KernelFactory>& table);
+void add_onednn_pool_kernels(std::vector<KernelFactory>& table);
 void add_onednn_matmul_kernels(std::vector<KernelFactory>& table);
 void add_softmax_kernels(std::vector<KernelFactory>& table);
 void add_layernorm_kernels(std::vector<KernelFactory>& table);
@@ -14,6 +15,7 @@ const std::vector<KernelFactory>& kernel_factories() {
   static const std::vector<KernelFactory> table = [] {
     std::vector<KernelFactory> t;
     add_onednn_conv_kernels(t);
+    add_onednn_pool_kernels(t);
     add_onednn_matmul_kernels(t);
     add_softmax_kernels(t);
     add_layernorm_kernels(t);

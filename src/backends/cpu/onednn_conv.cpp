@@ -1,8 +1,11 @@
 // Conv and kiln's FusedConv on oneDNN: 2-D float32, groups (depthwise too), strides,
-// dilations, explicit or auto pads, optional bias, activation epilogues as eltwise post-ops.
-// Weights are reordered once, at creation, into the layout the primitive prefers. Kiln tensors
-// stay plain NCHW between ops; when the primitive wants blocked activations they are reordered
-// inside run().
+// dilations, explicit or auto pads, optional bias, a residual Z as oneDNN's sum post-op (Z is
+// copied into the destination first), activation epilogues as eltwise post-ops. Weights are
+// reordered once, at creation, into the layout the primitive prefers. Channels-last FusedConv
+// (the layout assignment's choice, src/lower/layout_assignment.cpp) runs on NHWC activations
+// directly, which oneDNN's brgconv prefers anyway; NCHW tensors are reordered inside run() when
+// the primitive wants another layout.
+#include <cstring>
 #include <cstdlib>
 #include <memory>
 
@@ -20,12 +23,17 @@ using dt = memory::data_type;
 class ConvKernel : public Kernel {
  public:
   ConvKernel(dnnl::convolution_forward::primitive_desc pd, memory::desc src_plain, memory::desc dst_plain,
-             memory weights, memory bias)
-      : pd_(pd), prim_(pd), src_plain_(src_plain), dst_plain_(dst_plain), weights_(weights), bias_(bias) {
+             memory weights, memory bias, bool has_z)
+      : pd_(pd), prim_(pd), src_plain_(src_plain), dst_plain_(dst_plain), weights_(weights), bias_(bias),
+        has_z_(has_z) {
     if (pd.src_desc() != src_plain) src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
         dnnl_util::engine(), src_plain, dnnl_util::engine(), pd.src_desc()));
-    if (pd.dst_desc() != dst_plain) dst_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
-        dnnl_util::engine(), pd.dst_desc(), dnnl_util::engine(), dst_plain));
+    if (pd.dst_desc() != dst_plain) {
+      dst_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
+          dnnl_util::engine(), pd.dst_desc(), dnnl_util::engine(), dst_plain));
+      if (has_z) z_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
+          dnnl_util::engine(), dst_plain, dnnl_util::engine(), pd.dst_desc()));
+    }
   }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
@@ -44,6 +52,16 @@ class ConvKernel : public Kernel {
       src_reorder_.execute(s, src_user, src);
     }
     if (dst_reorder_) dst = memory(pd_.dst_desc(), eng, buf + src_b);
+    if (has_z_) {
+      // The sum post-op adds the destination's prior contents: put Z there.
+      const Tensor& z = *inputs[3];
+      if (dst_reorder_) {
+        memory z_user(dst_plain_, eng, const_cast<void*>(z.raw()));
+        z_reorder_.execute(s, z_user, dst);
+      } else if (z.raw() != outputs[0]->raw()) {
+        std::memcpy(outputs[0]->raw(), z.raw(), z.nbytes());
+      }
+    }
     memory scratchpad(pd_.scratchpad_desc(), eng, buf + src_b + dst_b);
     std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights_},
                                             {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
@@ -58,7 +76,8 @@ class ConvKernel : public Kernel {
   dnnl::convolution_forward prim_;
   memory::desc src_plain_, dst_plain_;
   memory weights_, bias_;
-  dnnl::reorder src_reorder_, dst_reorder_;
+  bool has_z_;
+  dnnl::reorder src_reorder_, dst_reorder_, z_reorder_;
 };
 
 // A constant-input memory in `want`'s layout, reordered once from the plain `have` layout.
@@ -80,8 +99,16 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, int) {
   const ir::Value* y = node.output(0);
   if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return nullptr;
   if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return nullptr;
-  const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
+  const bool nhwc = node.attr_int("channels_last", 0) != 0;
+  const ir::Value* z = node.input(3);
+  if (z && (!dnnl_util::static_float(z) || z->type.static_dims() != y->type.static_dims())) return nullptr;
+  auto xd = x->type.static_dims(), yd = y->type.static_dims();
+  const auto wd = w->type.static_dims();
   if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4) return nullptr;
+  if (nhwc) {  // the rest of this function reads NCHW dims
+    xd = {xd[0], xd[3], xd[1], xd[2]};
+    yd = {yd[0], yd[3], yd[1], yd[2]};
+  }
   const int64_t G = node.attr_int("group", 1);
   const int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], OC = wd[0], KH = wd[2], KW = wd[3];
   if (G < 1 || C % G || OC % G || wd[1] != C / G || yd[0] != N || yd[1] != OC) return nullptr;
@@ -117,19 +144,21 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, int) {
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (node.domain() == "kiln") {
     dnnl::post_ops po;
+    if (z) po.append_sum(1.f);
     if (!dnnl_util::append_activation(node, po)) return nullptr;
     attr.set_post_ops(po);
   }
   try {
-    memory::desc src_plain({N, C, H, W}, dt::f32, tag::nchw);
-    memory::desc dst_plain({N, OC, yd[2], yd[3]}, dt::f32, tag::nchw);
+    const tag act_tag = nhwc ? tag::nhwc : tag::nchw;
+    memory::desc src_plain({N, C, H, W}, dt::f32, act_tag);
+    memory::desc dst_plain({N, OC, yd[2], yd[3]}, dt::f32, act_tag);
     memory::dims wdims = G == 1 ? memory::dims{OC, C, KH, KW} : memory::dims{G, OC / G, C / G, KH, KW};
     memory::desc w_plain(wdims, dt::f32, G == 1 ? tag::oihw : tag::goihw);
     memory::desc w_any(wdims, dt::f32, tag::any);
     memory::desc b_md({OC}, dt::f32, tag::x);
     memory::desc src_any({N, C, H, W}, dt::f32, tag::any);
     memory::desc dst_any({N, OC, yd[2], yd[3]}, dt::f32, tag::any);
-    const bool plain = std::getenv("KILN_DNNL_PLAIN") != nullptr;
+    const bool plain = nhwc || std::getenv("KILN_DNNL_PLAIN") != nullptr;
     memory::dims st{strides[0], strides[1]}, dl{dil[0] - 1, dil[1] - 1}, pl{pads[0], pads[1]}, pr{pads[2], pads[3]};
     auto desc = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                     dnnl::algorithm::convolution_direct, plain ? src_plain : src_any,
@@ -141,7 +170,7 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, int) {
     memory weights = prepack(w->constant(), w_plain, pd.weights_desc());
     memory bias;
     if (b) bias = prepack(b->constant(), b_md, pd.bias_desc());
-    return std::make_unique<ConvKernel>(pd, src_plain, dst_plain, weights, bias);
+    return std::make_unique<ConvKernel>(pd, src_plain, dst_plain, weights, bias, z != nullptr);
   } catch (const dnnl::error&) {
     return nullptr;  // no oneDNN implementation for this form
   }
