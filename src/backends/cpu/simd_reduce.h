@@ -1,10 +1,11 @@
 // Sum and max of a float row for KILN_SIMD kernels. GCC vectorizes a reduction only when it may
 // reassociate (-ffast-math, which kiln does not use), so these keep 16 independent partial
-// results that the vectorizer maps onto one register's lanes; include them only from KILN_SIMD
+// results that map onto one register's lanes; include them only from KILN_SIMD
 // functions' files so they inline into each ISA clone.
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 namespace kiln::backends::cpu::simd {
@@ -36,14 +37,23 @@ inline float sum_sq_dev(const float* x, int64_t n, float c) {
 }
 
 inline float max(const float* x, int64_t n) {
-  float acc[16];
-  std::fill(acc, acc + 16, -std::numeric_limits<float>::infinity());
+  // Partial maxima as GCC vectors: GCC will not SLP-vectorize scalar max chains (without
+  // -ffinite-math-only a max is a compare-and-select), but it maps a select on 8-float vectors
+  // straight onto AVX registers (two of them, to keep two compares in flight).
+  typedef float v8 __attribute__((vector_size(32)));
+  constexpr float lo = -std::numeric_limits<float>::infinity();
+  v8 a = {lo, lo, lo, lo, lo, lo, lo, lo}, b = a;
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16)
-    for (int k = 0; k < 16; ++k) acc[k] = std::max(acc[k], x[j + k]);
-  float m = -std::numeric_limits<float>::infinity();
+  for (; j + 16 <= n; j += 16) {
+    v8 u, v;
+    std::memcpy(&u, x + j, sizeof u);
+    std::memcpy(&v, x + j + 8, sizeof v);
+    a = a > u ? a : u;
+    b = b > v ? b : v;
+  }
+  float m = lo;
   for (; j < n; ++j) m = std::max(m, x[j]);
-  for (int k = 0; k < 16; ++k) m = std::max(m, acc[k]);
+  for (int k = 0; k < 8; ++k) m = std::max(m, std::max(a[k], b[k]));
   return m;
 }
 

@@ -16,6 +16,14 @@
 
 namespace kiln::backends::cpu {
 
+// e^d, but exactly 0 well before the result could turn denormal once divided by the sum:
+// simd::exp saturates at e^-87.3, and denormal probabilities make the P·V matmul that consumes
+// attention scores (masked with -10000) run 25x slower.
+inline float underflow_to_zero(float d) {
+  const float e = simd::exp(d);
+  return d < -80.f ? 0.f : e;
+}
+
 KILN_SIMD void softmax_row(const float* x, float* y, int64_t n, float scale, const float* add, float add_const) {
   if (add) {
     for (int64_t j = 0; j < n; ++j) y[j] = x[j] * scale + add[j] + add_const;
@@ -23,7 +31,7 @@ KILN_SIMD void softmax_row(const float* x, float* y, int64_t n, float scale, con
     for (int64_t j = 0; j < n; ++j) y[j] = x[j] * scale + add_const;
   }
   const float mx = simd::max(y, n);
-  for (int64_t j = 0; j < n; ++j) y[j] = simd::exp(y[j] - mx);
+  for (int64_t j = 0; j < n; ++j) y[j] = underflow_to_zero(y[j] - mx);
   const float inv = 1.f / simd::sum(y, n);
   for (int64_t j = 0; j < n; ++j) y[j] *= inv;
 }
@@ -39,7 +47,7 @@ KILN_SIMD void softmax_columns(const float* x, float* y, int64_t n, int64_t inne
     for (int64_t i = 0; i < w; ++i) mx[i] = std::max(mx[i], x[j * inner + i]);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < w; ++i) {
-      const float e = simd::exp(x[j * inner + i] - mx[i]);
+      const float e = underflow_to_zero(x[j * inner + i] - mx[i]);
       y[j * inner + i] = e;
       sum[i] += e;
     }
