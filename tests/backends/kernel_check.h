@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <thread>
 
 #include "backends/backend.h"
 #include "ops/core/infer_graph.h"
@@ -24,6 +25,10 @@ struct Case {
   float tol = 1e-4f;
   // Fills input i (default: uniform in [-1, 1]).
   std::function<void(size_t i, Tensor&)> fill = nullptr;
+  // Also run from two threads at once (Kernel::run must be thread-safe).
+  bool concurrent = false;
+  // Also run with output 0 written over input 0 (elementwise ops the planner runs in place).
+  bool in_place = false;
 };
 
 inline Tensor random_tensor(const std::vector<int64_t>& dims, std::mt19937& rng) {
@@ -61,22 +66,42 @@ inline bool check(const Case& c, bool expect_kernel = true) {
   auto kernel = backend->create(*n);
   EXPECT_EQ(kernel != nullptr, expect_kernel) << c.op;
   if (!kernel) return false;
-  // Twice: prepacked state must not be consumed by a run.
-  for (int round = 0; round < 2; ++round) {
+  auto compare = [&](const std::vector<Tensor>& actual) {
+    for (size_t k = 0; k < c.out_dims.size(); ++k) {
+      EXPECT_EQ(expected[k].dims(), c.out_dims[k]) << c.op << " output " << k;
+      if (expected[k].dims() != c.out_dims[k]) return;
+      for (int64_t i = 0; i < expected[k].numel(); ++i) {
+        const float e = expected[k].data<float>()[i], a = actual[k].data<float>()[i];
+        EXPECT_NEAR(a, e, c.tol * std::max(1.f, std::fabs(e))) << c.op << " output " << k << " at " << i;
+        if (std::fabs(a - e) > c.tol * std::max(1.f, std::fabs(e))) return;  // one report is enough
+      }
+    }
+  };
+  auto run = [&]() {
     std::vector<Tensor> actual;
     for (const auto& d : c.out_dims) actual.emplace_back(DType::Float, d);
     std::vector<Tensor*> out_ptrs;
     for (auto& t : actual) out_ptrs.push_back(&t);
     kernel->run(ptrs, out_ptrs);
-    for (size_t k = 0; k < c.out_dims.size(); ++k) {
-      EXPECT_EQ(expected[k].dims(), c.out_dims[k]) << c.op << " output " << k;
-      if (expected[k].dims() != c.out_dims[k]) return true;
-      for (int64_t i = 0; i < expected[k].numel(); ++i) {
-        const float e = expected[k].data<float>()[i], a = actual[k].data<float>()[i];
-        EXPECT_NEAR(a, e, c.tol * std::max(1.f, std::fabs(e))) << c.op << " output " << k << " at " << i;
-        if (std::fabs(a - e) > c.tol * std::max(1.f, std::fabs(e))) return true;  // one report is enough
-      }
-    }
+    return actual;
+  };
+  // Twice: prepacked state must not be consumed by a run.
+  for (int round = 0; round < 2; ++round) compare(run());
+  if (c.concurrent) {
+    std::vector<Tensor> a, b;
+    std::thread t1([&] { for (int i = 0; i < 20; ++i) a = run(); });
+    std::thread t2([&] { for (int i = 0; i < 20; ++i) b = run(); });
+    t1.join();
+    t2.join();
+    compare(a);
+    compare(b);
+  }
+  if (c.in_place) {
+    Tensor x = data[0].clone();
+    std::vector<const Tensor*> in = ptrs;
+    in[0] = &x;
+    kernel->run(in, {&x});
+    compare({x});
   }
   return true;
 }

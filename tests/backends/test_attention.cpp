@@ -27,6 +27,7 @@ TEST(CpuAttention, MaskShapes) {
         for (int64_t k = 0; k < t.numel(); ++k) t.data<float>()[k] = t.data<float>()[k] > 0.5f ? -10000.f : 0.f;
     };
     c.threads = 2;
+    c.concurrent = true;
     check(c);
   }
 }

@@ -22,6 +22,8 @@ TEST(CpuGelu, ErfAndTanhForms) {
   check(ms);
   Case big{"Gelu", "", {{5, 10007}}, {false}, {{5, 10007}}};  // several chunks, two threads
   big.threads = 2;
+  big.concurrent = true;
+  big.in_place = true;
   check(big);
 }
 

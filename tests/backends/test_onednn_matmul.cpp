@@ -38,6 +38,7 @@ TEST(OnednnMatMul, VectorOperands) {
 TEST(OnednnMatMul, TwoThreads) {
   Case c{"MatMul", "", {{3, 37, 29}, {29, 41}}, {false, true}, {{3, 37, 41}}};
   c.threads = 2;
+  c.concurrent = true;
   check(c);
 }
 

@@ -38,6 +38,8 @@ TEST(CpuSoftmax, LargeValuesAndThreads) {
     for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] *= 80.f;
   };
   c.threads = 2;
+  c.concurrent = true;
+  c.in_place = true;
   check(c);
 }
 
