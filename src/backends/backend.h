@@ -28,6 +28,8 @@ class Backend {
   virtual std::string name() const = 0;
   // A kernel for `node` (whose input and output types are static), or nullptr to decline.
   virtual std::unique_ptr<Kernel> create(const ir::Node& node) const = 0;
+  // Whether convolutions and pooling should run on NHWC activations (src/lower/layout_assignment.h).
+  virtual bool prefers_channels_last() const { return false; }
 };
 
 // The optimized CPU backend (oneDNN and kiln's own kernels). `threads` = intra-op threads.

@@ -3,6 +3,7 @@
 #include <kiln/error.h>
 
 #include "ir/clone.h"
+#include "lower/layout_assignment.h"
 #include "ops/core/infer_graph.h"
 
 namespace kiln::runtime {
@@ -48,6 +49,10 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
   }
   // Static dims inferred from the bound inputs win over the symbolic ones already there.
   ops::ShapeInference().run(sg);
+  if (backend && backend->prefers_channels_last() && keep.empty()) {
+    cp->layout = lower::assign_channels_last(sg);
+    if (cp->layout.channels_last_ops > 0) ops::ShapeInference().run(sg);
+  }
   lower::LowerOptions lo;
   for (const std::string& name : keep) {
     const ir::Value* v = sg.find_value(name);

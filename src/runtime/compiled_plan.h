@@ -11,6 +11,7 @@
 
 #include "backends/backend.h"
 #include "ir/graph.h"
+#include "lower/layout_assignment.h"
 #include "lower/program.h"
 #include "plan/memory_plan.h"
 #include "runtime/program_executor.h"
@@ -19,6 +20,7 @@ namespace kiln::runtime {
 
 struct CompiledPlan {
   std::unique_ptr<ir::Graph> graph;  // a specialized clone (weights shared with the session's)
+  lower::LayoutStats layout;  // what the layout assignment changed (nothing on the reference backend)
   lower::Program program;
   plan::MemoryPlan memory;
 

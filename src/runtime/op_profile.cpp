@@ -14,6 +14,7 @@ OpProfile* OpProfile::enabled() {
     const char* e = std::getenv("KILN_PROFILE");
     if (!e || !*e || std::string(e) == "0") return nullptr;
     static OpProfile instance;
+    instance.per_node_ = std::string(e) == "node";
     return &instance;
   }();
   return p;
@@ -21,6 +22,7 @@ OpProfile* OpProfile::enabled() {
 
 void OpProfile::add(const ir::Node& n, const std::string& backend, std::chrono::nanoseconds t) {
   std::string key = (n.domain().empty() ? "" : n.domain() + ".") + n.op_type() + " [" + backend + "]";
+  if (per_node_) key += " " + n.name();
   std::lock_guard<std::mutex> lock(mu_);
   Entry& e = by_op_[key];
   e.ns += t.count();
@@ -33,9 +35,9 @@ std::string OpProfile::report() const {
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.ns > b.second.ns; });
   int64_t total = 0;
   for (auto& r : rows) total += r.second.ns;
-  std::string out = fmt::format("{:<40} {:>10} {:>8} {:>6}\n", "op [backend]", "total ms", "calls", "%");
+  std::string out = fmt::format("{:<60} {:>10} {:>8} {:>6}\n", "op [backend]", "total ms", "calls", "%");
   for (auto& [k, e] : rows)
-    out += fmt::format("{:<40} {:>10.3f} {:>8} {:>6.1f}\n", k, e.ns / 1e6, e.calls, total ? 100.0 * e.ns / total : 0.0);
+    out += fmt::format("{:<60} {:>10.3f} {:>8} {:>6.1f}\n", k, e.ns / 1e6, e.calls, total ? 100.0 * e.ns / total : 0.0);
   return out;
 }
 

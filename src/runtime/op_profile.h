@@ -1,5 +1,6 @@
 // Time per op type and backend across all runs of the process, printed to stderr at exit, when
-// the environment sets KILN_PROFILE=1 (ORT's enable_profiling, in its simplest form). For
+// the environment sets KILN_PROFILE=1 (per node with KILN_PROFILE=node): ORT's
+// enable_profiling in its simplest form. For
 // finding where a model's time goes; benchmarks (kiln bench) leave it off.
 #pragma once
 #include <chrono>
@@ -23,6 +24,7 @@ class OpProfile {
   struct Entry { int64_t ns = 0, calls = 0; };
   mutable std::mutex mu_;
   std::map<std::string, Entry> by_op_;
+  bool per_node_ = false;
 };
 
 }  // namespace kiln::runtime

@@ -42,6 +42,7 @@ bool print_plan(const ir::Graph& g, bool json) {
       e["in_place"] = b.in_place;
       j["buffers"].push_back(e);
     }
+    j["layout"] = {{"channels_last_ops", cp->layout.channels_last_ops}, {"reorders", cp->layout.transposes}};
     j["instructions"] = nlohmann::json::array();
     for (const lower::Instruction& ins : p.instructions)
       j["instructions"].push_back({{"node", ins.node->name()}, {"op", ins.node->op_type()}, {"backend", ins.backend}});
@@ -52,7 +53,9 @@ bool print_plan(const ir::Graph& g, bool json) {
   std::cout << "arena:       " << m.arena_bytes << " bytes (" << m.strategy << ")\n"
             << "lower bound: " << m.lower_bound_bytes << " bytes (most bytes live at one step)\n"
             << "naive:       " << m.naive_bytes << " bytes (every buffer on its own)\n"
-            << "checker:     " << (problem.empty() ? "ok" : "FAILED: " + problem) << "\n\n";
+            << "checker:     " << (problem.empty() ? "ok" : "FAILED: " + problem) << "\n"
+            << "layout:      " << cp->layout.channels_last_ops << " ops channels-last, " << cp->layout.transposes
+            << " reorders (transposes) left\n\n";
   std::cout << "instructions:\n";
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const lower::Instruction& ins = p.instructions[i];

@@ -17,6 +17,7 @@ class CpuBackend : public Backend {
  public:
   explicit CpuBackend(int threads) : threads_(threads) {}
   std::string name() const override { return "cpu"; }
+  bool prefers_channels_last() const override { return true; }
   std::unique_ptr<Kernel> create(const ir::Node& node) const override {
     for (const auto& f : cpu::kernel_factories())
       if (f.domain == node.domain() && f.op == node.op_type())

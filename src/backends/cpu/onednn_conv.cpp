@@ -158,7 +158,7 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, int) {
     memory::desc b_md({OC}, dt::f32, tag::x);
     memory::desc src_any({N, C, H, W}, dt::f32, tag::any);
     memory::desc dst_any({N, OC, yd[2], yd[3]}, dt::f32, tag::any);
-    const bool plain = nhwc || std::getenv("KILN_DNNL_PLAIN") != nullptr;
+    const bool plain = std::getenv("KILN_DNNL_PLAIN") != nullptr;
     memory::dims st{strides[0], strides[1]}, dl{dil[0] - 1, dil[1] - 1}, pl{pads[0], pads[1]}, pr{pads[2], pads[3]};
     auto desc = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                     dnnl::algorithm::convolution_direct, plain ? src_plain : src_any,

@@ -78,15 +78,19 @@ std::unique_ptr<Kernel> make_pool(const ir::Node& node, int) {
     } else if (auto_pad != "NOTSET") {
       return nullptr;
     }
-    // ceil_mode (or SAME padding) may make the output longer than the floor formula: pad the
-    // right edge so oneDNN's own formula gives the inferred output size. Max pooling ignores
-    // padding; an average that counts padding would count those cells, so decline it.
+    // ceil_mode (or SAME padding) may make the output longer than oneDNN's floor formula
+    // gives: pad the right edge until it matches. Max pooling ignores padding; an average that
+    // counts padding would count those cells, so decline it.
     for (int i = 0; i < 2; ++i) {
       if (strides[i] < 1 || dil[i] < 1 || k[i] < 1) return nullptr;
-      const int64_t need = (yd[2 + i] - 1) * strides[i] + (k[i] - 1) * dil[i] + 1 - in[i] - pads[i];
-      if (need < pads[i + 2]) return nullptr;  // the inferred output disagrees with the attributes
-      if (need > pads[i + 2] && alg == dnnl::algorithm::pooling_avg_include_padding) return nullptr;
-      pads[i + 2] = need;
+      const int64_t keff = (k[i] - 1) * dil[i] + 1;
+      auto out_of = [&](int64_t pr) { return (in[i] + pads[i] + pr - keff) / strides[i] + 1; };
+      if (out_of(pads[i + 2]) != yd[2 + i]) {
+        const int64_t need = (yd[2 + i] - 1) * strides[i] + keff - in[i] - pads[i];
+        if (need < pads[i + 2] || out_of(need) != yd[2 + i]) return nullptr;
+        if (alg == dnnl::algorithm::pooling_avg_include_padding) return nullptr;
+        pads[i + 2] = need;
+      }
       // A window starting wholly inside the right padding would average nothing.
       if ((yd[2 + i] - 1) * strides[i] >= in[i] + pads[i]) return nullptr;
     }

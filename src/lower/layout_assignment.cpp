@@ -1,0 +1,332 @@
+// Layout assignment, in two steps (as ORT's NHWC transformer and TF's layout optimizer do):
+//
+//  1. Each 4-D float Conv / FusedConv / pooling op becomes its channels-last form between two
+//     layout changes:   y = Conv(x)   ->   y = T_nchw(FusedConv[channels_last](T_nhwc(x)))
+//  2. Layout changes sink through layout-agnostic ops toward their consumers, and a T_nhwc
+//     that meets a T_nchw cancels:
+//
+//       T_nchw(a) -> Relu            =>  Relu(a) -> T_nchw            (elementwise, any arity:
+//       Add(T_nchw(a), T_nchw(b))    =>  T_nchw(Add(a, b))             constants are permuted)
+//       Concat(T_nchw(a), ..., axis=1) => T_nchw(Concat(a, ..., axis=3))
+//       Split(T_nchw(a), axis=1)     =>  T_nchw each of Split(a, axis=3)     (Slice likewise)
+//       channel shuffle (Reshape, Transpose, Reshape) => the same shuffle of NHWC's last axis
+//       T_nhwc(T_nchw(a))            =>  a
+//
+//     What remains are the layout changes a model really needs: after its input, before its
+//     outputs, and around ops that care about the channel axis (Reshape of a 4-D tensor, ...).
+//     A T_nchw that only moves size-1 dims (after a global pool) is a Reshape, a free view.
+#include "lower/layout_assignment.h"
+
+#include <cstring>
+
+#include "ops/core/registry.h"
+#include "passes/graph_util.h"
+
+namespace kiln::lower {
+
+namespace {
+
+const std::vector<int64_t> kToNhwc{0, 2, 3, 1};
+const std::vector<int64_t> kToNchw{0, 3, 1, 2};
+
+ir::TensorType permuted(const ir::TensorType& t, const std::vector<int64_t>& perm) {
+  std::vector<ir::Dim> d;
+  for (int64_t p : perm) d.push_back(t.dims[p]);
+  return ir::TensorType(t.dtype, d);
+}
+
+bool is_transpose(const ir::Node* n, const std::vector<int64_t>& perm) {
+  return n && n->domain().empty() && n->op_type() == "Transpose" && n->num_inputs() == 1 &&
+         n->attr_ints("perm") == perm;
+}
+
+bool float4(const ir::Value* v) {
+  return v && v->type.is_tensor() && v->type.rank_known && v->type.rank() == 4 && v->type.is_static() &&
+         v->type.dtype == DType::Float;
+}
+
+// The source of a T_nchw layout change, or nullptr.
+ir::Value* nhwc_source(const ir::Value* v) {
+  if (!v || !is_transpose(v->producer(), kToNchw)) return nullptr;
+  return v->producer()->input(0);
+}
+
+class Rewriter {
+ public:
+  explicit Rewriter(ir::Graph& g) : g_(g) {}
+
+  ir::Value* transpose(ir::Value* x, const std::vector<int64_t>& perm) {
+    auto key = std::make_pair(x, perm == kToNhwc);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    // T_nhwc(T_nchw(a)) is a; T_nchw(T_nhwc(a)) likewise.
+    ir::Node* p = x->producer();
+    if (is_transpose(p, perm == kToNhwc ? kToNchw : kToNhwc)) return cache_[key] = p->input(0);
+    ir::Value* y = g_.add_value(g_.unique_name(x->name() + (perm == kToNhwc ? "_nhwc" : "_nchw")), permuted(x->type, perm));
+    g_.add_node("Transpose", {x}, {y}, {{"perm", ir::Attribute::of_ints(perm)}}, g_.unique_name("layout"));
+    return cache_[key] = y;
+  }
+
+  // Replaces node n (output 0 = y, NCHW) by `op` on NHWC data (the inputs in layout_inputs
+  // change layout; the others, weights, stay).
+  void to_channels_last(ir::Node* n, const std::string& op, ir::Attributes attrs, std::vector<ir::Value*> ins,
+                        const std::vector<size_t>& layout_inputs) {
+    for (size_t i : layout_inputs)
+      if (i < ins.size() && ins[i]) ins[i] = transpose(ins[i], kToNhwc);
+    ir::Value* y = n->output(0);
+    ir::Value* yn = g_.add_value(g_.unique_name(y->name() + "_nhwc"), permuted(y->type, kToNhwc));
+    passes::use_kiln_domain(g_);
+    g_.add_node(op, ins, {yn}, std::move(attrs), g_.unique_name(n->name()), "kiln");
+    g_.replace_all_uses(y, transpose(yn, kToNchw));
+  }
+
+  // Step 1.
+  int convert_anchors() {
+    int converted = 0;
+    for (ir::Node* n : g_.nodes()) {
+      if (n->num_outputs() != 1 || !float4(n->output(0)) || !float4(n->input(0))) continue;
+      const std::string& op = n->op_type();
+      if ((n->domain().empty() && op == "Conv") ||
+          (n->domain() == "kiln" && op == "FusedConv" && !n->attr_int("channels_last", 0))) {
+        const ir::Value* w = n->input(1);
+        if (!w || !w->is_constant() || !w->type.rank_known || w->type.rank() != 4) continue;
+        if (n->has_input(3) && !float4(n->input(3))) continue;
+        ir::Attributes a = n->attrs;
+        a["channels_last"] = ir::Attribute::of_int(1);
+        to_channels_last(n, "FusedConv", std::move(a), n->inputs(), {0, 3});
+        ++converted;
+      } else if (n->domain().empty() && (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" ||
+                                         op == "GlobalMaxPool")) {
+        if (op == "MaxPool" && n->attr_int("storage_order", 0)) continue;
+        to_channels_last(n, "Nhwc" + op, n->attrs, n->inputs(), {0});
+        ++converted;
+      }
+    }
+    return converted;
+  }
+
+  // A constant (rank <= 4, broadcasting against 4-D NCHW) permuted for NHWC.
+  ir::Value* permute_constant(const ir::Value* c) {
+    const Tensor& t = c->constant();
+    if (t.kind() != ValueKind::Tensor || t.rank() > 4) return nullptr;
+    std::vector<int64_t> d = t.dims();
+    while (d.size() < 4) d.insert(d.begin(), 1);
+    const int64_t N = d[0], C = d[1], H = d[2], W = d[3];
+    Tensor out(t.dtype(), {N, H, W, C});
+    const size_t es = dtype_size(t.dtype());
+    if (t.dtype() == DType::String) return nullptr;
+    const auto* src = static_cast<const std::byte*>(t.raw());
+    auto* dst = static_cast<std::byte*>(out.raw());
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t ch = 0; ch < C; ++ch)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t w = 0; w < W; ++w)
+            std::memcpy(dst + (((n * H + h) * W + w) * C + ch) * es, src + (((n * C + ch) * H + h) * W + w) * es, es);
+    return passes::add_const(g_, c->name() + "_nhwc", std::move(out));
+  }
+
+  bool agnostic(const ir::Node& n) {
+    const ops::OpDef* def = ops::Registry::instance().find(n.domain(), n.op_type());
+    if (!def || (def->pattern != ops::PatternKind::ElemWise && def->pattern != ops::PatternKind::Broadcast))
+      return false;
+    if (n.num_outputs() != 1 || n.has_attr("axis") || n.has_attr("axes") || n.has_attr("broadcast")) return false;
+    for (const auto& [k, a] : n.attrs)
+      if (a.g || !a.graphs.empty()) return false;
+    return true;
+  }
+
+  // Step 2, one node; returns true when it moved a layout change past n.
+  bool sink(ir::Node* n) {
+    if (n->num_outputs() < 1 || !n->output(0) || n->output(0)->uses().empty()) return false;
+    if (n->domain().empty() && n->op_type() == "Reshape") return sink_channel_shuffle(n);
+    const ir::Value* y0 = n->output(0);
+    if (!y0->type.rank_known || y0->type.rank() != 4 || !y0->type.is_static()) return false;
+    const std::string& op = n->op_type();
+    if (is_transpose(n, kToNhwc)) {  // T_nhwc(T_nchw(a)) = a
+      ir::Value* s = nhwc_source(n->input(0));
+      if (!s) return false;
+      g_.replace_all_uses(n->output(0), s);
+      return true;
+    }
+    if (n->domain().empty() && op == "Concat") {
+      std::vector<ir::Value*> ins;
+      for (ir::Value* v : n->inputs()) {
+        ir::Value* s = nhwc_source(v);
+        if (!s) return false;
+        ins.push_back(s);
+      }
+      int64_t axis = n->attr_int("axis", 0);
+      if (axis < 0) axis += 4;
+      ir::Attributes a = n->attrs;
+      a["axis"] = ir::Attribute::of_int(nhwc_axis(axis));
+      replace_with(n, op, ins, std::move(a));
+      return true;
+    }
+    if (n->domain().empty() && op == "Slice" && n->num_inputs() >= 3) return sink_slice(n);
+    if (n->domain().empty() && op == "Split") {
+      ir::Value* s = nhwc_source(n->input(0));
+      if (!s) return false;
+      std::vector<ir::Value*> ins = n->inputs();
+      ins[0] = s;
+      int64_t axis = n->attr_int("axis", 0);
+      if (axis < 0) axis += 4;
+      ir::Attributes a = n->attrs;
+      a["axis"] = ir::Attribute::of_int(nhwc_axis(axis));
+      replace_with(n, op, ins, std::move(a));
+      return true;
+    }
+    if (!agnostic(*n)) return false;
+    std::vector<ir::Value*> ins;
+    bool any = false;
+    for (ir::Value* v : n->inputs()) {
+      if (!v) { ins.push_back(nullptr); continue; }
+      if (ir::Value* s = nhwc_source(v)) {
+        ins.push_back(s);
+        any = true;
+      } else if (v->is_constant()) {
+        ir::Value* c = permute_constant(v);
+        if (!c) return false;
+        ins.push_back(c);
+      } else {
+        return false;
+      }
+    }
+    if (!any) return false;
+    replace_with(n, op, ins, n->attrs);
+    return true;
+  }
+
+  // Slice (opset 10+, constant axes or none) on the NHWC data with its axes moved.
+  bool sink_slice(ir::Node* n) {
+    ir::Value* src = nhwc_source(n->input(0));
+    if (!src || n->has_attr("axes")) return false;
+    const Tensor* starts = passes::const_of(n->input(1));
+    if (!starts) return false;
+    std::vector<int64_t> axes;
+    if (n->has_input(3)) {
+      const Tensor* a = passes::const_of(n->input(3));
+      if (!a || (a->dtype() != DType::Int64 && a->dtype() != DType::Int32)) return false;
+      for (int64_t i = 0; i < a->numel(); ++i) axes.push_back(static_cast<int64_t>(a->as_double(i)));
+    } else {
+      for (int64_t i = 0; i < starts->numel(); ++i) axes.push_back(i);
+    }
+    Tensor moved(DType::Int64, {static_cast<int64_t>(axes.size())});
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t a = axes[i] < 0 ? axes[i] + 4 : axes[i];
+      if (a < 0 || a > 3) return false;
+      moved.data<int64_t>()[i] = nhwc_axis(a);
+    }
+    std::vector<ir::Value*> ins = n->inputs();
+    ins[0] = src;
+    ins.resize(std::max<size_t>(ins.size(), 4), nullptr);
+    ins[3] = passes::add_const(g_, "layout_axes", std::move(moved));
+    replace_with(n, "Slice", ins, n->attrs);
+    return true;
+  }
+
+  // ShuffleNet's channel shuffle, Reshape [N,C,H,W] -> [N,g,C/g,H,W], Transpose [0,2,1,3,4],
+  // Reshape back, is the same shuffle of the last axis in NHWC:
+  //   [N,H,W,C] -> [N,H,W,g,C/g] -> Transpose [0,1,2,4,3] -> [N,H,W,C]
+  bool sink_channel_shuffle(ir::Node* n) {
+    ir::Value* src = nhwc_source(n->input(0));
+    ir::Value* split = n->output(0);
+    if (!src || !split->type.is_static() || split->type.rank() != 5 || split->uses().size() != 1) return false;
+    const auto d = n->input(0)->type.static_dims();  // N, C, H, W
+    const auto s5 = split->type.static_dims();         // N, g, C/g, H, W
+    if (s5 != std::vector<int64_t>{d[0], s5[1], d[1] / std::max<int64_t>(1, s5[1]), d[2], d[3]}) return false;
+    ir::Node* t = split->uses()[0].node;
+    if (!is_transpose(t, {0, 2, 1, 3, 4}) || t->output(0)->uses().size() != 1) return false;
+    ir::Node* back = t->output(0)->uses()[0].node;
+    if (!back->domain().empty() || back->op_type() != "Reshape" || back->input(0) != t->output(0)) return false;
+    if (!back->output(0)->type.is_static() || back->output(0)->type.static_dims() != d) return false;
+    auto shape = [&](std::vector<int64_t> v) {
+      return passes::add_const(g_, "layout_shape", Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+    };
+    auto value = [&](const std::string& hint, std::vector<int64_t> dims) {
+      return g_.add_value(g_.unique_name(hint), ir::TensorType::from_dims(src->type.dtype, dims));
+    };
+    const int64_t N = d[0], C = d[1], H = d[2], W = d[3], G = s5[1];
+    ir::Value* r1 = value("shuffle_split", {N, H, W, G, C / G});
+    g_.add_node("Reshape", {src, shape({N, H, W, G, C / G})}, {r1}, {}, g_.unique_name(n->name()));
+    ir::Value* t1 = value("shuffle_swap", {N, H, W, C / G, G});
+    g_.add_node("Transpose", {r1}, {t1}, {{"perm", ir::Attribute::of_ints({0, 1, 2, 4, 3})}}, g_.unique_name(t->name()));
+    ir::Value* r2 = value("shuffle_join", {N, H, W, C});
+    g_.add_node("Reshape", {t1, shape({N, H, W, C})}, {r2}, {}, g_.unique_name(back->name()));
+    g_.replace_all_uses(back->output(0), transpose(r2, kToNchw));
+    return true;
+  }
+
+  static int64_t nhwc_axis(int64_t nchw_axis) { return nchw_axis == 0 ? 0 : nchw_axis == 1 ? 3 : nchw_axis - 1; }
+
+  // n's NHWC twin on `ins`, each of its outputs followed by a T_nchw that takes over the uses.
+  void replace_with(ir::Node* n, const std::string& op, std::vector<ir::Value*> ins, ir::Attributes attrs) {
+    std::vector<ir::Value*> outs;
+    for (ir::Value* o : n->outputs())
+      outs.push_back(o ? g_.add_value(g_.unique_name(o->name() + "_nhwc"), permuted(o->type, kToNhwc)) : nullptr);
+    g_.add_node(op, ins, outs, std::move(attrs), g_.unique_name(n->name()), n->domain());
+    for (size_t k = 0; k < outs.size(); ++k)
+      if (outs[k]) g_.replace_all_uses(n->output(static_cast<int>(k)), transpose(outs[k], kToNchw));
+  }
+
+  // A T_nchw of [N, 1, 1, C] only moves size-1 dims: the same bytes, so a Reshape (a view).
+  int transposes_to_views() {
+    int n_views = 0;
+    for (ir::Node* n : g_.nodes()) {
+      if (!is_transpose(n, kToNchw) && !is_transpose(n, kToNhwc)) continue;
+      const ir::Value* x = n->input(0);
+      if (!x->type.rank_known || x->type.rank() != 4 || !x->type.is_static()) continue;
+      const auto d = x->type.static_dims();
+      const bool to_nchw = is_transpose(n, kToNchw);
+      // The moving axis (C going in or out of last place) and the ones it crosses: all but one
+      // of them size 1 keeps the element order.
+      const bool trivial = to_nchw ? (d[1] == 1 && d[2] == 1) || d[3] == 1 : (d[2] == 1 && d[3] == 1) || d[1] == 1;
+      if (!trivial) continue;
+      ir::Value* y = n->output(0);
+      Tensor shape(DType::Int64, {4});
+      const auto yd = y->type.static_dims();
+      for (int i = 0; i < 4; ++i) shape.data<int64_t>()[i] = yd[i];
+      ir::Value* r = g_.add_value(g_.unique_name(y->name() + "_view"), y->type);
+      g_.add_node("Reshape", {n->input(0), passes::add_const(g_, "layout_shape", std::move(shape))}, {r}, {},
+                  g_.unique_name("layout_view"));
+      g_.replace_all_uses(y, r);
+      ++n_views;
+    }
+    return n_views;
+  }
+
+ private:
+  ir::Graph& g_;
+  std::map<std::pair<ir::Value*, bool>, ir::Value*> cache_;
+};
+
+}  // namespace
+
+int count_transposes(const ir::Graph& g) {
+  int n = 0;
+  for (const ir::Node* node : g.nodes()) n += node->domain().empty() && node->op_type() == "Transpose";
+  return n;
+}
+
+LayoutStats assign_channels_last(ir::Graph& g) {
+  LayoutStats st;
+  std::vector<std::string> names;
+  for (const ir::Value* v : g.outputs()) names.push_back(v->name());
+  Rewriter rw(g);
+  st.channels_last_ops = rw.convert_anchors();
+  if (st.channels_last_ops == 0) return st;
+  g.topological_sort();
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (ir::Node* n : g.nodes())
+      if (rw.sink(n)) changed = true;
+    passes::remove_dead_nodes(g);
+    g.topological_sort();
+  }
+  rw.transposes_to_views();
+  passes::remove_dead_nodes(g);
+  g.topological_sort();
+  passes::restore_output_names(g, names);
+  st.transposes = count_transposes(g);
+  return st;
+}
+
+}  // namespace kiln::lower

@@ -1,0 +1,22 @@
+// Layout assignment: where the backend prefers channels-last activations (oneDNN's brgconv
+// runs NHWC at the same speed as its blocked formats, and NCHW reorders cost 10-40% of a
+// conv's time, ../shared/peers/KERNELS.md), convolutions and pooling switch to their NHWC
+// forms and the layout changes move through the graph until they cancel.
+#pragma once
+#include "ir/graph.h"
+
+namespace kiln::lower {
+
+struct LayoutStats {
+  int channels_last_ops = 0;  // convs and pools now running on NHWC
+  int transposes = 0;         // layout changes (reorders) left in the graph
+};
+
+// Rewrites a graph whose types are static (a compiled plan's specialized clone). Types are
+// re-inferred afterwards by the caller.
+LayoutStats assign_channels_last(ir::Graph& g);
+
+// Transposes in g (each one a reorder between layouts, or a model's own).
+int count_transposes(const ir::Graph& g);
+
+}  // namespace kiln::lower

@@ -1,0 +1,126 @@
+// Layout assignment on small graphs: where the layout changes end up, and the same numbers as
+// before (the channels-last ops' reference kernels compute through NCHW).
+#include "lower/layout_assignment.h"
+
+#include "../passes/pass_test_util.h"
+#include "ir/verifier.h"
+
+namespace kiln::passes::testing {
+namespace {
+
+// Builds the graph twice, assigns layouts in one, checks both give the same outputs; returns
+// the rewritten graph.
+std::unique_ptr<ir::Graph> assign(const std::function<void(Builder&)>& build, lower::LayoutStats* stats = nullptr) {
+  Builder ref, opt;
+  build(ref);
+  build(opt);
+  ops::ShapeInference().run(*ref.g);
+  ops::ShapeInference().run(*opt.g);
+  lower::LayoutStats st = lower::assign_channels_last(*opt.g);
+  ops::ShapeInference().run(*opt.g);
+  ir::verify(*opt.g);
+  if (stats) *stats = st;
+  for (size_t i = 0; i < ref.g->outputs().size(); ++i) {
+    EXPECT_EQ(opt.g->outputs()[i]->name(), ref.g->outputs()[i]->name());
+    EXPECT_EQ(opt.g->outputs()[i]->type.str(), ref.g->outputs()[i]->type.str());
+  }
+  std::vector<Tensor> ins = random_inputs(*ref.g);
+  std::vector<Tensor> a = run(*ref.g, ins), b = run(*opt.g, ins);
+  EXPECT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) expect_close(b[i], a[i], 1e-5);
+  return std::move(opt.g);
+}
+
+ir::Attributes pad1() { return {{"pads", Is({1, 1, 1, 1})}}; }
+
+TEST(LayoutAssignment, ResidualBlockKeepsNhwcInside) {
+  lower::LayoutStats st;
+  auto g = assign(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 3, 8, 8});
+        ir::Value* c0 = b.op("Relu", {b.op("Conv", {x, b.rand({4, 3, 3, 3}), b.rand({4})}, pad1())});
+        ir::Value* c1 = b.op("Relu", {b.op("Conv", {c0, b.rand({4, 4, 3, 3})}, pad1())});
+        ir::Value* c2 = b.op("Conv", {c1, b.rand({4, 4, 3, 3})}, pad1());
+        ir::Value* p = b.op("MaxPool", {b.op("Relu", {b.op("Add", {c2, c0})})},
+                            {{"kernel_shape", Is({2, 2})}, {"strides", Is({2, 2})}});
+        b.out(p);
+      },
+      &st);
+  EXPECT_EQ(st.channels_last_ops, 4);
+  // One change after the input and one before the output; everything between stays NHWC.
+  EXPECT_EQ(st.transposes, 2);
+  EXPECT_EQ(count(*g, "Transpose"), 2);
+  EXPECT_EQ(count(*g, "NhwcMaxPool"), 1);
+  for (const ir::Node* n : g->nodes())
+    if (n->op_type() == "FusedConv") { EXPECT_EQ(n->attr_int("channels_last", 0), 1); }
+}
+
+TEST(LayoutAssignment, ConcatAndSplitMoveTheirAxis) {
+  auto g = assign([](Builder& b) {
+    ir::Value* x = b.in("x", {1, 4, 6, 5});
+    ir::Value* s = b.op("Conv", {x, b.rand({3, 4, 1, 1})});
+    ir::Value* e1 = b.op("Conv", {s, b.rand({5, 3, 1, 1})});
+    ir::Value* e3 = b.op("Conv", {s, b.rand({6, 3, 3, 3})}, pad1());
+    ir::Value* cat = b.op("Concat", {e1, e3}, {{"axis", I(1)}});
+    ir::Node* split = b.g->add_node("Split", {cat, b.ints({7, 4})}, {b.g->add_value("s0"), b.g->add_value("s1")},
+                                    {{"axis", I(1)}}, "split");
+    b.out(b.op("Conv", {split->output(0), b.rand({2, 7, 1, 1})}));
+    b.out(b.op("Conv", {split->output(1), b.rand({2, 4, 1, 1})}));
+  });
+  EXPECT_EQ(count(*g, "Transpose"), 3);  // the input's, and one per output
+  for (const ir::Node* n : g->nodes()) {
+    if (n->op_type() == "Concat") { EXPECT_EQ(n->attr_int("axis", 0), 3); }
+    if (n->op_type() == "Split") { EXPECT_EQ(n->attr_int("axis", 0), 3); }
+  }
+}
+
+TEST(LayoutAssignment, ConstantsArePermutedAndGlobalPoolIsAView) {
+  auto g = assign([](Builder& b) {
+    ir::Value* x = b.in("x", {2, 4, 5, 5});
+    ir::Value* c = b.op("Conv", {x, b.rand({6, 4, 3, 3})}, pad1());
+    ir::Value* m = b.op("Add", {b.op("Mul", {c, b.rand({6, 1, 1})}), b.rand({6, 5, 1})});  // per-channel, per-row
+    ir::Value* gap = b.op("GlobalAveragePool", {b.op("Sigmoid", {m})});
+    b.out(b.op("Flatten", {gap}));
+  });
+  EXPECT_EQ(count(*g, "Transpose"), 1);  // only the input's: [2,6,1,1] is a reshape of [2,1,1,6]
+  EXPECT_EQ(count(*g, "NhwcGlobalAveragePool"), 1);
+}
+
+TEST(LayoutAssignment, LayoutSensitiveOpsGetNchw) {
+  auto g = assign([](Builder& b) {
+    ir::Value* x = b.in("x", {1, 4, 6, 6});
+    ir::Value* c = b.op("Conv", {x, b.rand({4, 4, 1, 1})});
+    // Softmax over axis 1 (channels) cares about the layout: it must see NCHW.
+    b.out(b.op("Softmax", {c}, {{"axis", I(1)}}));
+  });
+  EXPECT_EQ(count(*g, "Transpose"), 2);
+}
+
+TEST(LayoutAssignment, ChannelShuffleAndSliceStayNhwc) {
+  auto g = assign([](Builder& b) {
+    ir::Value* x = b.in("x", {1, 4, 5, 6});
+    ir::Value* c = b.op("Conv", {x, b.rand({6, 4, 1, 1})});
+    ir::Value* r = b.op("Reshape", {c, b.ints({1, 2, 3, 5, 6})});
+    ir::Value* t = b.op("Transpose", {r}, {{"perm", Is({0, 2, 1, 3, 4})}});
+    ir::Value* s = b.op("Reshape", {t, b.ints({1, 6, 5, 6})});
+    ir::Value* half = b.op("Slice", {s, b.ints({3}), b.ints({6}), b.ints({1})});
+    b.out(b.op("Conv", {half, b.rand({2, 3, 1, 1})}));
+  });
+  // The input's and the output's layout changes, and the shuffle's own transpose (now of NHWC).
+  EXPECT_EQ(count(*g, "Transpose"), 3);
+  for (const ir::Node* n : g->nodes()) {
+    if (n->op_type() == "Transpose" && n->input(0)->type.rank() == 5) {
+      EXPECT_EQ(n->attr_ints("perm"), (std::vector<int64_t>{0, 1, 2, 4, 3}));
+    }
+  }
+}
+
+TEST(LayoutAssignment, NothingToDoWithoutConvs) {
+  lower::LayoutStats st;
+  assign([](Builder& b) { b.out(b.op("Relu", {b.in("x", {1, 4, 6, 6})})); }, &st);
+  EXPECT_EQ(st.channels_last_ops, 0);
+  EXPECT_EQ(st.transposes, 0);
+}
+
+}  // namespace
+}  // namespace kiln::passes::testing
