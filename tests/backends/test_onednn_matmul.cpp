@@ -64,8 +64,10 @@ TEST(OnednnGemm, BiasShapesAlphaBeta) {
   check({"Gemm", "", {{7, 13}, {5, 13}}, {false, true}, {{7, 5}}, gemm_attrs(0, 1, 1.5f)});
   // alpha on runtime weights: output scales when there is no C ...
   check({"Gemm", "", {{7, 13}, {5, 13}}, {false, false}, {{7, 5}}, gemm_attrs(0, 1, 1.5f)});
-  // ... declined with one (oneDNN would scale the bias too).
-  check({"Gemm", "", {{7, 13}, {5, 13}, {5}}, {false, false, true}, {{7, 5}}, gemm_attrs(0, 1, 1.5f)}, false);
+  // ... and a constant C prescaled to cancel them (oneDNN scales the bias too) ...
+  check({"Gemm", "", {{7, 13}, {5, 13}, {5}}, {false, false, true}, {{7, 5}}, gemm_attrs(0, 1, 1.5f, 0.7f)});
+  // ... but a runtime C is declined.
+  check({"Gemm", "", {{7, 13}, {5, 13}, {5}}, {false, false, false}, {{7, 5}}, gemm_attrs(0, 1, 1.5f)}, false);
 }
 
 TEST(OnednnFused, Activations) {

@@ -179,6 +179,8 @@ std::unique_ptr<Kernel> make_attention(const ir::Node& node, int threads) {
 
 }  // namespace
 
-void add_attention_kernels(std::vector<KernelFactory>& table) { table.push_back({"kiln", "Attention", make_attention}); }
+void add_attention_kernels(std::vector<KernelFactory>& table) {
+  table.push_back({"kiln", "Attention", make_attention});
+}
 
 }  // namespace kiln::backends::cpu

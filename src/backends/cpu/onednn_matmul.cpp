@@ -35,7 +35,8 @@ class MatMulKernel : public Kernel {
         {DNNL_ARG_DST, memory(dst_, eng, outputs[0]->raw())},
         {DNNL_ARG_SCRATCHPAD, scratchpad}};
     if (bias_) args[DNNL_ARG_BIAS] = bias_;
-    else if (bias_input_ >= 0) args[DNNL_ARG_BIAS] = memory(bias_md_, eng, const_cast<void*>(inputs[bias_input_]->raw()));
+    else if (bias_input_ >= 0)
+      args[DNNL_ARG_BIAS] = memory(bias_md_, eng, const_cast<void*>(inputs[bias_input_]->raw()));
     prim_.execute(s, args);
     s.wait();
   }
@@ -93,15 +94,17 @@ std::unique_ptr<Kernel> build(const ir::Node& node, const Spec& s) {
   if (s.a.dims.back() == 0) return nullptr;
   const bool b_const = s.bvalue->is_constant();
   const bool c_const = s.cvalue && s.cvalue->is_constant();
-  // alpha folds into constant weights; otherwise it needs output scales, which oneDNN applies
-  // after the bias, so a non-constant-weights Gemm with both alpha and C is left to the reference.
+  // alpha folds into constant weights; otherwise it needs output scales, which oneDNN applies to
+  // the sum with the bias (alpha * (A·B + bias)), so a constant C is prescaled by beta / alpha and
+  // a runtime one is left to the reference.
   const bool alpha_in_weights = s.alpha != 1.f && b_const;
-  if (s.alpha != 1.f && !b_const && s.c) return nullptr;
+  const bool alpha_scales = s.alpha != 1.f && !b_const;
+  if (alpha_scales && s.c && (!c_const || s.alpha == 0.f)) return nullptr;
   if (s.c && s.beta != 1.f && !c_const) return nullptr;
 
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (s.alpha != 1.f && !alpha_in_weights) attr.set_output_scales(0, {s.alpha});
+  if (alpha_scales) attr.set_output_scales(0, {s.alpha});
   if (node.domain() == "kiln") {
     dnnl::post_ops po;
     if (!dnnl_util::append_activation(node, po)) return nullptr;
@@ -115,7 +118,8 @@ std::unique_ptr<Kernel> build(const ir::Node& node, const Spec& s) {
     dnnl::matmul::primitive_desc pd(desc, attr, dnnl_util::engine());
     memory weights, bias;
     if (b_const) weights = prepack(s.bvalue->constant(), s.b.md(), pd.weights_desc(), alpha_in_weights ? s.alpha : 1.f);
-    if (c_const) bias = prepack(s.cvalue->constant(), s.c->md(), pd.bias_desc(), s.beta);
+    if (c_const)
+      bias = prepack(s.cvalue->constant(), s.c->md(), pd.bias_desc(), alpha_scales ? s.beta / s.alpha : s.beta);
     return std::make_unique<MatMulKernel>(pd, s.a.md(), s.b.md(), s.c ? s.c->md() : memory::desc(), s.y.md(),
                                           weights, bias, s.c && !c_const ? s.c_input : -1);
   } catch (const dnnl::error&) {
