@@ -55,6 +55,19 @@ class Rewriter {
  public:
   explicit Rewriter(ir::Graph& g) : g_(g) {}
 
+  // Reshape of x into `out` (static dims): the shape is an input from opset 5 on, an attribute
+  // before.
+  void reshape(ir::Value* x, ir::Value* out, const std::string& name) {
+    const std::vector<int64_t> dims = out->type.static_dims();
+    if (g_.opset() < 5) {
+      g_.add_node("Reshape", {x}, {out}, {{"shape", ir::Attribute::of_ints(dims)}}, g_.unique_name(name));
+      return;
+    }
+    ir::Value* shape = passes::add_const(
+        g_, "layout_shape", Tensor::from_vector<int64_t>({static_cast<int64_t>(dims.size())}, dims));
+    g_.add_node("Reshape", {x, shape}, {out}, {}, g_.unique_name(name));
+  }
+
   ir::Value* transpose(ir::Value* x, const std::vector<int64_t>& perm) {
     auto key = std::make_pair(x, perm == kToNhwc);
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
@@ -238,19 +251,16 @@ class Rewriter {
     ir::Node* back = t->output(0)->uses()[0].node;
     if (!back->domain().empty() || back->op_type() != "Reshape" || back->input(0) != t->output(0)) return false;
     if (!back->output(0)->type.is_static() || back->output(0)->type.static_dims() != d) return false;
-    auto shape = [&](std::vector<int64_t> v) {
-      return passes::add_const(g_, "layout_shape", Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
-    };
     auto value = [&](const std::string& hint, std::vector<int64_t> dims) {
       return g_.add_value(g_.unique_name(hint), ir::TensorType::from_dims(src->type.dtype, dims));
     };
     const int64_t N = d[0], C = d[1], H = d[2], W = d[3], G = s5[1];
     ir::Value* r1 = value("shuffle_split", {N, H, W, G, C / G});
-    g_.add_node("Reshape", {src, shape({N, H, W, G, C / G})}, {r1}, {}, g_.unique_name(n->name()));
+    reshape(src, r1, n->name());
     ir::Value* t1 = value("shuffle_swap", {N, H, W, C / G, G});
     g_.add_node("Transpose", {r1}, {t1}, {{"perm", ir::Attribute::of_ints({0, 1, 2, 4, 3})}}, g_.unique_name(t->name()));
     ir::Value* r2 = value("shuffle_join", {N, H, W, C});
-    g_.add_node("Reshape", {t1, shape({N, H, W, C})}, {r2}, {}, g_.unique_name(back->name()));
+    reshape(t1, r2, back->name());
     g_.replace_all_uses(back->output(0), transpose(r2, kToNchw));
     return true;
   }
@@ -281,12 +291,8 @@ class Rewriter {
       const bool trivial = to_nchw ? (d[1] == 1 && d[2] == 1) || d[3] == 1 : (d[2] == 1 && d[3] == 1) || d[1] == 1;
       if (!trivial) continue;
       ir::Value* y = n->output(0);
-      Tensor shape(DType::Int64, {4});
-      const auto yd = y->type.static_dims();
-      for (int i = 0; i < 4; ++i) shape.data<int64_t>()[i] = yd[i];
       ir::Value* r = g_.add_value(g_.unique_name(y->name() + "_view"), y->type);
-      g_.add_node("Reshape", {n->input(0), passes::add_const(g_, "layout_shape", std::move(shape))}, {r}, {},
-                  g_.unique_name("layout_view"));
+      reshape(n->input(0), r, "layout_view");
       g_.replace_all_uses(y, r);
       ++n_views;
     }

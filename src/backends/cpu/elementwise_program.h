@@ -1,0 +1,41 @@
+// The CPU backend's elementwise evaluator: a small program of vector steps over one output
+// tile at a time, so a fused group of elementwise/broadcast ops (kiln.FusedElementwise, made by
+// src/fusion/collapse_groups.cpp) reads each input once, writes each output once and keeps its
+// intermediates in a few KiB of tiles that never leave L1. Single elementwise nodes run on
+// the same evaluator as one-step programs.
+//
+//   sources: body inputs and constants, each broadcast to the iteration shape by strides
+//   steps:   t3 = Mul(t0, t1); t4 = Sigmoid(t3); t5 = Add(t4, t2)      (tile registers)
+//   outputs: t5 -> out0
+#pragma once
+#include <kiln/tensor.h>
+
+#include <memory>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kiln::backends::cpu {
+
+// True when `node` is one the evaluator can compute (float32, supported op and attributes).
+bool elementwise_supported(const ir::Node& node);
+
+class ElementwiseProgram {
+ public:
+  // Compiles `nodes` (in topological order; every value static). `inputs` are the values the
+  // caller passes to run() in that order; constants the nodes read become sources of their own.
+  // `outputs` are the values run() writes, all with one shape (the iteration shape). Returns
+  // nullptr when some node or shape is not supported.
+  static std::unique_ptr<ElementwiseProgram> compile(const std::vector<const ir::Node*>& nodes,
+                                                     const std::vector<const ir::Value*>& inputs,
+                                                     const std::vector<const ir::Value*>& outputs);
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs, int threads) const;
+  ~ElementwiseProgram();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::backends::cpu
