@@ -1,7 +1,8 @@
 // Parallel loops for the CPU backend's own kernels on the OpenMP runtime oneDNN already uses
 // (libgomp), so kiln's loops and oneDNN's share one thread pool instead of oversubscribing.
-// kiln is not compiled with -fopenmp (CMakeLists.txt), so `#pragma omp parallel` would be
-// ignored; without it this calls GOMP_parallel, the libgomp entry point GCC emits for that pragma.
+// GCC builds compile the kernels with -fopenmp (CMakeLists.txt); others do not (clang's would
+// bring in libomp), so there this calls GOMP_parallel, the libgomp entry point GCC emits for
+// `#pragma omp parallel`.
 #pragma once
 #include <omp.h>
 
