@@ -39,6 +39,10 @@ struct SessionOptions {
   // Graph optimization level (src/passes/pipelines.h): 0 none, 1 basic, 2 extended, 3 all.
   // Skipped when `keep` names values, since rewrites may remove them.
   int opt_level = 3;
+  // Operator fusion level (src/fusion/): 0 none, 1 elementwise chains, 2 + broadcast, 3 + the
+  // elementwise epilogues of Conv/Gemm/MatMul. Fused groups run as one kernel on the cpu
+  // backend; the reference backend ignores it.
+  int fusion_level = 3;
 };
 
 class Session {

@@ -30,6 +30,11 @@ class Backend {
   virtual std::unique_ptr<Kernel> create(const ir::Node& node) const = 0;
   // Whether convolutions and pooling should run on NHWC activations (src/lower/layout_assignment.h).
   virtual bool prefers_channels_last() const { return false; }
+  // Whether this node may join a kiln.FusedElementwise group this backend runs as one kernel.
+  virtual bool can_fuse(const ir::Node&) const { return false; }
+  // Called on the thread about to run a program with this backend's kernels (per-thread
+  // runtime settings such as the OpenMP team size live there).
+  virtual void enter_run() const {}
 };
 
 // The optimized CPU backend (oneDNN and kiln's own kernels). `threads` = intra-op threads.

@@ -6,7 +6,11 @@
 //       = [min, max] for Clip, [alpha] for LeakyRelu, [alpha, beta] for HardSigmoid. Float32.
 //       FusedConv(X, W, B?, Z?) also adds a residual Z (the output's shape) before the
 //       activation: Y = act(conv(X, W) + B + Z), ORT's FusedConv. With `channels_last` = 1 its
-//       X, Z and Y are NHWC ([N, H, W, C]); W stays OIHW.
+//       X, Z and Y are NHWC ([N, H, W, C]); W stays OIHW. FusedMatMul(A, B, bias?) adds a
+//       bias of shape [N] (the output's last dim) before the activation.
+//   FusedElementwise(inputs...) -> outputs...   a fusion group of elementwise/broadcast ops
+//       (src/fusion/collapse_groups.cpp) held in its `body` graph, whose inputs and outputs are
+//       the node's; the CPU backend evaluates it tile by tile without writing intermediates.
 //   NhwcMaxPool / NhwcAveragePool / NhwcGlobalAveragePool / NhwcGlobalMaxPool   the ai.onnx
 //       pooling op (its attributes, one output) on an NHWC tensor. The layout assignment
 //       (src/lower/layout_assignment.cpp) forms these and channels_last FusedConv.
@@ -23,7 +27,10 @@
 #include <cstring>
 #include <limits>
 
+#include <unordered_map>
+
 #include "ops/core/dispatch.h"
+#include "ops/core/infer_graph.h"
 #include "ops/core/registry.h"
 #include "ops/core/shape_util.h"
 
@@ -132,7 +139,8 @@ InferFn fused_infer(std::string base) {
     if (nhwc && base != "Conv") ctx.fail("channels_last applies to FusedConv only");
     std::vector<ir::TensorType> types;
     std::vector<const Tensor*> values;
-    for (int i = 0; i < std::min(ctx.num_inputs(), 3); ++i) {
+    const int n_base = base == "MatMul" ? 2 : 3;
+    for (int i = 0; i < std::min(ctx.num_inputs(), n_base); ++i) {
       types.push_back(ctx.has_input(i) ? ctx.input(i) : ir::TensorType());
       values.push_back(ctx.value(i));
     }
@@ -142,6 +150,13 @@ InferFn fused_infer(std::string base) {
     base_def(ctx.node(), base).infer(inner);
     if (inner.outputs[0].dtype != DType::Float) ctx.fail("fused ops compute in float32 only");
     ir::TensorType out = nhwc ? to_nhwc(inner.outputs[0]) : inner.outputs[0];
+    if (base == "MatMul" && ctx.num_inputs() > 2 && ctx.has_input(2)) {
+      const ir::TensorType& b = ctx.input(2);
+      if (b.dtype != DType::Float || (b.rank_known && b.rank() != 1)) ctx.fail("the bias must be a float32 vector");
+      if (b.rank_known && out.rank_known && out.rank() > 0 && b.dims[0].is_static() &&
+          out.dims.back().is_static() && b.dims[0].value != out.dims.back().value)
+        ctx.fail("the bias length must equal the output's last dim");
+    }
     if (ctx.num_inputs() > 3 && ctx.has_input(3)) {
       const ir::TensorType& z = ctx.input(3);
       if (z.dtype != DType::Float) ctx.fail("the residual input Z must be float32");
@@ -161,7 +176,8 @@ KernelFn fused_kernel(std::string base) {
     const Activation act = activation_of(ctx.node());
     const bool nhwc = channels_last(ctx.node());
     std::vector<const Tensor*> ins;
-    for (int i = 0; i < std::min(ctx.num_inputs(), 3); ++i) ins.push_back(ctx.has_input(i) ? &ctx.input(i) : nullptr);
+    const int n_base = base == "MatMul" ? 2 : 3;
+    for (int i = 0; i < std::min(ctx.num_inputs(), n_base); ++i) ins.push_back(ctx.has_input(i) ? &ctx.input(i) : nullptr);
     Tensor x_nchw;
     if (nhwc) {
       x_nchw = permute4(*ins[0], true, ctx.node());
@@ -174,7 +190,14 @@ KernelFn fused_kernel(std::string base) {
     for (int i = 0; i < ctx.num_inputs(); ++i)
       if (ctx.has_input(i) && ctx.input(i).raw() == y.raw()) y = y.clone();  // never write through into an input
     float* p = y.data<float>();
-    if (ctx.num_inputs() > 3 && ctx.has_input(3)) {
+    if (base == "MatMul" && ctx.num_inputs() > 2 && ctx.has_input(2)) {
+      const Tensor& b = ctx.input(2);
+      const int64_t n = y.rank() ? y.dim(y.rank() - 1) : 1;
+      if (b.dtype() != DType::Float || b.rank() != 1 || b.dim(0) != n) ctx.fail("the bias must be a float32 [N] vector");
+      const float* bp = b.data<float>();
+      for (int64_t i = 0; i < y.numel(); ++i) p[i] += bp[i % n];
+    }
+    if (base == "Conv" && ctx.num_inputs() > 3 && ctx.has_input(3)) {
       const Tensor& z = ctx.input(3);
       if (z.dtype() != DType::Float || z.dims() != y.dims()) ctx.fail("the residual input Z must have the output's shape");
       const float* zp = z.data<float>();
@@ -313,12 +336,49 @@ void attention_kernel(KernelContext& ctx) {
   });
 }
 
+const ir::Graph& body_of(const ir::Node& n) {
+  auto it = n.attrs.find("body");
+  if (it == n.attrs.end() || !it->second.g) throw Error(n.describe() + ": FusedElementwise needs a body graph");
+  const ir::Graph& body = *it->second.g;
+  if (body.inputs().size() != static_cast<size_t>(n.num_inputs()) ||
+      body.outputs().size() != static_cast<size_t>(n.num_outputs()))
+    throw Error(n.describe() + ": the body's inputs and outputs must match the node's");
+  return body;
+}
+
+void infer_fused_elementwise(InferContext& ctx) {
+  const ir::Graph& body = body_of(ctx.node());
+  std::vector<ir::TensorType> ins;
+  for (int i = 0; i < ctx.num_inputs(); ++i) ins.push_back(ctx.input(i));
+  std::vector<ir::TensorType> outs = infer_subgraph(ctx, const_cast<ir::Graph&>(body), ins);
+  for (int i = 0; i < ctx.num_outputs(); ++i) ctx.set_output(i, outs[i]);
+}
+
+// The body's nodes one by one on their reference kernels.
+void fused_elementwise_kernel(KernelContext& ctx) {
+  const ir::Graph& body = body_of(ctx.node());
+  std::unordered_map<const ir::Value*, Tensor> v;
+  for (int i = 0; i < ctx.num_inputs(); ++i) v[body.inputs()[i]] = ctx.input(i);
+  for (const ir::Value* c : body.constants()) v[c] = c->constant();
+  for (const ir::Node* n : body.nodes()) {
+    std::vector<const Tensor*> args;
+    for (const ir::Value* in : n->inputs()) args.push_back(in ? &v.at(in) : nullptr);
+    std::vector<Tensor> outs = run_reference(*n, args);
+    for (int k = 0; k < n->num_outputs(); ++k)
+      if (n->output(k)) v[n->output(k)] = outs[k];
+  }
+  for (int i = 0; i < ctx.num_outputs(); ++i) ctx.set_output(i, v.at(body.outputs()[i]));
+}
+
 }  // namespace
 
 KILN_REGISTER_OPS(kiln_fused) {
+  reg.add({.name = "FusedElementwise", .domain = "kiln", .min_inputs = 0, .max_inputs = -1, .min_outputs = 1,
+           .max_outputs = -1, .pattern = PatternKind::Opaque, .infer = infer_fused_elementwise,
+           .kernel = fused_elementwise_kernel});
   for (const char* base : {"Conv", "Gemm", "MatMul"})
     reg.add({.name = std::string("Fused") + base, .domain = "kiln", .min_inputs = 2,
-             .max_inputs = std::string(base) == "MatMul" ? 2 : std::string(base) == "Conv" ? 4 : 3,
+             .max_inputs = std::string(base) == "Conv" ? 4 : 3,
              .pattern = PatternKind::OutEWiseFusable, .infer = fused_infer(base), .kernel = fused_kernel(base)});
   for (std::string base : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
     reg.add({.name = "Nhwc" + base, .domain = "kiln", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,

@@ -4,7 +4,8 @@
 //
 //   Relu(Conv(x, W, b))         -> kiln.FusedConv(x, W, b, activation="Relu")
 //   Clip(Gemm(a, b, c), 0, 6)   -> kiln.FusedGemm(a, b, c, activation="Clip", activation_params=[0, 6])
-//   Relu(kiln.FusedConv(x, W, b, z))  (no activation yet, from fuse_residual_add)
+//   Relu(kiln.FusedConv(x, W, b, z))  (no activation yet, from fuse_residual_add; FusedMatMul
+//                                      from fuse_matmul_bias likewise)
 //                               -> kiln.FusedConv(x, W, b, z, activation="Relu")
 //
 // The fused op keeps every attribute of the base op. Float32 only.
@@ -60,8 +61,9 @@ class FuseActivation : public Pass {
     for (ir::Node* n : g.nodes()) {
       if (n->num_outputs() != 1) continue;
       std::string op = n->op_type();
-      if (n->domain() == "kiln" && op == "FusedConv" && n->attr_string("activation", "").empty()) {
-        op = "Conv";
+      if (n->domain() == "kiln" && (op == "FusedConv" || op == "FusedMatMul") &&
+          n->attr_string("activation", "").empty()) {
+        op = op.substr(5);
       } else if (!n->domain().empty() || (op != "Conv" && op != "Gemm" && op != "MatMul")) {
         continue;
       }

@@ -27,8 +27,11 @@ void CompiledPlan::release_arena(std::unique_ptr<Arena> a) {
 
 namespace {
 bool all_static(const ir::Node& n) {
+  // A fused group's body is data for its kernel; other subgraphs (If, Loop) run on the
+  // reference executor.
+  const bool fused = n.domain() == "kiln" && n.op_type() == "FusedElementwise";
   for (const auto& [k, a] : n.attrs)
-    if (a.g || !a.graphs.empty()) return false;
+    if (!fused && (a.g || !a.graphs.empty())) return false;
   for (const ir::Value* v : n.inputs())
     if (v && (!v->type.is_tensor() || !v->type.is_static())) return false;
   for (const ir::Value* v : n.outputs())
@@ -38,7 +41,8 @@ bool all_static(const ir::Node& n) {
 }  // namespace
 
 std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
-                                      const std::vector<std::string>& keep, const backends::Backend* backend) {
+                                      const std::vector<std::string>& keep, const backends::Backend* backend,
+                                      int fusion_level) {
   auto cp = std::make_unique<CompiledPlan>();
   cp->graph = ir::clone(g);
   ir::Graph& sg = *cp->graph;
@@ -52,6 +56,12 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
   if (backend && backend->prefers_channels_last() && keep.empty()) {
     cp->layout = lower::assign_channels_last(sg);
     if (cp->layout.channels_last_ops > 0) ops::ShapeInference().run(sg);
+  }
+  if (backend && fusion_level > 0 && keep.empty()) {
+    fusion::FusionOptions fo;
+    fo.level = fusion_level;
+    cp->fusion = fusion::collapse_groups(sg, fo, [&](const ir::Node& n) { return backend->can_fuse(n); });
+    if (cp->fusion.fused_nodes > 0) ops::ShapeInference().run(sg);
   }
   lower::LowerOptions lo;
   for (const std::string& name : keep) {

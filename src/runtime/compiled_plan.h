@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "fusion/collapse_groups.h"
 #include "ir/graph.h"
 #include "lower/layout_assignment.h"
 #include "lower/program.h"
@@ -21,6 +22,7 @@ namespace kiln::runtime {
 struct CompiledPlan {
   std::unique_ptr<ir::Graph> graph;  // a specialized clone (weights shared with the session's)
   lower::LayoutStats layout;  // what the layout assignment changed (nothing on the reference backend)
+  fusion::CollapseStats fusion;  // fusion groups turned into single kernels
   lower::Program program;
   plan::MemoryPlan memory;
 
@@ -35,9 +37,11 @@ struct CompiledPlan {
 // Clones `g`, binds its inputs to `input_dims` (empty vector = keep the declared type, for
 // non-tensor inputs), re-infers every type, lowers and plans. `keep` names values to return.
 // With a backend, each instruction whose types are all static is offered to it; declined ones
-// stay on the reference kernels.
+// stay on the reference kernels. With a backend and fusion_level > 0, the elementwise parts of
+// the fusion groups (src/fusion/) become kiln.FusedElementwise nodes the backend runs as one
+// kernel each.
 std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
                                       const std::vector<std::string>& keep = {},
-                                      const backends::Backend* backend = nullptr);
+                                      const backends::Backend* backend = nullptr, int fusion_level = 3);
 
 }  // namespace kiln::runtime

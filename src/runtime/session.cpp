@@ -53,6 +53,7 @@ struct Session::Impl {
   std::vector<std::string> keep_names;
   std::unique_ptr<runtime::ReferenceExecutor> exec;  // for runs with non-tensor inputs
   std::unique_ptr<backends::Backend> backend;          // null: reference kernels only
+  int fusion_level = 3;
 
   // One compiled plan per input-shape signature.
   std::mutex mu;
@@ -70,7 +71,7 @@ struct Session::Impl {
     std::lock_guard<std::mutex> lock(mu);
     auto it = plans.find(sig);
     if (it != plans.end()) return it->second;
-    std::shared_ptr<runtime::CompiledPlan> cp = runtime::compile(*graph, dims, keep_names, backend.get());
+    std::shared_ptr<runtime::CompiledPlan> cp = runtime::compile(*graph, dims, keep_names, backend.get(), fusion_level);
     ++plans_built;
     plans[sig] = cp;
     return cp;
@@ -85,6 +86,7 @@ struct Session::Impl {
     runtime::ValueMap kept_local;
     std::vector<Tensor> outs;
     try {
+      if (backend) backend->enter_run();
       outs = runtime::execute(cp->program, cp->memory, *arena, ins, kept ? &kept_local : nullptr);
     } catch (...) {
       cp->release_arena(std::move(arena));
@@ -116,6 +118,9 @@ struct Session::Impl {
     exec = std::make_unique<runtime::ReferenceExecutor>(*graph, keep);
     if (opts.backend == "cpu") backend = backends::make_cpu_backend(opts.threads);
     else if (opts.backend != "reference") throw Error("unknown backend '" + opts.backend + "' (use cpu or reference)");
+    if (opts.fusion_level < 0 || opts.fusion_level > 3)
+      throw Error("fusion level must be 0..3, got " + std::to_string(opts.fusion_level));
+    fusion_level = opts.fusion_level;
   }
 };
 

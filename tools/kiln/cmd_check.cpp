@@ -18,12 +18,16 @@ void add_check_command(CLI::App& app, int& exit_code) {
     std::string dir;
     double rtol = 1e-3, atol = 1e-4;
     int level = 3;
+    int fusion = 3;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model_dir", args->dir, "Model folder (model.onnx + test_data_set_N/) or the model file in it")->required();
   cmd->add_option("--rtol", args->rtol, "Relative tolerance")->capture_default_str();
   cmd->add_option("--atol", args->atol, "Absolute tolerance")->capture_default_str();
   cmd->add_option("--level", args->level, "Graph optimization level 0..3")->capture_default_str();
+  cmd->add_option("--fusion", args->fusion, "Operator fusion level 0..3 (0 none, 3 all)")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
   cmd->callback([args, &exit_code] {
     fs::path dir(args->dir), model;
     if (fs::is_regular_file(dir)) {
@@ -35,6 +39,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     if (!fs::exists(model)) throw Error("no model file '" + model.string() + "'");
     SessionOptions opts;
     opts.opt_level = args->level;
+    opts.fusion_level = args->fusion;
     auto session = Session::create(model.string(), opts);
     auto sets = testdata::find_data_sets(dir);
     if (sets.empty()) throw Error("no test_data_set_* folder in '" + dir.string() + "'");

@@ -117,7 +117,7 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       passes::OptimizeOptions o;
       o.level = args->level;
       if (o.level > 0) passes::optimize(*g, o);
-      exit_code = print_plan(*g, args->json) ? 0 : 1;
+      exit_code = print_plan(*g, args->json, args->fusion.level) ? 0 : 1;
       return;
     }
     const bool fuse = args->groups || args->json || !args->dot.empty();

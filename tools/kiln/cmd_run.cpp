@@ -22,6 +22,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     int runs = 1;
     uint32_t seed = 1;
     int level = 3;
+    int fusion = 3;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model", args->model, "Model file (.onnx)")->required();
@@ -32,10 +33,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--runs", args->runs, "Run this many times and report the median latency")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed for random inputs")->capture_default_str();
   cmd->add_option("--level", args->level, "Graph optimization level 0..3")->capture_default_str();
+  cmd->add_option("--fusion", args->fusion, "Operator fusion level 0..3 (0 none, 3 all)")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
   cmd->callback([args, &exit_code] {
     SessionOptions opts;
     opts.keep = args->keep;
     opts.opt_level = args->level;
+    opts.fusion_level = args->fusion;
     auto session = Session::create(args->model, opts);
     std::map<std::string, int64_t> dims;
     for (const std::string& d : args->dims) {

@@ -9,7 +9,7 @@
 
 namespace kiln::cli {
 
-bool print_plan(const ir::Graph& g, bool json) {
+bool print_plan(const ir::Graph& g, bool json, int fusion_level) {
   std::vector<std::vector<int64_t>> dims;
   for (const ir::Value* v : g.inputs()) {
     std::vector<int64_t> d;
@@ -17,10 +17,17 @@ bool print_plan(const ir::Graph& g, bool json) {
     dims.push_back(d);
   }
   auto backend = backends::make_cpu_backend(1);
-  auto cp = runtime::compile(g, dims, {}, backend.get());
+  auto cp = runtime::compile(g, dims, {}, backend.get(), fusion_level);
   const lower::Program& p = cp->program;
   const plan::MemoryPlan& m = cp->memory;
   std::string problem = plan::check_plan(p, m);
+  // Kernels one run launches: instructions other than views, which only rename storage.
+  int kernels = 0;
+  for (const lower::Instruction& ins : p.instructions) {
+    bool view = !ins.outputs.empty();
+    for (int id : ins.outputs) view = view && id >= 0 && p.buffers[id].alias_of >= 0 && !p.buffers[id].in_place;
+    kernels += !view;
+  }
 
   if (json) {
     nlohmann::json j;
@@ -42,6 +49,8 @@ bool print_plan(const ir::Graph& g, bool json) {
       e["in_place"] = b.in_place;
       j["buffers"].push_back(e);
     }
+    j["kernels"] = kernels;
+    j["fusion"] = {{"level", fusion_level}, {"fused_nodes", cp->fusion.fused_nodes}, {"nodes_folded", cp->fusion.nodes_folded}};
     j["layout"] = {{"channels_last_ops", cp->layout.channels_last_ops}, {"reorders", cp->layout.transposes}};
     j["instructions"] = nlohmann::json::array();
     for (const lower::Instruction& ins : p.instructions)
@@ -54,6 +63,8 @@ bool print_plan(const ir::Graph& g, bool json) {
             << "lower bound: " << m.lower_bound_bytes << " bytes (most bytes live at one step)\n"
             << "naive:       " << m.naive_bytes << " bytes (every buffer on its own)\n"
             << "checker:     " << (problem.empty() ? "ok" : "FAILED: " + problem) << "\n"
+            << "kernels:     " << kernels << " per run (fusion level " << fusion_level << ": "
+            << cp->fusion.fused_nodes << " fused groups replace " << cp->fusion.nodes_folded << " nodes)\n"
             << "layout:      " << cp->layout.channels_last_ops << " ops channels-last, " << cp->layout.transposes
             << " reorders (transposes) left\n\n";
   std::cout << "instructions:\n";

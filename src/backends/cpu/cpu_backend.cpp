@@ -7,6 +7,7 @@
 #include <map>
 
 #include "backends/backend.h"
+#include "backends/cpu/elementwise_program.h"
 #include "backends/cpu/kernels.h"
 
 namespace kiln::backends {
@@ -18,6 +19,10 @@ class CpuBackend : public Backend {
   explicit CpuBackend(int threads) : threads_(threads) {}
   std::string name() const override { return "cpu"; }
   bool prefers_channels_last() const override { return true; }
+  bool can_fuse(const ir::Node& node) const override { return cpu::elementwise_supported(node); }
+  // omp_set_num_threads sets the calling thread's team size only: a run on another thread than
+  // the one that made the session would otherwise get one thread per core.
+  void enter_run() const override { omp_set_num_threads(std::max(1, threads_)); }
   std::unique_ptr<Kernel> create(const ir::Node& node) const override {
     for (const auto& f : cpu::kernel_factories())
       if (f.domain == node.domain() && f.op == node.op_type())

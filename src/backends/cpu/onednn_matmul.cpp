@@ -137,7 +137,10 @@ bool float_inputs(const ir::Node& node, int n) {
 // numpy matmul: 1-D operands are promoted to matrices, batch dims broadcast. When B is a plain
 // matrix, A's batch dims fold into M: one large GEMM instead of many small ones.
 std::unique_ptr<Kernel> make_matmul(const ir::Node& node, int) {
-  if (node.num_inputs() != 2 || !float_inputs(node, 2)) return nullptr;
+  // kiln.FusedMatMul's optional third input is a [N] bias.
+  const ir::Value* bias = node.num_inputs() == 3 ? node.input(2) : nullptr;
+  if (node.num_inputs() == 3 && (node.domain() != "kiln" || !dnnl_util::static_float(bias))) return nullptr;
+  if ((node.num_inputs() != 2 && !bias) || !float_inputs(node, 2)) return nullptr;
   memory::dims ad = node.input(0)->type.static_dims(), bd = node.input(1)->type.static_dims();
   if (ad.empty() || bd.empty()) return nullptr;
   if (ad.size() == 1) ad.insert(ad.begin(), 1);
@@ -165,6 +168,14 @@ std::unique_ptr<Kernel> make_matmul(const ir::Node& node, int) {
   s.b = {bd, row_major_strides(bd)};
   s.y = {yd, row_major_strides(yd)};
   s.bvalue = node.input(1);
+  if (bias) {
+    if (bias->type.static_dims() != std::vector<int64_t>{N}) return nullptr;
+    memory::dims cd(rank, 1);
+    cd.back() = N;
+    s.c = Operand{cd, row_major_strides(cd)};
+    s.cvalue = bias;
+    s.c_input = 2;
+  }
   return build(node, s);
 }
 

@@ -1,0 +1,152 @@
+#include "fusion/collapse_groups.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ops/core/registry.h"
+#include "passes/graph_util.h"
+
+namespace kiln::fusion {
+
+namespace {
+
+bool elementwise_kind(const ir::Node& n) {
+  const ops::OpDef* def = ops::Registry::instance().find(n.domain(), n.op_type());
+  return def && (def->pattern == ops::PatternKind::ElemWise || def->pattern == ops::PatternKind::Broadcast);
+}
+
+// Connected pieces of `members` (edges between members only), each in topological order.
+std::vector<std::vector<ir::Node*>> components(const std::vector<ir::Node*>& members) {
+  std::unordered_map<ir::Node*, int> parent;
+  for (size_t i = 0; i < members.size(); ++i) parent[members[i]] = static_cast<int>(i);
+  std::vector<int> up(members.size());
+  for (size_t i = 0; i < up.size(); ++i) up[i] = static_cast<int>(i);
+  auto find = [&](int x) {
+    while (up[x] != x) x = up[x] = up[up[x]];
+    return x;
+  };
+  for (size_t i = 0; i < members.size(); ++i)
+    for (const ir::Value* v : members[i]->inputs())
+      if (v && v->producer() && parent.count(v->producer())) up[find(static_cast<int>(i))] = find(parent[v->producer()]);
+  std::map<int, std::vector<ir::Node*>> by_root;
+  for (size_t i = 0; i < members.size(); ++i) by_root[find(static_cast<int>(i))].push_back(members[i]);
+  std::vector<std::vector<ir::Node*>> out;
+  for (auto& [r, nodes] : by_root) out.push_back(std::move(nodes));
+  return out;
+}
+
+// Nodes of `group` reachable from `from` through group members only.
+std::unordered_set<const ir::Node*> reachable(const std::vector<ir::Node*>& from,
+                                              const std::unordered_set<const ir::Node*>& group) {
+  std::unordered_set<const ir::Node*> seen;
+  std::vector<const ir::Node*> stack(from.begin(), from.end());
+  while (!stack.empty()) {
+    const ir::Node* n = stack.back();
+    stack.pop_back();
+    for (const ir::Value* o : n->outputs()) {
+      if (!o) continue;
+      for (const ir::Use& u : o->uses())
+        if (group.count(u.node) && seen.insert(u.node).second) stack.push_back(u.node);
+    }
+  }
+  return seen;
+}
+
+// Collapsing `piece` must not close a cycle: no other member of the group may be both
+// downstream and upstream of it (paths leaving the group never come back: groups are convex).
+bool collapsible(const std::vector<ir::Node*>& piece, const std::vector<ir::Node*>& group) {
+  std::unordered_set<const ir::Node*> in_group(group.begin(), group.end());
+  std::unordered_set<const ir::Node*> in_piece(piece.begin(), piece.end());
+  auto down = reachable(piece, in_group);
+  for (const ir::Node* m : group) {
+    if (in_piece.count(m) || !down.count(m)) continue;
+    auto from_m = reachable({const_cast<ir::Node*>(m)}, in_group);
+    for (const ir::Node* p : piece)
+      if (from_m.count(p)) return false;
+  }
+  return true;
+}
+
+bool fuse(ir::Graph& g, const std::vector<ir::Node*>& piece) {
+  std::unordered_set<const ir::Node*> in_piece(piece.begin(), piece.end());
+  std::vector<ir::Value*> ext_in, ext_out;
+  std::set<const ir::Value*> seen_in;
+  for (ir::Node* n : piece)
+    for (ir::Value* v : n->inputs()) {
+      if (!v || v->is_constant() || (v->producer() && in_piece.count(v->producer()))) continue;
+      if (seen_in.insert(v).second) ext_in.push_back(v);
+    }
+  for (ir::Node* n : piece)
+    for (ir::Value* o : n->outputs()) {
+      if (!o) continue;
+      bool outside = passes::is_graph_output(g, o);
+      for (const ir::Use& u : o->uses()) outside = outside || !in_piece.count(u.node);
+      if (outside) ext_out.push_back(o);
+    }
+  if (ext_out.empty()) return false;
+  // One iteration shape: every output has the same static shape.
+  for (const ir::Value* o : ext_out)
+    if (!o->type.is_static() || o->type.static_dims() != ext_out[0]->type.static_dims()) return false;
+
+  auto body = std::make_shared<ir::Graph>();
+  body->name = "fused_" + piece.front()->name();
+  body->parent = &g;
+  body->opsets = g.opsets;
+  std::unordered_map<const ir::Value*, ir::Value*> map;
+  for (ir::Value* v : ext_in) map[v] = body->add_input(v->name(), v->type);
+  for (ir::Node* n : piece) {
+    std::vector<ir::Value*> ins, outs;
+    for (ir::Value* v : n->inputs()) {
+      if (!v) { ins.push_back(nullptr); continue; }
+      if (!map.count(v)) map[v] = body->add_constant(v->name(), v->constant());  // only constants are missing
+      ins.push_back(map[v]);
+    }
+    for (ir::Value* o : n->outputs()) {
+      if (!o) { outs.push_back(nullptr); continue; }
+      outs.push_back(map[o] = body->add_value(o->name(), o->type));
+    }
+    body->add_node(n->op_type(), ins, outs, n->attrs, n->name(), n->domain());
+  }
+  for (ir::Value* o : ext_out) body->add_output(map.at(o));
+
+  std::vector<ir::Value*> new_outs;
+  for (ir::Value* o : ext_out) new_outs.push_back(passes::add_value_like(g, o, o->name()));
+  passes::use_kiln_domain(g);
+  g.add_node("FusedElementwise", ext_in, new_outs, {{"body", ir::Attribute::of_graph(body)}},
+             g.unique_name("fused_" + piece.front()->name()), "kiln");
+  for (size_t i = 0; i < ext_out.size(); ++i) g.replace_all_uses(ext_out[i], new_outs[i]);
+  return true;
+}
+
+}  // namespace
+
+CollapseStats collapse_groups(ir::Graph& g, const FusionOptions& opts,
+                              const std::function<bool(const ir::Node&)>& evaluable) {
+  CollapseStats st;
+  if (opts.level == 0) return st;
+  std::vector<std::string> names;
+  for (const ir::Value* v : g.outputs()) names.push_back(v->name());
+  for (const Group& group : partition(g, opts)) {
+    if (group.nodes.size() < 2) continue;
+    std::vector<ir::Node*> members;
+    for (ir::Node* n : group.nodes)
+      if (elementwise_kind(*n) && evaluable(*n)) members.push_back(n);
+    for (const auto& piece : components(members)) {
+      if (piece.size() < 2 || !collapsible(piece, group.nodes)) continue;
+      if (!fuse(g, piece)) continue;
+      st.fused_nodes += 1;
+      st.nodes_folded += static_cast<int>(piece.size());
+    }
+  }
+  if (st.fused_nodes == 0) return st;
+  passes::remove_dead_nodes(g);
+  g.topological_sort();
+  passes::restore_output_names(g, names);
+  return st;
+}
+
+}  // namespace kiln::fusion

@@ -1,0 +1,138 @@
+// Fusion groups collapsed into kiln.FusedElementwise nodes: which nodes fold, that the graph
+// computes the same values, and that the CPU backend runs each fused node as one kernel.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "backends/backend.h"
+#include "fusion/collapse_groups.h"
+#include "fusion_test_util.h"
+#include "ir/verifier.h"
+#include "runtime/reference_executor.h"
+
+namespace kiln::fusion::testing {
+namespace {
+
+std::vector<Tensor> run_graph(const ir::Graph& g, const std::vector<Tensor>& ins) {
+  return runtime::ReferenceExecutor(g).run(ins);
+}
+
+Tensor random(std::vector<int64_t> dims, uint32_t seed) {
+  Tensor t(DType::Float, dims);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+int count(const ir::Graph& g, const std::string& op) {
+  int n = 0;
+  for (const ir::Node* node : g.nodes()) n += node->op_type() == op;
+  return n;
+}
+
+// Collapses with the cpu backend's rule, checks the outputs against the uncollapsed graph and
+// each fused node's cpu kernel against its reference kernel.
+CollapseStats collapse_and_check(Net& ref_net, Net& net, int level = 3) {
+  auto backend = backends::make_cpu_backend(1);
+  FusionOptions o;
+  o.level = level;
+  CollapseStats st = collapse_groups(*net.g, o, [&](const ir::Node& n) { return backend->can_fuse(n); });
+  ops::ShapeInference().run(*net.g);
+  ir::verify(*net.g);
+  std::vector<Tensor> ins;
+  for (size_t i = 0; i < ref_net.g->inputs().size(); ++i)
+    ins.push_back(random(ref_net.g->inputs()[i]->type.static_dims(), 11 + static_cast<uint32_t>(i)));
+  auto a = run_graph(*ref_net.g, ins), b = run_graph(*net.g, ins);
+  EXPECT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size() && k < b.size(); ++k)
+    for (int64_t i = 0; i < a[k].numel(); ++i) EXPECT_NEAR(b[k].data<float>()[i], a[k].data<float>()[i], 1e-5);
+  for (const ir::Node* n : net.g->nodes()) {
+    if (n->op_type() != "FusedElementwise") continue;
+    auto kernel = backend->create(*n);
+    EXPECT_TRUE(kernel) << n->name();
+    if (!kernel) continue;
+    std::vector<Tensor> args;
+    for (const ir::Value* v : n->inputs()) args.push_back(random(v->type.static_dims(), 5));
+    std::vector<const Tensor*> ptrs;
+    for (auto& t : args) ptrs.push_back(&t);
+    auto expected = ops::run_reference(*n, ptrs);
+    std::vector<Tensor> actual;
+    std::vector<Tensor*> out_ptrs;
+    for (const ir::Value* v : n->outputs()) actual.emplace_back(DType::Float, v->type.static_dims());
+    for (auto& t : actual) out_ptrs.push_back(&t);
+    kernel->run(ptrs, out_ptrs);
+    for (size_t k = 0; k < actual.size(); ++k)
+      for (int64_t i = 0; i < actual[k].numel(); ++i)
+        EXPECT_NEAR(actual[k].data<float>()[i], expected[k].data<float>()[i], 2e-6 * std::max(1.f, std::fabs(expected[k].data<float>()[i])));
+  }
+  return st;
+}
+
+// x -> Mul(const) -> Add(y, broadcast) -> Sigmoid -> Mul(x): one group, one kernel.
+void chain(Net& n) {
+  auto x = n.in("x", {2, 3, 5, 7});
+  auto y = n.in("y", {3, 1, 7});
+  auto m = n.op("Mul", "scale", {x, n.weight({7})});
+  auto a = n.op("Add", "shift", {m, y});
+  auto s = n.op("Sigmoid", "gate", {a});
+  n.out(n.op("Mul", "glu", {s, x}));
+  n.infer();
+}
+
+TEST(CollapseGroups, ElementwiseChainBecomesOneNode) {
+  Net ref, net;
+  chain(ref);
+  chain(net);
+  CollapseStats st = collapse_and_check(ref, net);
+  EXPECT_EQ(st.fused_nodes, 1);
+  EXPECT_EQ(st.nodes_folded, 4);
+  EXPECT_EQ(net.g->num_nodes(), 1u);
+  EXPECT_EQ(net.g->outputs()[0]->name(), ref.g->outputs()[0]->name());
+}
+
+TEST(CollapseGroups, LevelZeroKeepsEveryNode) {
+  Net ref, net;
+  chain(ref);
+  chain(net);
+  CollapseStats st = collapse_and_check(ref, net, 0);
+  EXPECT_EQ(st.fused_nodes, 0);
+  EXPECT_EQ(net.g->num_nodes(), 4u);
+}
+
+// conv -> Relu -> Add(conv2 out): the anchor keeps its kernel, the epilogue fuses.
+TEST(CollapseGroups, AnchorEpilogueAndExternalOutput) {
+  auto build = [](Net& n) {
+    auto x = n.in("x", {1, 4, 6, 6});
+    auto c = n.conv("conv", x, 4);
+    auto r = n.op("Relu", "relu", {c});
+    auto t = n.op("Tanh", "tanh", {r});
+    n.out(r);  // an intermediate that is also a graph output
+    n.out(n.op("Add", "add", {t, x}));
+    n.infer();
+  };
+  Net ref, net;
+  build(ref);
+  build(net);
+  collapse_and_check(ref, net);
+  EXPECT_EQ(count(*net.g, "Conv"), 1);
+}
+
+TEST(CollapseGroups, UnsupportedOpsStayApart) {
+  // Softmax is not elementwise; Floor is not one the cpu evaluator computes.
+  auto build = [](Net& n) {
+    auto x = n.in("x", {4, 9});
+    auto f = n.op("Floor", "floor", {n.op("Exp", "exp", {x})});
+    n.out(n.op("Relu", "relu", {n.op("Softmax", "softmax", {f})}));
+    n.infer();
+  };
+  Net ref, net;
+  build(ref);
+  build(net);
+  CollapseStats st = collapse_and_check(ref, net);
+  EXPECT_EQ(st.fused_nodes, 0);
+}
+
+}  // namespace
+}  // namespace kiln::fusion::testing
