@@ -1,0 +1,46 @@
+#!/bin/bash
+# kiln vs ONNX Runtime on every shared model, interleaved in the same run (shared/peers/
+# interleave.py: alternating order per round, medians over rounds), at 1 and 2 threads; writes
+# a markdown table with the ratio kiln/ORT of the medians.
+#
+#   bench/compare.sh [--rounds R] [--threads 1,2] [--models "resnet18 mobilenet_v2"] [--out FILE]
+#
+# Needs the peers (bash ../shared/peers/setup.sh, once) and a built kiln (make). The table goes
+# to stdout and to --out (default bench/results/compare-<date>.md).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+shared=${KILN_SHARED:-$here/../shared}
+rounds=5; threads=1,2; models=""; out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rounds) rounds=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$models" ] || models=$(cd "$shared/models" && ls -d */ | tr -d / | tr '\n' ' ')
+[ -n "$out" ] || out="$here/bench/results/compare-$(date +%Y%m%d-%H%M).md"
+mkdir -p "$(dirname "$out")"
+kiln="$here/build/kiln"
+[ -x "$kiln" ] || { echo "build kiln first (make)" >&2; exit 2; }
+json=$(mktemp)
+trap 'rm -f "$json"' EXIT
+for m in $models; do
+  /usr/bin/python3 "$shared/peers/interleave.py" "$shared/models/$m" --threads "$threads" --rounds "$rounds" \
+    --ours "$kiln bench {model_onnx} --threads {threads} --runs 50 --warmup 5 --json" --json "$json" >&2
+done
+{
+  echo "# kiln vs ONNX Runtime ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $rounds interleaved rounds)"
+  echo
+  echo "| model | threads | ORT ms | kiln ms | kiln/ORT |"
+  echo "|---|---|---|---|---|"
+  /usr/bin/python3 - "$json" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    o, k = r["ort_median_ms"], r["ours_median_ms"]
+    print(f"| {r['model']} | {r['threads']} | {o:.3g} | {k:.3g} | {k / o:.2f} |")
+PY
+} | tee "$out"
