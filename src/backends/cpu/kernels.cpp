@@ -10,6 +10,12 @@ void add_softmax_kernels(std::vector<KernelFactory>& table);
 void add_layernorm_kernels(std::vector<KernelFactory>& table);
 void add_attention_kernels(std::vector<KernelFactory>& table);
 void add_gelu_kernels(std::vector<KernelFactory>& table);
+void add_transpose_kernels(std::vector<KernelFactory>& table);
+void add_concat_kernels(std::vector<KernelFactory>& table);
+void add_split_kernels(std::vector<KernelFactory>& table);
+void add_slice_kernels(std::vector<KernelFactory>& table);
+void add_gather_kernels(std::vector<KernelFactory>& table);
+void add_reduce_kernels(std::vector<KernelFactory>& table);
 
 // Kernels register here as they are written (see docs/architecture.md, "Backends").
 const std::vector<KernelFactory>& kernel_factories() {
@@ -23,6 +29,12 @@ const std::vector<KernelFactory>& kernel_factories() {
     add_layernorm_kernels(t);
     add_attention_kernels(t);
     add_gelu_kernels(t);
+    add_transpose_kernels(t);
+    add_concat_kernels(t);
+    add_split_kernels(t);
+    add_slice_kernels(t);
+    add_gather_kernels(t);
+    add_reduce_kernels(t);
     return t;
   }();
   return table;
