@@ -43,6 +43,11 @@ struct SessionOptions {
   // elementwise epilogues of Conv/Gemm/MatMul. Fused groups run as one kernel on the cpu
   // backend; the reference backend ignores it.
   int fusion_level = 3;
+  // Kernel selection by timing: where the backend has several kernels for a node, time each on
+  // the real shapes once and keep the fastest, remembered in `tune_cache` (a JSON file; "" =
+  // $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln or ~/.cache/kiln, + /kernels.json) for later sessions.
+  bool tune = false;
+  std::string tune_cache;
 };
 
 class Session {

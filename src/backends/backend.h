@@ -5,6 +5,7 @@
 #pragma once
 #include <kiln/tensor.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,12 +23,33 @@ class Kernel {
   virtual void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const = 0;
 };
 
+struct KernelCandidate {
+  std::string name;  // the implementation, e.g. "onednn_alt_layout"
+  // Builds the kernel (prepacking weights), or nullptr when this implementation declines the node.
+  std::function<std::unique_ptr<Kernel>()> make;
+};
+
+// Profiling-based kernel choice (SessionOptions::tune): each node with several candidate
+// kernels has them timed once on its real shapes; winners persist in a JSON file.
+struct TuneOptions {
+  bool enabled = false;
+  std::string cache_path;  // "" = $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln or ~/.cache/kiln, + /kernels.json
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
   // A kernel for `node` (whose input and output types are static), or nullptr to decline.
   virtual std::unique_ptr<Kernel> create(const ir::Node& node) const = 0;
+  // The implementations that may accept `node`, in order of preference (create() returns the
+  // first that accepts).
+  virtual std::vector<KernelCandidate> candidates(const ir::Node& node) const {
+    return {{name(), [this, &node] { return create(node); }}};
+  }
+  virtual int threads() const { return 1; }
+  const TuneOptions& tuning() const { return tune_; }
+  void set_tuning(TuneOptions t) { tune_ = std::move(t); }
   // Whether convolutions and pooling should run on NHWC activations (src/lower/layout_assignment.h).
   virtual bool prefers_channels_last() const { return false; }
   // Whether this node may join a kiln.FusedElementwise group this backend runs as one kernel.
@@ -35,6 +57,9 @@ class Backend {
   // Called on the thread about to run a program with this backend's kernels (per-thread
   // runtime settings such as the OpenMP team size live there).
   virtual void enter_run() const {}
+
+ private:
+  TuneOptions tune_;
 };
 
 // The optimized CPU backend (oneDNN and kiln's own kernels). `threads` = intra-op threads.

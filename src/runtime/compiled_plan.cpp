@@ -3,6 +3,7 @@
 #include <kiln/error.h>
 
 #include "ir/clone.h"
+#include "lower/kernel_selection.h"
 #include "lower/layout_assignment.h"
 #include "ops/core/infer_graph.h"
 
@@ -73,9 +74,10 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
   if (backend)
     for (lower::Instruction& ins : cp->program.instructions) {
       if (!all_static(*ins.node)) continue;
-      if (auto k = backend->create(*ins.node)) {
-        ins.kernel = std::move(k);
-        ins.backend = backend->name();
+      lower::SelectedKernel k = lower::select_kernel(*backend, *ins.node, backend->threads());
+      if (k.kernel) {
+        ins.kernel = std::move(k.kernel);
+        ins.backend = k.name.empty() ? backend->name() : backend->name() + ":" + k.name;
       }
     }
   cp->memory = plan::plan_memory(cp->program);

@@ -117,6 +117,7 @@ struct Session::Impl {
     }
     exec = std::make_unique<runtime::ReferenceExecutor>(*graph, keep);
     if (opts.backend == "cpu") backend = backends::make_cpu_backend(opts.threads);
+    if (backend) backend->set_tuning({opts.tune, opts.tune_cache});
     else if (opts.backend != "reference") throw Error("unknown backend '" + opts.backend + "' (use cpu or reference)");
     if (opts.fusion_level < 0 || opts.fusion_level > 3)
       throw Error("fusion level must be 0..3, got " + std::to_string(opts.fusion_level));

@@ -19,6 +19,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   struct Args {
     std::string model, backend = "cpu";
     int threads = 1, runs = 20, warmup = 3, level = 3, fusion = 3;
+    bool tune = false;
     bool json = false;
     std::vector<std::string> dims;
   };
@@ -28,6 +29,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--runs", args->runs, "Timed runs")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--level", args->level, "Graph optimization level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
+  cmd->add_flag("--tune", args->tune, "Time the candidate kernels of each node once and keep the fastest (cached)");
   cmd->add_option("--fusion", args->fusion, "Operator fusion level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
   cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
   cmd->add_option("--dim", args->dims, "SYMBOL=N: extent of a symbolic input dim (default 1)");
@@ -37,6 +39,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     opts.threads = args->threads;
     opts.opt_level = args->level;
     opts.fusion_level = args->fusion;
+    opts.tune = args->tune;
     opts.backend = args->backend;
     auto t0 = std::chrono::steady_clock::now();
     auto session = Session::create(args->model, opts);

@@ -18,6 +18,7 @@ class CpuBackend : public Backend {
  public:
   explicit CpuBackend(int threads) : threads_(threads) {}
   std::string name() const override { return "cpu"; }
+  int threads() const override { return threads_; }
   bool prefers_channels_last() const override { return true; }
   bool can_fuse(const ir::Node& node) const override { return cpu::elementwise_supported(node); }
   // omp_set_num_threads sets the calling thread's team size only: a run on another thread than
@@ -28,6 +29,13 @@ class CpuBackend : public Backend {
       if (f.domain == node.domain() && f.op == node.op_type())
         if (auto k = f.make(node, threads_)) return k;
     return nullptr;
+  }
+  std::vector<KernelCandidate> candidates(const ir::Node& node) const override {
+    std::vector<KernelCandidate> c;
+    for (const auto& f : cpu::kernel_factories())
+      if (f.domain == node.domain() && f.op == node.op_type())
+        c.push_back({f.name.empty() ? "kiln" : f.name, [&f, &node, t = threads_] { return f.make(node, t); }});
+    return c;
   }
 
  private:

@@ -91,7 +91,9 @@ memory prepack(const Tensor& t, const memory::desc& have, const memory::desc& wa
   return dst;
 }
 
-std::unique_ptr<Kernel> make_conv(const ir::Node& node, int) {
+// `alt` picks the other activation layout: NCHW convs then use plain NCHW (no reorders), NHWC
+// convs let oneDNN choose (reordering inside run()); kernel selection times both under --tune.
+std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt) {
   if (node.num_inputs() < 2 || node.num_outputs() < 1) return nullptr;
   const ir::Value* x = node.input(0);
   const ir::Value* w = node.input(1);
@@ -158,7 +160,7 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, int) {
     memory::desc b_md({OC}, dt::f32, tag::x);
     memory::desc src_any({N, C, H, W}, dt::f32, tag::any);
     memory::desc dst_any({N, OC, yd[2], yd[3]}, dt::f32, tag::any);
-    const bool plain = std::getenv("KILN_DNNL_PLAIN") != nullptr;
+    const bool plain = nhwc ? !alt : alt;
     memory::dims st{strides[0], strides[1]}, dl{dil[0] - 1, dil[1] - 1}, pl{pads[0], pads[1]}, pr{pads[2], pads[3]};
     auto desc = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                     dnnl::algorithm::convolution_direct, plain ? src_plain : src_any,
@@ -179,8 +181,13 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, int) {
 }  // namespace
 
 void add_onednn_conv_kernels(std::vector<KernelFactory>& table) {
-  table.push_back({"", "Conv", make_conv});
-  table.push_back({"kiln", "FusedConv", make_conv});
+  for (const char* op : {"Conv", "FusedConv"}) {
+    const std::string domain = std::string(op) == "Conv" ? "" : "kiln";
+    // First = the default: activations in the layout the graph gives (NHWC after layout
+    // assignment), oneDNN's choice for NCHW.
+    table.push_back({domain, op, [](const ir::Node& n, int) { return make_conv(n, false); }, "onednn"});
+    table.push_back({domain, op, [](const ir::Node& n, int) { return make_conv(n, true); }, "onednn_alt_layout"});
+  }
 }
 
 }  // namespace kiln::backends::cpu
