@@ -47,6 +47,7 @@ TEST(CpuReduce, LongRowsAndColumnsWithThreads) {
   check(reduce("ReduceSum", random(DType::Float, {3, 20000}), {1}, 1, 13), true, kTol);
   check(reduce("ReduceSum", random(DType::Float, {5000, 3}), {0}, 1, 13), true, kTol);
   check(reduce("ReduceMax", random(DType::Float, {2, 300, 700}), {1}, 1, 18), true, kTol, 2);
+  check(reduce("ReduceSum", random(DType::Float, {512, 1000}), {1}, 0, 13), true, kTol, 2);
 }
 
 TEST(CpuReduce, NaNPropagatesThroughMax) {

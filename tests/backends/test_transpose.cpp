@@ -37,6 +37,8 @@ TEST(CpuTranspose, LayoutChangesAndChannelShuffle) {
   check_perm(DType::Float, {1, 28, 28, 2, 58}, {0, 1, 2, 4, 3});  // the shuffle in NHWC: interleaves
   check_perm(DType::Float, {2, 33, 65}, {0, 2, 1}, 2);  // blocks with tails, two threads
   check_perm(DType::Float, {1, 3, 224, 224}, {0, 2, 3, 1}, 2);
+  check_perm(DType::Float, {1, 224, 224, 3}, {0, 3, 1, 2}, 2);
+  check_perm(DType::Float, {1, 256, 32, 32}, {0, 2, 3, 1}, 2);
 }
 
 TEST(CpuTranspose, DefaultPermNegativeAxesAndUnitDims) {
