@@ -61,12 +61,16 @@ struct Session::Impl {
   std::atomic<int64_t> plans_built{0};
 
   std::shared_ptr<runtime::CompiledPlan> plan_for(const std::vector<Tensor>& ins) {
-    std::string sig;
     std::vector<std::vector<int64_t>> dims;
-    for (const Tensor& t : ins) {
-      for (int64_t d : t.dims()) sig += std::to_string(d) + ",";
+    for (const Tensor& t : ins) dims.push_back(t.dims());
+    return plan_for_dims(dims);
+  }
+
+  std::shared_ptr<runtime::CompiledPlan> plan_for_dims(const std::vector<std::vector<int64_t>>& dims) {
+    std::string sig;
+    for (const auto& d : dims) {
+      for (int64_t x : d) sig += std::to_string(x) + ",";
       sig += ";";
-      dims.push_back(t.dims());
     }
     std::lock_guard<std::mutex> lock(mu);
     auto it = plans.find(sig);
@@ -117,11 +121,19 @@ struct Session::Impl {
     }
     exec = std::make_unique<runtime::ReferenceExecutor>(*graph, keep);
     if (opts.backend == "cpu") backend = backends::make_cpu_backend(opts.threads);
-    if (backend) backend->set_tuning({opts.tune, opts.tune_cache});
     else if (opts.backend != "reference") throw Error("unknown backend '" + opts.backend + "' (use cpu or reference)");
+    if (backend) backend->set_tuning({opts.tune, opts.tune_cache});
     if (opts.fusion_level < 0 || opts.fusion_level > 3)
       throw Error("fusion level must be 0..3, got " + std::to_string(opts.fusion_level));
     fusion_level = opts.fusion_level;
+    // A model whose inputs are all static tensors has one plan: build it now (kernels created,
+    // weights prepacked, memory planned), so the first run costs no more than the others.
+    std::vector<std::vector<int64_t>> dims;
+    for (const ir::Value* v : graph->inputs()) {
+      if (!v->type.is_tensor() || !v->type.is_static() || v->type.dtype == DType::String) return;
+      dims.push_back(v->type.static_dims());
+    }
+    plan_for_dims(dims);
   }
 };
 
