@@ -271,11 +271,13 @@ int64_t clamp_slice(int64_t& start, int64_t end, int64_t step, int64_t dim, cons
   if (step > 0) {
     start = std::clamp<int64_t>(start, 0, dim);
     end = std::clamp<int64_t>(end, 0, dim);
-    return end > start ? (end - start + step - 1) / step : 0;
+    // Written so huge steps (INT64_MAX) cannot overflow: ceil(n / step) = (n - 1) / step + 1.
+    return end > start ? (end - start - 1) / step + 1 : 0;
   }
   start = std::clamp<int64_t>(start, -1, dim - 1);
   end = std::clamp<int64_t>(end, -1, dim - 1);
-  return start > end ? (start - end + (-step) - 1) / (-step) : 0;
+  const int64_t mag = step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step;
+  return start > end ? (start - end - 1) / mag + 1 : 0;
 }
 
 std::vector<int64_t> slice_axes(const SliceArgs& a, int64_t rank, const ir::Node& node) {

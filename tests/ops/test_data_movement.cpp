@@ -65,6 +65,10 @@ TEST(Slice, StepsAndClamping) {
   ASSERT_EQ(out[0].dims(), (std::vector<int64_t>{3, 1, 7}));
   out = run_op({.op = "Slice", .inputs = {x, I64({10}), I64({20})}});
   ASSERT_EQ(out[0].dims(), (std::vector<int64_t>{0, 5, 7}));
+  // Huge steps take one element (numpy's answer), without overflowing the count.
+  out = run_op({.op = "Slice", .inputs = {x, I64({1, 4}), I64({kMax, kMin}), I64({0, 1}), I64({kMax, kMin})}});
+  ASSERT_EQ(out[0].dims(), (std::vector<int64_t>{1, 1, 7}));
+  EXPECT_EQ(out[0].data<float>()[0], 35 + 4 * 7);
   EXPECT_THROW(run_op({.op = "Slice", .inputs = {x, I64({0}), I64({1}), I64({0}), I64({0})}}), kiln::Error);
   EXPECT_THROW(run_op({.op = "Slice", .inputs = {x, I64({0}), I64({1}), I64({3})}}), kiln::Error);
 }
