@@ -8,6 +8,7 @@
 //   auto outs = s->run({{"input", tensor}});   // name -> Tensor
 #pragma once
 #include <kiln/error.h>
+#include <kiln/limits.h>
 #include <kiln/tensor.h>
 
 #include <map>
@@ -48,6 +49,12 @@ struct SessionOptions {
   // $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln or ~/.cache/kiln, + /kernels.json) for later sessions.
   bool tune = false;
   std::string tune_cache;
+  // Largest single allocation the model may cause (an initializer, a value's tensor, a run's
+  // arena), checked before allocating: at load, when shapes are known (session creation and
+  // each new input-shape signature) and at run time. See kiln/limits.h for the default.
+  int64_t memory_cap_bytes = default_memory_cap_bytes();
+  // Iterations one Loop node may run before the run fails (a condition that never turns false).
+  int64_t max_loop_iterations = kDefaultMaxLoopIterations;
 };
 
 class Session {

@@ -20,7 +20,8 @@ enum class ValueKind : uint8_t { Tensor, Sequence, None };
 class Tensor {
  public:
   Tensor() = default;
-  // Allocates a zero-filled tensor. Throws kiln::Error on negative dims or absurd sizes.
+  // Allocates a zero-filled tensor. Throws kiln::Error on negative dims, a size that overflows
+  // int64, or one over the calling thread's memory cap (kiln/limits.h).
   Tensor(DType dtype, std::vector<int64_t> dims);
 
   // A tensor over data the caller owns (no copy); the caller keeps it alive.

@@ -1,6 +1,9 @@
 #include <kiln/error.h>
+#include <kiln/limits.h>
 #include <kiln/tensor.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -11,10 +14,36 @@
 
 namespace kiln {
 
-namespace {
-// Largest single tensor kiln allocates; larger requests are a corrupt or hostile model.
-constexpr int64_t kMaxTensorBytes = int64_t{1} << 36;  // 64 GiB
+int64_t default_memory_cap_bytes() {
+  static const int64_t cap = [] {
+    constexpr int64_t k16GiB = int64_t{16} << 30;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return k16GiB;
+    return std::min(k16GiB, static_cast<int64_t>(pages) * static_cast<int64_t>(page));
+  }();
+  return cap;
+}
 
+namespace {
+thread_local const Limits* tls_limits = nullptr;
+}  // namespace
+
+const Limits& current_limits() {
+  static const Limits defaults;
+  return tls_limits ? *tls_limits : defaults;
+}
+
+LimitsScope::LimitsScope(const Limits& limits) : mine_(limits), saved_(tls_limits) { tls_limits = &mine_; }
+LimitsScope::~LimitsScope() { tls_limits = saved_; }
+
+void check_memory_cap(int64_t bytes, const std::string& what) {
+  const int64_t cap = current_limits().memory_cap_bytes;
+  if (bytes > cap)
+    throw Error(what + " needs " + std::to_string(bytes) + " bytes, more than the memory cap of " +
+                std::to_string(cap) + " bytes");
+}
+
+namespace {
 int64_t checked_numel(const std::vector<int64_t>& dims) {
   int64_t n = 1;
   for (int64_t d : dims) {
@@ -35,9 +64,9 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> dims)
     : dtype_(dtype), dims_(std::move(dims)), numel_(checked_numel(dims_)) {
   if (dtype == DType::Undefined) throw Error("tensor of undefined dtype");
   const size_t esz = dtype_size(dtype);
-  if (numel_ > kMaxTensorBytes / static_cast<int64_t>(esz))
-    throw Error("tensor of " + std::to_string(numel_) + " " + dtype_name(dtype) +
-                " elements exceeds the allocation limit");
+  if (numel_ > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(esz))
+    throw Error("tensor " + describe() + " overflows int64 in bytes");
+  check_memory_cap(numel_ * static_cast<int64_t>(esz), "tensor " + describe());
   if (dtype == DType::String) {
     auto* p = new std::string[static_cast<size_t>(numel_ ? numel_ : 1)];
     owner_ = std::shared_ptr<void>(p, [](void* q) { delete[] static_cast<std::string*>(q); });

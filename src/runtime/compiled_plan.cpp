@@ -1,6 +1,9 @@
 #include "runtime/compiled_plan.h"
 
 #include <kiln/error.h>
+#include <kiln/limits.h>
+
+#include <limits>
 
 #include "ir/clone.h"
 #include "lower/kernel_selection.h"
@@ -41,6 +44,32 @@ bool all_static(const ir::Node& n) {
 }
 }  // namespace
 
+void check_value_sizes(const ir::Graph& g) {
+  auto where = [](const ir::Value& v) {
+    std::string w = "value '" + v.name() + "'";
+    if (v.producer()) w = v.producer()->describe() + ": output '" + v.name() + "'";
+    else if (v.is_graph_input()) w = "graph input '" + v.name() + "'";
+    return w;
+  };
+  for (const ir::Value* v : g.values()) {
+    const ir::TensorType& t = v->type;
+    // Constants were allocated (and checked) at load; sequences hold tensors checked one by one.
+    if (v->is_constant() || !t.is_tensor() || !t.is_static() || t.dtype == DType::Undefined) continue;
+    int64_t bytes = static_cast<int64_t>(dtype_size(t.dtype));
+    for (const ir::Dim& d : t.dims) {
+      if (d.value != 0 && bytes > std::numeric_limits<int64_t>::max() / d.value)
+        throw Error(where(*v) + ": " + t.str() + " overflows int64 in bytes");
+      bytes *= d.value;
+    }
+    check_memory_cap(bytes, where(*v) + ": " + t.str());
+  }
+  for (const ir::Node* n : g.nodes())
+    for (const auto& [k, a] : n->attrs) {
+      if (a.g) check_value_sizes(*a.g);
+      for (const auto& sg : a.graphs) check_value_sizes(*sg);
+    }
+}
+
 std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
                                       const std::vector<std::string>& keep, const backends::Backend* backend,
                                       int fusion_level) {
@@ -54,6 +83,7 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
   }
   // Static dims inferred from the bound inputs win over the symbolic ones already there.
   ops::ShapeInference().run(sg);
+  check_value_sizes(sg);  // before lowering, which multiplies the dims out unchecked
   if (backend && backend->prefers_channels_last() && keep.empty()) {
     cp->layout = lower::assign_channels_last(sg);
     if (cp->layout.channels_last_ops > 0) ops::ShapeInference().run(sg);
@@ -81,6 +111,13 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
       }
     }
   cp->memory = plan::plan_memory(cp->program);
+  std::string shapes;
+  for (const std::vector<int64_t>& dims : input_dims) {
+    shapes += shapes.empty() ? "[" : ", [";
+    for (size_t i = 0; i < dims.size(); ++i) shapes += (i ? "," : "") + std::to_string(dims[i]);
+    shapes += "]";
+  }
+  check_memory_cap(cp->memory.arena_bytes, "the arena for input shapes " + shapes);
   return cp;
 }
 

@@ -34,8 +34,12 @@ struct CompiledPlan {
   std::vector<std::unique_ptr<Arena>> free_;
 };
 
+// Refuses (kiln::Error naming the node and value) any value of `g` or its subgraphs whose
+// static size overflows int64 or is over the calling thread's memory cap (kiln/limits.h).
+void check_value_sizes(const ir::Graph& g);
+
 // Clones `g`, binds its inputs to `input_dims` (empty vector = keep the declared type, for
-// non-tensor inputs), re-infers every type, lowers and plans. `keep` names values to return.
+// non-tensor inputs), re-infers every type, checks sizes against the memory cap, lowers and plans. `keep` names values to return.
 // With a backend, each instruction whose types are all static is offered to it; declined ones
 // stay on the reference kernels. With a backend and fusion_level > 0, the elementwise parts of
 // the fusion groups (src/fusion/) become kiln.FusedElementwise nodes the backend runs as one

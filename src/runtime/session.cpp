@@ -44,9 +44,17 @@ TensorInfo info_of(const ir::Value& v) {
   }
   return t;
 }
+
+Limits limits_of(const SessionOptions& o) {
+  Limits l;
+  l.memory_cap_bytes = o.memory_cap_bytes;
+  l.max_loop_iterations = o.max_loop_iterations;
+  return l;
+}
 }  // namespace
 
 struct Session::Impl {
+  Limits limits;
   std::unique_ptr<ir::Graph> graph;
   std::vector<TensorInfo> inputs, outputs;
   std::vector<const ir::Value*> keep;
@@ -82,6 +90,7 @@ struct Session::Impl {
   }
 
   std::vector<Tensor> run(const std::vector<Tensor>& ins, runtime::ValueMap* kept) {
+    LimitsScope scope(limits);
     bool tensors_only = true;
     for (const Tensor& t : ins) tensors_only = tensors_only && t.kind() == ValueKind::Tensor;
     if (!tensors_only) return exec->run(ins, nullptr, kept);
@@ -103,14 +112,18 @@ struct Session::Impl {
     return outs;
   }
 
-  explicit Impl(std::unique_ptr<ir::Graph> g, const SessionOptions& opts) : graph(std::move(g)) {
+  // `g` was loaded under a LimitsScope of `opts`, which the caller still holds.
+  explicit Impl(std::unique_ptr<ir::Graph> g, const SessionOptions& opts) : limits(limits_of(opts)), graph(std::move(g)) {
     ir::verify(*graph);
     ops::ShapeInference().run(*graph);
+    runtime::check_value_sizes(*graph);  // before the optimizer works with these sizes
     if (opts.opt_level > 0 && opts.keep.empty()) {
       passes::OptimizeOptions o;
       o.level = opts.opt_level;
       passes::optimize(*graph, o);  // re-infers the rewritten graph
     }
+    // Rewrites make new values; a static one over the cap fails here, not at its first run.
+    runtime::check_value_sizes(*graph);
     for (const ir::Value* v : graph->inputs()) inputs.push_back(info_of(*v));
     for (const ir::Value* v : graph->outputs()) outputs.push_back(info_of(*v));
     for (const std::string& name : opts.keep) {
@@ -133,6 +146,7 @@ struct Session::Impl {
       if (!v->type.is_tensor() || !v->type.is_static() || v->type.dtype == DType::String) return;
       dims.push_back(v->type.static_dims());
     }
+    LimitsScope scope(limits);
     plan_for_dims(dims);
   }
 };
@@ -141,11 +155,13 @@ Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
 std::unique_ptr<Session> Session::create(const std::string& model_path, const SessionOptions& opts) {
+  LimitsScope scope(limits_of(opts));
   return std::unique_ptr<Session>(new Session(std::make_unique<Impl>(onnx_fe::load_model(model_path), opts)));
 }
 
 std::unique_ptr<Session> Session::create_from_bytes(const std::string& bytes, const SessionOptions& opts,
                                                     const std::string& model_dir) {
+  LimitsScope scope(limits_of(opts));
   return std::unique_ptr<Session>(
       new Session(std::make_unique<Impl>(onnx_fe::load_model_bytes(bytes, model_dir), opts)));
 }

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <kiln/error.h>
+#include <kiln/limits.h>
 #include <kiln/tensor.h>
 
 #include <cstdint>
@@ -110,10 +111,24 @@ TEST(Tensor, BadDims) {
 TEST(Tensor, AbsurdSizes) {
   const int64_t big = int64_t{1} << 40;
   EXPECT_NE(error_of([&] { Tensor(DType::Float, {big, big}); }).find("overflows"), std::string::npos);
-  EXPECT_NE(error_of([&] { Tensor(DType::Double, {big}); }).find("allocation limit"), std::string::npos);
-  EXPECT_NE(error_of([&] { Tensor(DType::String, {big}); }).find("allocation limit"), std::string::npos);
+  EXPECT_NE(error_of([&] { Tensor(DType::Double, {big}); }).find("more than the memory cap"), std::string::npos);
+  EXPECT_NE(error_of([&] { Tensor(DType::String, {big}); }).find("more than the memory cap"), std::string::npos);
   // A zero extent makes the product 0, even beside huge ones.
   EXPECT_EQ(Tensor(DType::Float, {0, big, big}).numel(), 0);
+}
+
+TEST(Tensor, MemoryCapScope) {
+  Limits small;
+  small.memory_cap_bytes = 1000;
+  {
+    LimitsScope scope(small);
+    EXPECT_EQ(Tensor(DType::Float, {250}).numel(), 250);
+    EXPECT_EQ(error_of([] { Tensor(DType::Float, {251}); }),
+              "tensor float[251] needs 1004 bytes, more than the memory cap of 1000 bytes");
+  }
+  EXPECT_EQ(current_limits().memory_cap_bytes, default_memory_cap_bytes());
+  EXPECT_EQ(Tensor(DType::Float, {251}).numel(), 251);
+  EXPECT_LE(default_memory_cap_bytes(), int64_t{16} << 30);
 }
 
 }  // namespace

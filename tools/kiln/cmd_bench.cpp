@@ -17,6 +17,7 @@ namespace kiln::cli {
 void add_bench_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("bench", "Time a model: session creation, median/min/max latency, arena bytes");
   struct Args {
+    LimitOptions limits;
     std::string model, backend = "cpu";
     int threads = 1, runs = 20, warmup = 3, level = 3, fusion = 3;
     bool tune = false;
@@ -34,8 +35,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
   cmd->add_option("--dim", args->dims, "SYMBOL=N: extent of a symbolic input dim (default 1)");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  args->limits.add_to(cmd);
   cmd->callback([args, &exit_code] {
+    LimitsScope limits(args->limits.limits);
     SessionOptions opts;
+    args->limits.apply(opts);
     opts.threads = args->threads;
     opts.opt_level = args->level;
     opts.fusion_level = args->fusion;

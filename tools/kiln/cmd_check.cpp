@@ -15,6 +15,7 @@ namespace fs = std::filesystem;
 void add_check_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("check", "Run a model folder's test data sets and compare with their reference outputs");
   struct Args {
+    LimitOptions limits;
     std::string dir;
     double rtol = 1e-3, atol = 1e-4;
     int level = 3;
@@ -30,7 +31,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--fusion", args->fusion, "Operator fusion level 0..3 (0 none, 3 all)")
       ->check(CLI::Range(0, 3))
       ->capture_default_str();
+  args->limits.add_to(cmd);
   cmd->callback([args, &exit_code] {
+    LimitsScope limits(args->limits.limits);
     fs::path dir(args->dir), model;
     if (fs::is_regular_file(dir)) {
       model = dir;
@@ -40,6 +43,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     }
     if (!fs::exists(model)) throw Error("no model file '" + model.string() + "'");
     SessionOptions opts;
+    args->limits.apply(opts);
     opts.opt_level = args->level;
     opts.fusion_level = args->fusion;
     opts.tune = args->tune;

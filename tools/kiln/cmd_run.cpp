@@ -16,6 +16,7 @@ namespace kiln::cli {
 void add_run_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("run", "Run a model once (random inputs unless given) and print its outputs");
   struct Args {
+    LimitOptions limits;
     std::string model;
     std::vector<std::string> inputs, dims, keep;
     int count = 8;
@@ -38,8 +39,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--fusion", args->fusion, "Operator fusion level 0..3 (0 none, 3 all)")
       ->check(CLI::Range(0, 3))
       ->capture_default_str();
+  args->limits.add_to(cmd);
   cmd->callback([args, &exit_code] {
+    LimitsScope limits(args->limits.limits);
     SessionOptions opts;
+    args->limits.apply(opts);
     opts.keep = args->keep;
     opts.opt_level = args->level;
     opts.fusion_level = args->fusion;

@@ -1,9 +1,31 @@
 // The kiln command-line program: one file per subcommand, each adding itself to the app.
 // Exit codes: 0 success, 1 a check found a mismatch, 2 any error (bad model, bad input, ...).
 #pragma once
+#include <kiln/session.h>
+
 #include <CLI/CLI.hpp>
 
 namespace kiln::cli {
+
+// --memory-cap and --max-loop-iterations (run, check, bench). The command holds a LimitsScope
+// of them for its whole run, so its own allocations (inputs, test data) obey them too.
+struct LimitOptions {
+  Limits limits;
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("--memory-cap", limits.memory_cap_bytes,
+                    "Largest single allocation the model may cause, in bytes (suffixes KB, MB, GB: powers of 1024)")
+        ->transform(CLI::AsSizeValue(false))
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    cmd->add_option("--max-loop-iterations", limits.max_loop_iterations, "Iterations one Loop node may run")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+  }
+  void apply(SessionOptions& o) const {
+    o.memory_cap_bytes = limits.memory_cap_bytes;
+    o.max_loop_iterations = limits.max_loop_iterations;
+  }
+};
 
 // Each sets `exit_code` when its subcommand runs.
 void add_run_command(CLI::App& app, int& exit_code);
