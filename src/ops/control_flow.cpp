@@ -4,6 +4,8 @@
 // Bodies run through KernelContext::subgraphs, which gives them the enclosing values as outer
 // scope. Loop-carried values may be tensors, sequences or optionals (all one kiln::Tensor);
 // scan outputs are tensors, stacked along a new axis.
+#include <kiln/limits.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -143,12 +145,17 @@ void run_if(KernelContext& ctx) {
 
 // Inputs: M (max trip count), cond, N loop-carried values; body: (iteration, cond, N values)
 // -> (cond, N values, K scan outputs); node outputs: N final values, K stacked scan outputs.
+// By the spec a Loop without M and cond runs forever (the body's cond output is ignored).
+constexpr const char* kNeverEnds =
+    "has neither a trip count (M) nor a condition (cond), so by the ONNX spec it never ends";
+
 void infer_loop(InferContext& ctx) {
   auto body = body_attr(ctx.node(), "body");
   const int n = ctx.num_inputs() - 2;
   if (n < 0) ctx.fail("takes at least 2 inputs (M, cond; either may be empty)");
   const int k = ctx.num_outputs() - n;
   if (k < 0) ctx.fail("has fewer outputs than loop-carried values");
+  if (!ctx.has_input(0) && !ctx.has_input(1)) ctx.fail(kNeverEnds);
   if (static_cast<int>(body->inputs().size()) != 2 + n)
     ctx.fail("body takes " + std::to_string(body->inputs().size()) + " inputs, expected " + std::to_string(2 + n));
   if (static_cast<int>(body->outputs().size()) != 1 + n + k)
@@ -183,6 +190,8 @@ void run_loop(KernelContext& ctx) {
   const int n = ctx.num_inputs() - 2;
   const int k = ctx.num_outputs() - n;
   if (n < 0 || k < 0) ctx.fail("inputs and outputs do not match the loop-carried values");
+  if (!ctx.has_input(0) && !ctx.has_input(1)) ctx.fail(kNeverEnds);
+  const int64_t cap = current_limits().max_loop_iterations;
   int64_t max_trips = std::numeric_limits<int64_t>::max();
   if (ctx.has_input(0)) {
     const Tensor& m = ctx.input(0);
@@ -195,6 +204,9 @@ void run_loop(KernelContext& ctx) {
   for (int j = 0; j < n; ++j) vars.push_back(ctx.input(2 + j));
   std::vector<std::vector<Tensor>> scans(k);
   for (int64_t i = 0; i < max_trips && cond; ++i) {
+    if (i >= cap)
+      ctx.fail("still running after " + std::to_string(cap) +
+               " iterations, the iteration cap (its condition never became false?)");
     std::vector<Tensor> args = {Tensor::scalar<int64_t>(i), Tensor::scalar<bool>(cond)};
     args.insert(args.end(), vars.begin(), vars.end());
     std::vector<Tensor> outs = (*ctx.subgraphs)(*body, args);

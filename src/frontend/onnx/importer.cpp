@@ -4,11 +4,15 @@
 // their parent as the outer scope.
 #include "frontend/onnx/importer.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <kiln/error.h>
 #include <onnx/onnx_pb.h>
 
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <vector>
 
 #include "frontend/onnx/tensor_proto.h"
 
@@ -52,6 +56,41 @@ ir::TensorType type_from_proto(const onnx::TypeProto& tp, const std::string& wha
     }
   }
   return t;
+}
+
+// How deeply a serialized ModelProto nests GraphProtos (the main graph is 1), read with an
+// explicit stack instead of recursion; -1 when the bytes are not well-formed. Used only to
+// explain a failed parse: protobuf refuses messages nested more than 100 deep with a generic
+// error, which a model reaches at about 33 nested If/Loop bodies.
+int graph_nesting(const std::string& bytes) {
+  namespace pb = google::protobuf;
+  using WFL = pb::internal::WireFormatLite;
+  pb::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size()));
+  const pb::Descriptor* graph = onnx::GraphProto::descriptor();
+  struct Frame { const pb::Descriptor* desc; pb::io::CodedInputStream::Limit limit; };
+  std::vector<Frame> stack{{onnx::ModelProto::descriptor(), {}}};
+  int graphs = 0, deepest = 0;
+  while (true) {
+    while (stack.size() > 1 && in.BytesUntilLimit() == 0) {
+      in.PopLimit(stack.back().limit);
+      if (stack.back().desc == graph) --graphs;
+      stack.pop_back();
+    }
+    uint32_t tag = in.ReadTag();
+    if (tag == 0) return stack.size() == 1 && in.ConsumedEntireMessage() ? deepest : -1;
+    const pb::FieldDescriptor* f = stack.back().desc->FindFieldByNumber(WFL::GetTagFieldNumber(tag));
+    if (f && f->type() == pb::FieldDescriptor::TYPE_MESSAGE &&
+        WFL::GetTagWireType(tag) == WFL::WIRETYPE_LENGTH_DELIMITED) {
+      uint32_t len = 0;
+      if (!in.ReadVarint32(&len) || len > static_cast<uint32_t>(std::numeric_limits<int>::max())) return -1;
+      const int left = in.BytesUntilLimit();  // -1 at the top level: no limit but the data's end
+      if (left >= 0 && static_cast<int>(len) > left) return -1;
+      stack.push_back({f->message_type(), in.PushLimit(static_cast<int>(len))});
+      if (f->message_type() == graph) deepest = std::max(deepest, ++graphs);
+    } else if (!WFL::SkipField(&in, tag)) {
+      return -1;
+    }
+  }
 }
 
 class Importer {
@@ -208,7 +247,13 @@ std::unique_ptr<ir::Graph> load_model_bytes(const std::string& bytes, const fs::
                                             const ImportOptions& opts) {
   if (bytes.empty()) throw Error("model file is empty");
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) throw Error("not a valid ONNX model: the protobuf data cannot be parsed (corrupt or truncated file?)");
+  if (!model.ParseFromString(bytes)) {
+    // Deeper than the importer's own limit (which names the graph) but stopped by protobuf's.
+    if (int depth = graph_nesting(bytes); depth - 1 > opts.max_subgraph_depth)
+      throw Error("not a valid ONNX model: subgraphs nested deeper than " + std::to_string(opts.max_subgraph_depth) +
+                  " (" + std::to_string(depth - 1) + " levels)");
+    throw Error("not a valid ONNX model: the protobuf data cannot be parsed (corrupt or truncated file?)");
+  }
   if (!model.has_graph()) throw Error("not a valid ONNX model: it has no graph");
   if (model.ir_version() <= 0 || model.ir_version() > 20)
     throw Error("not a valid ONNX model: ir_version " + std::to_string(model.ir_version()) + " is not supported");
