@@ -19,7 +19,8 @@ struct Result {
 
 Result kiln(const std::string& args) {
   Result r;
-  std::string cmd = std::string("'") + KILN_BINARY + "' " + args + " 2>&1";
+  // timeout: a hang fails the test instead of stalling the suite.
+  std::string cmd = std::string("timeout -k 10 120 '") + KILN_BINARY + "' " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[4096];

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 namespace kiln::testing {
@@ -18,7 +19,10 @@ std::string quote(const std::string& s) {
 }  // namespace
 
 CliResult run_kiln(const std::vector<std::string>& args) {
-  std::string cmd = quote(KILN_BINARY);
+  // A hang in kiln must fail the test, not stall the suite: SIGTERM after the limit, SIGKILL
+  // 10 s later. KILN_TEST_TIMEOUT (seconds) raises it for slow builds (sanitizers, valgrind).
+  const char* limit = std::getenv("KILN_TEST_TIMEOUT");
+  std::string cmd = "timeout -k 10 " + quote(limit && *limit ? limit : "120") + " " + quote(KILN_BINARY);
   for (const std::string& a : args) cmd += " " + quote(a);
   cmd += " 2>&1";
   CliResult r;
@@ -29,6 +33,7 @@ CliResult run_kiln(const std::vector<std::string>& args) {
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
   int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (r.exit_code == 124 || r.exit_code == 128 + 9) r.output += "\n[run_kiln: kiln timed out and was killed]\n";
   return r;
 }
 

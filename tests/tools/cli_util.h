@@ -13,7 +13,8 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs build/kiln with the given arguments (shell-quoted here).
+// Runs build/kiln with the given arguments (shell-quoted here), killed after 120 s
+// (KILN_TEST_TIMEOUT) so a hang fails the test with exit code 124 instead of stalling it.
 CliResult run_kiln(const std::vector<std::string>& args);
 
 // A fresh temporary folder for one test.
