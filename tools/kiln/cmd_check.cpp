@@ -21,12 +21,14 @@ void add_check_command(CLI::App& app, int& exit_code) {
     int level = 3;
     int fusion = 3;
     bool tune = false;
+    std::string backend = "cpu";
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model_dir", args->dir, "Model folder (model.onnx + test_data_set_N/) or the model file in it")->required();
   cmd->add_option("--rtol", args->rtol, "Relative tolerance")->capture_default_str();
   cmd->add_option("--atol", args->atol, "Absolute tolerance")->capture_default_str();
   cmd->add_option("--level", args->level, "Graph optimization level 0..3")->capture_default_str();
+  cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
   cmd->add_flag("--tune", args->tune, "Time the candidate kernels of each node once and keep the fastest (cached)");
   cmd->add_option("--fusion", args->fusion, "Operator fusion level 0..3 (0 none, 3 all)")
       ->check(CLI::Range(0, 3))
@@ -47,6 +49,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     opts.opt_level = args->level;
     opts.fusion_level = args->fusion;
     opts.tune = args->tune;
+    opts.backend = args->backend;
     auto session = Session::create(model.string(), opts);
     auto sets = testdata::find_data_sets(dir);
     if (sets.empty()) throw Error("no test_data_set_* folder in '" + dir.string() + "'");

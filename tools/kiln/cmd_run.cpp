@@ -25,6 +25,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     int level = 3;
     int fusion = 3;
     bool tune = false;
+    std::string backend = "cpu";
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model", args->model, "Model file (.onnx)")->required();
@@ -35,6 +36,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--runs", args->runs, "Run this many times and report the median latency")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed for random inputs")->capture_default_str();
   cmd->add_option("--level", args->level, "Graph optimization level 0..3")->capture_default_str();
+  cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
   cmd->add_flag("--tune", args->tune, "Time the candidate kernels of each node once and keep the fastest (cached)");
   cmd->add_option("--fusion", args->fusion, "Operator fusion level 0..3 (0 none, 3 all)")
       ->check(CLI::Range(0, 3))
@@ -48,6 +50,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     opts.opt_level = args->level;
     opts.fusion_level = args->fusion;
     opts.tune = args->tune;
+    opts.backend = args->backend;
     auto session = Session::create(args->model, opts);
     std::map<std::string, int64_t> dims;
     for (const std::string& d : args->dims) {
