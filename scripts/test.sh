@@ -33,19 +33,27 @@ else
   failures+=("conformance ratchet")
 fi
 
-echo "== model checks"
+echo "== model checks (cpu backend at fusion levels 0-3 and optimizer levels 0/3; reference backend)"
+check() {  # check NAME DIR ARGS...
+  local label=$1 dir=$2
+  shift 2
+  if out=$("$KILN" check "$dir" "$@" 2>&1); then
+    echo "  ok    $label"
+    passed=$((passed + 1))
+  else
+    echo "  FAIL  $label"
+    echo "$out" | sed 's/^/        /'
+    failed=$((failed + 1))
+    failures+=("kiln check $label")
+  fi
+}
 for dir in models/*/ "$SHARED_MODELS"/*/; do
   [ -f "$dir/model.onnx" ] || continue
   name=$(basename "$dir")
-  if out=$("$KILN" check "$dir" 2>&1); then
-    echo "  ok    $name"
-    passed=$((passed + 1))
-  else
-    echo "  FAIL  $name"
-    echo "$out" | sed 's/^/        /'
-    failed=$((failed + 1))
-    failures+=("kiln check $name")
-  fi
+  check "$name" "$dir"
+  for f in 0 1 2; do check "$name --fusion $f" "$dir" --fusion "$f"; done
+  check "$name --level 0 --fusion 3" "$dir" --level 0 --fusion 3
+  check "$name --backend reference" "$dir" --backend reference
 done
 
 if [ ${#failures[@]} -gt 0 ]; then

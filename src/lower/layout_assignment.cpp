@@ -142,6 +142,8 @@ class Rewriter {
     if (!def || (def->pattern != ops::PatternKind::ElemWise && def->pattern != ops::PatternKind::Broadcast))
       return false;
     if (n.num_outputs() != 1 || n.has_attr("axis") || n.has_attr("axes") || n.has_attr("broadcast")) return false;
+    // Per-channel parameters indexed along axis 1, not numpy broadcasting.
+    if (n.op_type() == "BatchNormalization") return false;
     for (const auto& [k, a] : n.attrs)
       if (a.g || !a.graphs.empty()) return false;
     return true;

@@ -115,6 +115,16 @@ TEST(LayoutAssignment, ChannelShuffleAndSliceStayNhwc) {
   }
 }
 
+TEST(LayoutAssignment, BatchNormStaysNchw) {
+  // Unfolded BatchNormalization (optimizer level 0) reads per-channel vectors along axis 1.
+  auto g = assign([](Builder& b) {
+    ir::Value* x = b.in("x", {1, 3, 5, 5});
+    ir::Value* c = b.op("Conv", {x, b.rand({4, 3, 3, 3})}, pad1());
+    b.out(b.op("BatchNormalization", {c, b.rand({4}, 0.5f, 1.5f), b.rand({4}), b.rand({4}), b.rand({4}, 0.5f, 1.5f)}));
+  });
+  EXPECT_EQ(count(*g, "BatchNormalization"), 1);
+}
+
 TEST(LayoutAssignment, NothingToDoWithoutConvs) {
   lower::LayoutStats st;
   assign([](Builder& b) { b.out(b.op("Relu", {b.in("x", {1, 4, 6, 6})})); }, &st);
