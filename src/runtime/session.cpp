@@ -115,6 +115,7 @@ struct Session::Impl {
   // `g` was loaded under a LimitsScope of `opts`, which the caller still holds.
   explicit Impl(std::unique_ptr<ir::Graph> g, const SessionOptions& opts) : limits(limits_of(opts)), graph(std::move(g)) {
     ir::verify(*graph);
+    runtime::check_value_sizes(*graph);  // declared types, before inference multiplies them out
     ops::ShapeInference().run(*graph);
     runtime::check_value_sizes(*graph);  // before the optimizer works with these sizes
     if (opts.opt_level > 0 && opts.keep.empty()) {
