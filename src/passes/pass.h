@@ -34,6 +34,7 @@ std::unique_ptr<Pass> make_pattern_substitution();
 std::unique_ptr<Pass> make_fuse_residual_add();
 std::unique_ptr<Pass> make_fuse_matmul_bias();
 std::unique_ptr<Pass> make_fuse_activation();
+std::unique_ptr<Pass> make_fuse_skip_layernorm();
 std::unique_ptr<Pass> make_variadic_fission(int max_inputs = 8);
 std::unique_ptr<Pass> make_variadic_merge();
 

@@ -38,6 +38,7 @@ PassManager make_pipeline(const OptimizeOptions& o) {
     pm.add(make_fuse_residual_add());
     pm.add(make_fuse_matmul_bias());
     pm.add(make_fuse_activation());
+    pm.add(make_fuse_skip_layernorm());
     pm.add(o.prefer_wide ? make_variadic_merge() : make_variadic_fission(o.variadic_max_inputs));
     pm.add_stage(list(make_dce()));
   }
