@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 SHARED_MODELS ?= ../shared/models
 
-.PHONY: all deps configure build demo test asan tsan clean
+.PHONY: all deps configure build demo test asan tsan fuzz fuzz-run clean
 
 all: build
 
@@ -42,5 +42,16 @@ tsan: deps
 	cmake --build build-tsan -j $(JOBS) --target test_runtime
 	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_runtime --gtest_filter='SessionPlans.*'
 
+# libFuzzer target for load + verify + shape inference + optimizer (fuzz/, build-fuzz/; clang,
+# ASan+UBSan). `make fuzz` builds it; `make fuzz-run FUZZ_TIME=1800` fuzzes (docs/reliability.md).
+FUZZ_TIME ?= 1800
+fuzz:
+	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+	  -DKILN_SANITIZE=fuzzer -DKILN_TESTS=OFF
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_load make_seeds
+
+fuzz-run: fuzz
+	bash scripts/fuzz.sh build-fuzz $(SHARED_MODELS) $(FUZZ_TIME)
+
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

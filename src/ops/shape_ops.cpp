@@ -169,7 +169,7 @@ std::vector<int64_t> resolve_reshape(const std::vector<int64_t>& in, std::vector
       s = shape[i] = in[i];
     }
     if (s < 0) throw Error(node.describe() + ": invalid shape entry " + std::to_string(s));
-    known *= s;
+    known = mul_dims(known, s);
   }
   const int64_t n = product(in);
   if (infer_at >= 0) {

@@ -3,6 +3,7 @@
 // A crash, a hang, a success or a vague message is a bug in kiln, not in the case.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "cli_util.h"
@@ -946,6 +947,26 @@ TEST(BadModel, ExpandToOverflowingShape) {
   expect_error(c.run(), "node 'probe' (Expand): output 'y': float[4294967296,4294967296,16] overflows int64 in bytes");
 }
 
+TEST(BadModel, ReshapeShapeProductOverflowsInt64) {
+  // Found by fuzz/fuzz_load: the requested shape's product was multiplied out unchecked.
+  Case c("reshape_overflow");
+  c.init_i64("shape", {int64_t{1} << 62, 128, -1});
+  one_op(c, "Reshape", {2, 3}, {"shape"});
+  expect_error(c.run(), "node 'probe' (Reshape): shape overflows int64");
+}
+
+TEST(BadModel, FuzzCrashInputs) {
+  // Inputs that crashed fuzz/fuzz_load (docs/reliability.md), kept as they were found.
+  int seen = 0;
+  for (const auto& e : fs::directory_iterator(source_dir() / "tests/tools/fuzz_crashes")) {
+    ++seen;
+    CliResult r = run_kiln({"run", e.path().string()});
+    EXPECT_EQ(r.exit_code, 2) << e.path() << ": " << r.output;
+    EXPECT_EQ(r.output.rfind("kiln: error: ", 0), 0u) << e.path() << ": " << r.output;
+  }
+  EXPECT_GT(seen, 0);
+}
+
 TEST(BadModel, InitializerOverSmallMemoryCap) {
   Case c("init_over_cap");
   c.input("x", {100, 100});
@@ -1085,6 +1106,24 @@ TEST(BadModel, SubgraphsNestedBeyondProtobufLimit) {
   *attr(n, "else_branch", onnx::AttributeProto::GRAPH)->mutable_g() = branch("leaf", 1);
   c.output("y");
   expect_error(c.run(), "not a valid ONNX model: subgraphs nested deeper than 16 (61 levels)");
+}
+
+TEST(BadModel, HangIsKilledByTheTestTimeout) {
+  // run_kiln's own guard: a loop that would spin for minutes fails the test in seconds.
+  Case c("loop_hang");
+  c.input("x", {2, 3});
+  c.init("go", TensorProto::BOOL, {})->add_int32_data(1);
+  auto* n = c.node("Loop", {"", "go", "x"}, {"y"}, "spinner");
+  *attr(n, "body", onnx::AttributeProto::GRAPH)->mutable_g() = pass_through_body();
+  c.output("y");
+  const char* old = std::getenv("KILN_TEST_TIMEOUT");
+  std::string saved = old ? old : "";
+  setenv("KILN_TEST_TIMEOUT", "1", 1);
+  CliResult r = c.run();
+  if (old) setenv("KILN_TEST_TIMEOUT", saved.c_str(), 1);
+  else unsetenv("KILN_TEST_TIMEOUT");
+  EXPECT_EQ(r.exit_code, 124) << r.output;
+  EXPECT_NE(r.output.find("timed out"), std::string::npos) << r.output;
 }
 
 }  // namespace kiln::testing

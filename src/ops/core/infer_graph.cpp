@@ -106,6 +106,13 @@ void ShapeInference::infer_node(ir::Node& n) {
     if (!o) continue;
     o->type = merge(ctx.outputs[i], o->type);
     if (ctx.output_values[i].defined()) known_[o] = ctx.output_values[i];
+    // Later nodes multiply these dims out; a static type whose size overflows stops here.
+    if (o->type.is_tensor() && o->type.is_static() && o->type.dtype != DType::Undefined) {
+      int64_t bytes = static_cast<int64_t>(dtype_size(o->type.dtype));
+      for (const ir::Dim& d : o->type.dims)
+        if (__builtin_mul_overflow(bytes, d.value, &bytes))
+          throw Error(n.describe() + ": output '" + o->name() + "': " + o->type.str() + " overflows int64 in bytes");
+    }
   }
 }
 

@@ -17,9 +17,15 @@ std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t ra
   return out;
 }
 
+int64_t mul_dims(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw Error("shape overflows int64");
+  return r;
+}
+
 int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   int64_t p = 1;
-  for (size_t i = begin; i < std::min(end, dims.size()); ++i) p *= dims[i];
+  for (size_t i = begin; i < std::min(end, dims.size()); ++i) p = mul_dims(p, dims[i]);
   return p;
 }
 

@@ -13,6 +13,10 @@ namespace kiln::ops {
 int64_t normalize_axis(int64_t axis, int64_t rank, const ir::Node& node);
 std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t rank, const ir::Node& node);
 
+// a * b for dims and element counts: model files choose them, so an int64 overflow is a
+// kiln::Error ("shape overflows int64"), not undefined behaviour.
+int64_t mul_dims(int64_t a, int64_t b);
+// Product of dims[begin, end), overflow-checked like mul_dims.
 int64_t product(const std::vector<int64_t>& dims, size_t begin = 0, size_t end = SIZE_MAX);
 // Row-major strides of dims.
 std::vector<int64_t> strides_of(const std::vector<int64_t>& dims);
