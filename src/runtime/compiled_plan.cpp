@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "fusion/anchor_epilogues.h"
 #include "ir/clone.h"
 #include "lower/kernel_selection.h"
 #include "lower/layout_assignment.h"
@@ -88,6 +89,7 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     cp->layout = lower::assign_channels_last(sg);
     if (cp->layout.channels_last_ops > 0) ops::ShapeInference().run(sg);
   }
+  if (backend && fusion_level >= 3 && keep.empty() && fusion::fold_anchor_epilogues(sg)) ops::ShapeInference().run(sg);
   if (backend && fusion_level > 0 && keep.empty()) {
     fusion::FusionOptions fo;
     fo.level = fusion_level;

@@ -1,0 +1,26 @@
+#include "fusion/anchor_epilogues.h"
+
+#include "passes/graph_util.h"
+#include "passes/pass.h"
+#include "passes/pass_manager.h"
+
+namespace kiln::fusion {
+
+bool fold_anchor_epilogues(ir::Graph& g) {
+  std::vector<std::string> names;
+  for (const ir::Value* v : g.outputs()) names.push_back(v->name());
+  passes::PassManager pm;
+  std::vector<std::unique_ptr<passes::Pass>> stage;
+  stage.push_back(passes::make_fuse_residual_add());
+  stage.push_back(passes::make_fuse_matmul_bias());
+  stage.push_back(passes::make_fuse_activation());
+  pm.add_stage(std::move(stage));
+  const bool changed = pm.run(g);
+  if (changed) {
+    passes::remove_dead_nodes(g);
+    passes::restore_output_names(g, names);
+  }
+  return changed;
+}
+
+}  // namespace kiln::fusion
