@@ -12,7 +12,18 @@
 #include <cstdint>
 #include <cstring>
 
+// Sanitizer builds get one plain version: an ifunc resolver runs while the dynamic loader
+// relocates the program, before the sanitizer runtime is up, and its instrumented code crashes.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define KILN_SIMD
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define KILN_SIMD
+#endif
+#endif
+#ifndef KILN_SIMD
 #define KILN_SIMD __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 
 namespace kiln::backends::cpu::simd {
 
