@@ -337,7 +337,8 @@ void kernel_slice(KernelContext& ctx) {
     int64_t s = a.starts[i];
     out_dims[x] = clamp_slice(s, a.ends[i], a.steps[i], in.dim(static_cast<int>(x)), ctx.node());
     if (out_dims[x] > 0) base += s * strides[x];
-    strides[x] *= a.steps[i];
+    // With one element taken the stride is never used, and a huge step would overflow it.
+    if (out_dims[x] > 1) strides[x] *= a.steps[i];
   }
   Tensor& out = ctx.make_output(0, in.dtype(), out_dims);
   copy_strided(in, out, out_dims, strides, base);
