@@ -141,7 +141,8 @@ TEST(BadModel, TruncatedGeneratedModel) {
 
 TEST(BadModel, WrongMagicZip) {
   fs::path d = temp_dir("bad_zip");
-  write_bytes(d / "model.onnx", std::string("PK\x03\x04\x14\x00\x00\x00\x08\x00garbage-zip-payload", 33));
+  static const char zip[] = "PK\x03\x04\x14\x00\x00\x00\x08\x00garbage-zip-payload";
+  write_bytes(d / "model.onnx", std::string(zip, sizeof zip - 1));  // embedded NULs: not strlen
   expect_error(run_kiln({"run", (d / "model.onnx").string()}), "not a valid ONNX model");
 }
 
