@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "fusion/access_plan.h"
 #include "ops/core/registry.h"
 #include "passes/graph_util.h"
 
@@ -88,9 +89,17 @@ bool fuse(ir::Graph& g, const std::vector<ir::Node*>& piece) {
       if (outside) ext_out.push_back(o);
     }
   if (ext_out.empty()) return false;
-  // One iteration shape: every output has the same static shape.
+  // One iteration shape: every output has the same static shape, and the view members
+  // (Reshape, Transpose, ...) fold into strides.
   for (const ir::Value* o : ext_out)
     if (!o->type.is_static() || o->type.static_dims() != ext_out[0]->type.static_dims()) return false;
+  for (ir::Node* n : piece)
+    for (const ir::Value* v : n->outputs())
+      if (v && !v->type.is_static()) return false;
+  if (std::any_of(piece.begin(), piece.end(), [](const ir::Node* n) { return is_view_op(*n); }) &&
+      !plan_access(std::vector<const ir::Node*>(piece.begin(), piece.end()),
+                   std::vector<const ir::Value*>(ext_out.begin(), ext_out.end())))
+    return false;
 
   auto body = std::make_shared<ir::Graph>();
   body->name = "fused_" + piece.front()->name();
@@ -134,12 +143,25 @@ CollapseStats collapse_groups(ir::Graph& g, const FusionOptions& opts,
     if (group.nodes.size() < 2) continue;
     std::vector<ir::Node*> members;
     for (ir::Node* n : group.nodes)
-      if (elementwise_kind(*n) && evaluable(*n)) members.push_back(n);
-    for (const auto& piece : components(members)) {
-      if (piece.size() < 2 || !collapsible(piece, group.nodes)) continue;
-      if (!fuse(g, piece)) continue;
+      if ((elementwise_kind(*n) || is_view_op(*n)) && evaluable(*n)) members.push_back(n);
+    auto try_piece = [&](const std::vector<ir::Node*>& piece) {
+      if (piece.size() < 2 || !collapsible(piece, group.nodes) || !fuse(g, piece)) return false;
       st.fused_nodes += 1;
       st.nodes_folded += static_cast<int>(piece.size());
+      return true;
+    };
+    for (const auto& piece : components(members)) {
+      // Views alone stay the copies (or free reshapes) they are.
+      std::vector<ir::Node*> compute;
+      for (ir::Node* n : piece)
+        if (!is_view_op(*n)) compute.push_back(n);
+      if (compute.empty()) continue;
+      if (compute.size() == piece.size() || try_piece(piece)) {
+        if (compute.size() == piece.size()) try_piece(piece);
+        continue;
+      }
+      // No single loop through the views: fuse the elementwise parts on their own.
+      for (const auto& sub : components(compute)) try_piece(sub);
     }
   }
   if (st.fused_nodes == 0) return st;

@@ -134,5 +134,76 @@ TEST(CollapseGroups, UnsupportedOpsStayApart) {
   EXPECT_EQ(st.fused_nodes, 0);
 }
 
+
+// Bias add, head split and transpose: the views fold into the loop's strides.
+TEST(CollapseGroups, ViewsJoinTheLoop) {
+  auto build = [](Net& n) {
+    auto x = n.in("x", {2, 5, 12});
+    auto a = n.op("Add", "add", {x, n.weight({12})});
+    auto r = n.op("Reshape", "reshape", {a, n.ints({2, 5, 3, 4})});
+    auto t = n.op("Transpose", "transpose", {r}, {{"perm", ir::Attribute::of_ints({0, 2, 1, 3})}});
+    n.out(n.op("Relu", "relu", {t}));
+    n.infer();
+  };
+  Net ref, net;
+  build(ref);
+  build(net);
+  CollapseStats st = collapse_and_check(ref, net);
+  EXPECT_EQ(st.fused_nodes, 1);
+  EXPECT_EQ(st.nodes_folded, 4);
+  EXPECT_EQ(net.g->num_nodes(), 1u);
+}
+
+// Heads merged back after a transpose, then a residual add reading x both ways.
+TEST(CollapseGroups, TransposedReadsAndHeadMerge) {
+  auto build = [](Net& n) {
+    auto x = n.in("x", {2, 3, 5, 4});
+    auto res = n.in("res", {2, 5, 12});
+    auto t = n.op("Transpose", "transpose", {x}, {{"perm", ir::Attribute::of_ints({0, 2, 1, 3})}});
+    auto r = n.op("Reshape", "reshape", {t, n.ints({2, 5, 12})});
+    auto a = n.op("Add", "add", {r, res});
+    n.out(n.op("Tanh", "tanh", {a}));
+    n.infer();
+  };
+  Net ref, net;
+  build(ref);
+  build(net);
+  CollapseStats st = collapse_and_check(ref, net);
+  EXPECT_EQ(st.fused_nodes, 1);
+  EXPECT_EQ(net.g->num_nodes(), 1u);
+}
+
+// No single loop through a misaligned reshape: the elementwise part still fuses on its own.
+TEST(CollapseGroups, ViewsWithoutAPlanStayOutside) {
+  auto build = [](Net& n) {
+    auto x = n.in("x", {6, 4});
+    auto s = n.op("Sigmoid", "sigmoid", {n.op("Relu", "relu", {x})});
+    auto r = n.op("Reshape", "reshape", {s, n.ints({4, 6})});
+    n.out(n.op("Transpose", "transpose", {r}));
+    n.infer();
+  };
+  Net ref, net;
+  build(ref);
+  build(net);
+  CollapseStats st = collapse_and_check(ref, net);
+  EXPECT_EQ(st.fused_nodes, 1);
+  EXPECT_EQ(st.nodes_folded, 2);
+  EXPECT_EQ(count(*net.g, "Transpose"), 1);
+}
+
+// Views alone are copies (or free reshapes) already; they do not become a fused node.
+TEST(CollapseGroups, ViewsAloneStayAsTheyAre) {
+  auto build = [](Net& n) {
+    auto x = n.in("x", {2, 5, 12});
+    auto r = n.op("Reshape", "reshape", {x, n.ints({2, 5, 3, 4})});
+    n.out(n.op("Transpose", "transpose", {r}, {{"perm", ir::Attribute::of_ints({0, 2, 1, 3})}}));
+    n.infer();
+  };
+  Net ref, net;
+  build(ref);
+  build(net);
+  EXPECT_EQ(collapse_and_check(ref, net).fused_nodes, 0);
+}
+
 }  // namespace
 }  // namespace kiln::fusion::testing

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "backends/cpu/parallel.h"
+#include "fusion/access_plan.h"
 #include "backends/cpu/simd.h"
 
 namespace kiln::backends::cpu {
@@ -152,6 +153,7 @@ std::optional<Decoded> decode(const ir::Node& n) {
 }  // namespace
 
 bool elementwise_supported(const ir::Node& node) {
+  if (fusion::is_view_op(node)) return is_float(node.input(0)) && is_float(node.output(0));
   auto d = decode(node);
   if (!d) return false;
   for (int i = 0; i < d->data_inputs; ++i)
@@ -160,22 +162,28 @@ bool elementwise_supported(const ir::Node& node) {
 }
 
 struct ElementwiseProgram::Impl {
-  // Sources: 0..n_inputs-1 are run()'s inputs, then constants.
-  int n_inputs = 0;
-  std::vector<const float*> const_data;
+  // Slots 0..n_sources-1 hold the operands (a run() input or a constant, read through a view).
+  struct Operand {
+    int input = -1;                   // run()'s input, or -1 for a constant
+    const float* constant = nullptr;
+    int64_t offset = 0;
+    std::vector<int64_t> outer_strides;  // per outer dim of the iteration space
+    int64_t inner_stride = 1;            // 1: read in place, 0: one value per row, else gathered
+  };
+  std::vector<Operand> operands;
   std::vector<Step> steps;
-  int n_slots = 0;  // slot i < n_sources holds source i
+  int n_slots = 0;
   int n_sources = 0;
   std::vector<int> output_slot;  // per run() output
-  // Iteration space, collapsed: outer dims then the inner (contiguous) run of length `inner`.
+  std::vector<std::vector<int64_t>> out_outer_strides;
+  std::vector<int64_t> out_inner_stride;
+  // Iteration space, collapsed: outer dims then the inner run of length `inner`.
   std::vector<int64_t> outer_dims;
   int64_t inner = 1;
-  // Per source: stride of each outer dim (elements), and whether the inner run is contiguous
-  // (stride 1) or one broadcast value (stride 0).
-  std::vector<std::vector<int64_t>> outer_strides;
-  std::vector<bool> inner_contiguous;
   int64_t total = 0;
 
+  void for_tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end,
+                 const TileFn& fn) const;
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs, int threads) const;
 };
 
@@ -185,47 +193,68 @@ std::unique_ptr<ElementwiseProgram> ElementwiseProgram::compile(const std::vecto
                                                                 const std::vector<const ir::Value*>& inputs,
                                                                 const std::vector<const ir::Value*>& outputs) {
   auto impl = std::make_unique<Impl>();
-  if (outputs.empty() || !is_float(outputs[0])) return nullptr;
-  const std::vector<int64_t> D = outputs[0]->type.static_dims();
+  if (outputs.empty()) return nullptr;
   for (const ir::Value* o : outputs)
-    if (!is_float(o) || o->type.static_dims() != D) return nullptr;
-  const int r = static_cast<int>(D.size());
-
-  std::unordered_map<const ir::Value*, int> slot;
-  std::vector<const ir::Value*> sources;
-  for (const ir::Value* v : inputs) {
-    if (!is_float(v)) return nullptr;
-    slot[v] = static_cast<int>(sources.size());
-    sources.push_back(v);
-  }
-  impl->n_inputs = static_cast<int>(inputs.size());
-  // Constants read as data become sources too.
+    if (!is_float(o)) return nullptr;
   std::vector<std::optional<Decoded>> decoded;
   for (const ir::Node* n : nodes) {
+    if (fusion::is_view_op(*n)) {
+      if (!is_float(n->input(0)) || !is_float(n->output(0))) return nullptr;
+      decoded.push_back(std::nullopt);
+      continue;
+    }
     auto d = decode(*n);
     if (!d) return nullptr;
-    for (int i = 0; i < d->data_inputs; ++i) {
-      const ir::Value* v = n->input(i);
-      if (!is_float(v)) return nullptr;
-      if (slot.count(v)) continue;
-      if (!v->is_constant()) continue;  // produced by an earlier node
-      slot[v] = static_cast<int>(sources.size());
-      sources.push_back(v);
-      impl->const_data.push_back(v->constant().data<float>());
-    }
+    for (int i = 0; i < d->data_inputs; ++i)
+      if (!is_float(n->input(i))) return nullptr;
     decoded.push_back(d);
   }
-  impl->n_sources = static_cast<int>(sources.size());
+  const auto plan = fusion::plan_access(nodes, outputs);
+  if (!plan) return nullptr;
+
+  // Operands: the plan's reads of group inputs and constants that are data (not Clip bounds
+  // or Pow exponents, which decode() already took).
+  std::unordered_map<const ir::Value*, int> input_index;
+  for (size_t i = 0; i < inputs.size(); ++i) input_index[inputs[i]] = static_cast<int>(i);
+  std::vector<int> operand_slot(plan->operands.size(), -1);
+  std::vector<const fusion::Access*> access;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const int data_inputs = decoded[k] ? decoded[k]->data_inputs : 1;
+    for (int i = 0; i < data_inputs; ++i) {
+      auto r = plan->reads.find({nodes[k], i});
+      if (r == plan->reads.end() || operand_slot[r->second] >= 0) continue;
+      const auto& op = plan->operands[r->second];
+      Impl::Operand o;
+      if (auto it = input_index.find(op.source); it != input_index.end()) o.input = it->second;
+      else if (op.source->is_constant() && is_float(op.source)) o.constant = op.source->constant().data<float>();
+      else return nullptr;
+      o.offset = op.access.offset;
+      operand_slot[r->second] = static_cast<int>(impl->operands.size());
+      impl->operands.push_back(o);
+      access.push_back(&op.access);
+      if (impl->operands.size() >= kMaxSlots) return nullptr;
+    }
+  }
+  impl->n_sources = static_cast<int>(impl->operands.size());
+
+  std::unordered_map<const ir::Value*, int> slot;  // computed values (and views of them)
   int next = impl->n_sources;
   for (size_t k = 0; k < nodes.size(); ++k) {
     const ir::Node* n = nodes[k];
-    const Decoded& d = *decoded[k];
     auto src = [&](int i) -> int {
+      if (auto r = plan->reads.find({n, i}); r != plan->reads.end()) return operand_slot[r->second];
       auto it = slot.find(n->input(i));
       return it == slot.end() ? -1 : it->second;
     };
+    if (!decoded[k]) {  // a view: same tile, other indices
+      const int s = src(0);
+      if (s < 0) continue;  // nothing reads it
+      slot[n->output(0)] = s;
+      continue;
+    }
+    const Decoded& d = *decoded[k];
     int acc = src(0);
-    if (acc < 0) return nullptr;
+    if (acc < 0) continue;
     if (d.arity == 1) {
       impl->steps.push_back({d.op, next, acc, -1, d.p0, d.p1});
       acc = next++;
@@ -249,39 +278,21 @@ std::unique_ptr<ElementwiseProgram> ElementwiseProgram::compile(const std::vecto
     if (it == slot.end()) return nullptr;
     impl->output_slot.push_back(it->second);
   }
+  for (const auto& a : plan->outputs) access.push_back(&a);
 
-  // Strides of each source in the iteration space (0 where it broadcasts).
-  std::vector<std::vector<int64_t>> strides;
-  for (const ir::Value* v : sources) {
-    std::vector<int64_t> sd = v->type.static_dims();
-    if (static_cast<int>(sd.size()) > r) return nullptr;
-    sd.insert(sd.begin(), r - sd.size(), 1);
-    std::vector<int64_t> st(r, 0);
-    int64_t s = 1;
-    for (int i = r - 1; i >= 0; --i) {
-      if (sd[i] != 1 && sd[i] != D[i]) return nullptr;
-      st[i] = sd[i] == 1 ? 0 : s;
-      s *= sd[i];
-    }
-    strides.push_back(st);
-  }
-  // Merge neighbouring dims where every source either runs through both contiguously or
-  // broadcasts over both; the last merged dim is the inner run.
+  // Merge neighbouring dims wherever every operand and output steps through both as one.
+  const std::vector<int64_t>& D = plan->dims;
   std::vector<int64_t> dims;
-  std::vector<std::vector<int64_t>> cs(sources.size());
-  for (int i = 0; i < r; ++i) {
-    if (D[i] == 1) continue;
+  std::vector<std::vector<int64_t>> cs(access.size());
+  for (size_t i = 0; i < D.size(); ++i) {
     bool merge = !dims.empty();
-    for (size_t s = 0; s < sources.size() && merge; ++s) {
-      const int64_t prev = cs[s].back(), cur = strides[s][i];
-      merge = (prev == 0 && cur == 0) || (cur != 0 && prev == cur * D[i]);
-    }
+    for (size_t s = 0; s < access.size() && merge; ++s) merge = cs[s].back() == access[s]->strides[i] * D[i];
     if (merge) {
       dims.back() *= D[i];
-      for (size_t s = 0; s < sources.size(); ++s) cs[s].back() = strides[s][i];
+      for (size_t s = 0; s < access.size(); ++s) cs[s].back() = access[s]->strides[i];
     } else {
       dims.push_back(D[i]);
-      for (size_t s = 0; s < sources.size(); ++s) cs[s].push_back(strides[s][i]);
+      for (size_t s = 0; s < access.size(); ++s) cs[s].push_back(access[s]->strides[i]);
     }
   }
   if (dims.empty()) {  // a single element
@@ -292,9 +303,15 @@ std::unique_ptr<ElementwiseProgram> ElementwiseProgram::compile(const std::vecto
   impl->outer_dims.assign(dims.begin(), dims.end() - 1);
   impl->total = 1;
   for (int64_t d : D) impl->total *= d;
-  for (size_t s = 0; s < sources.size(); ++s) {
-    impl->inner_contiguous.push_back(cs[s].back() != 0);
-    impl->outer_strides.push_back(std::vector<int64_t>(cs[s].begin(), cs[s].end() - 1));
+  for (size_t s = 0; s < access.size(); ++s) {
+    std::vector<int64_t> outer(cs[s].begin(), cs[s].end() - 1);
+    if (s < impl->operands.size()) {
+      impl->operands[s].outer_strides = std::move(outer);
+      impl->operands[s].inner_stride = cs[s].back();
+    } else {
+      impl->out_outer_strides.push_back(std::move(outer));
+      impl->out_inner_stride.push_back(cs[s].back());
+    }
   }
   auto p = std::unique_ptr<ElementwiseProgram>(new ElementwiseProgram());
   p->impl_ = std::move(impl);
@@ -306,49 +323,96 @@ void ElementwiseProgram::run(const std::vector<const Tensor*>& inputs, const std
   impl_->run(inputs, outputs, threads);
 }
 
-void ElementwiseProgram::Impl::run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
-                                   int threads) const {
-  std::vector<const float*> base(n_sources);
-  for (int s = 0; s < n_sources; ++s) base[s] = s < n_inputs ? inputs[s]->data<float>() : const_data[s - n_inputs];
-  std::vector<float*> out(outputs.size());
-  for (size_t k = 0; k < outputs.size(); ++k) out[k] = outputs[k]->data<float>();
-  int64_t rows = 1;
-  for (int64_t d : outer_dims) rows *= d;
-  const int nd = static_cast<int>(outer_dims.size());
+int64_t ElementwiseProgram::rows() const {
+  int64_t r = 1;
+  for (int64_t d : impl_->outer_dims) r *= d;
+  return r;
+}
 
-  // Whole rows per task: a row's tiles share the broadcast values. Small tensors stay on one
-  // thread: waking the team costs more than the work.
-  parallel_for(rows, total >= (1 << 16) ? threads : 1, [&](int64_t row_begin, int64_t row_end) {
+int64_t ElementwiseProgram::row_length() const { return impl_->inner; }
+
+void ElementwiseProgram::for_tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end,
+                                   const TileFn& fn) const {
+  impl_->for_tiles(inputs, row_begin, row_end, fn);
+}
+
+void ElementwiseProgram::Impl::for_tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin,
+                                         int64_t row_end, const TileFn& fn) const {
+  const float* base[kMaxSlots];
+  for (int s = 0; s < n_sources; ++s)
+    base[s] = (operands[s].input >= 0 ? inputs[operands[s].input]->data<float>() : operands[s].constant) +
+              operands[s].offset;
+  const int nd = static_cast<int>(outer_dims.size());
+  alignas(64) float tiles[kMaxSlots][kTile];
+  const float* ptr[kMaxSlots];
+  const float* result[kMaxSlots];
   for (int64_t row = row_begin; row < row_end; ++row) {
-    alignas(64) float tiles[kMaxSlots][kTile];
-    const float* ptr[kMaxSlots];
-    // Source offsets of this row.
     int64_t off[kMaxSlots] = {};
     int64_t rem = row;
     for (int d = nd - 1; d >= 0; --d) {
       const int64_t idx = rem % outer_dims[d];
       rem /= outer_dims[d];
-      for (int s = 0; s < n_sources; ++s) off[s] += idx * outer_strides[s][d];
+      for (int s = 0; s < n_sources; ++s) off[s] += idx * operands[s].outer_strides[d];
     }
     for (int s = 0; s < n_sources; ++s)
-      if (!inner_contiguous[s]) {
+      if (operands[s].inner_stride == 0) {
         std::fill(tiles[s], tiles[s] + std::min(inner, kTile), base[s][off[s]]);
         ptr[s] = tiles[s];
       }
     for (int64_t c = 0; c < inner; c += kTile) {
       const int64_t n = std::min(kTile, inner - c);
-      for (int s = 0; s < n_sources; ++s)
-        if (inner_contiguous[s]) ptr[s] = base[s] + off[s] + c;
+      for (int s = 0; s < n_sources; ++s) {
+        const int64_t st = operands[s].inner_stride;
+        if (st == 1) {
+          ptr[s] = base[s] + off[s] + c;
+        } else if (st != 0) {  // a transposed read
+          const float* b = base[s] + off[s] + c * st;
+          for (int64_t j = 0; j < n; ++j) tiles[s][j] = b[j * st];
+          ptr[s] = tiles[s];
+        }
+      }
       for (const Step& st : steps) {
         float* dst = tiles[st.dst];
         if (st.b < 0) unary(st.op, ptr[st.a], dst, n, st.p0, st.p1);
         else binary(st.op, ptr[st.a], ptr[st.b], dst, n);
         ptr[st.dst] = dst;
       }
-      for (size_t k = 0; k < out.size(); ++k)
-        std::memcpy(out[k] + row * inner + c, ptr[output_slot[k]], static_cast<size_t>(n) * sizeof(float));
+      for (size_t k = 0; k < output_slot.size(); ++k) result[k] = ptr[output_slot[k]];
+      fn(row, c, n, result);
     }
   }
+}
+
+void ElementwiseProgram::Impl::run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+                                   int threads) const {
+  std::vector<float*> out(outputs.size());
+  for (size_t k = 0; k < outputs.size(); ++k) out[k] = outputs[k]->data<float>();
+  int64_t rows = 1;
+  for (int64_t d : outer_dims) rows *= d;
+  const int nd = static_cast<int>(outer_dims.size());
+  // Whole rows per task: a row's tiles share the broadcast values. Small tensors stay on one
+  // thread: waking the team costs more than the work.
+  parallel_for(rows, total >= (1 << 16) ? threads : 1, [&](int64_t row_begin, int64_t row_end) {
+    int64_t cached_row = -1;
+    std::vector<int64_t> off(out.size());
+    for_tiles(inputs, row_begin, row_end, [&](int64_t row, int64_t c, int64_t n, const float* const* vals) {
+      if (row != cached_row) {
+        cached_row = row;
+        std::fill(off.begin(), off.end(), 0);
+        int64_t rem = row;
+        for (int d = nd - 1; d >= 0; --d) {
+          const int64_t idx = rem % outer_dims[d];
+          rem /= outer_dims[d];
+          for (size_t k = 0; k < out.size(); ++k) off[k] += idx * out_outer_strides[k][d];
+        }
+      }
+      for (size_t k = 0; k < out.size(); ++k) {
+        const int64_t st = out_inner_stride[k];
+        float* o = out[k] + off[k] + c * st;
+        if (st == 1) std::memcpy(o, vals[k], static_cast<size_t>(n) * sizeof(float));
+        else for (int64_t j = 0; j < n; ++j) o[j * st] = vals[k][j];
+      }
+    });
   });
 }
 

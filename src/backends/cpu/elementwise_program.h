@@ -4,12 +4,15 @@
 // intermediates in a few KiB of tiles that never leave L1. Single elementwise nodes run on
 // the same evaluator as one-step programs.
 //
-//   sources: body inputs and constants, each broadcast to the iteration shape by strides
+//   sources: body inputs and constants, each read through strides over the iteration space
+//            (broadcast dims stride 0; Reshape/Transpose/Expand members fold into the strides,
+//            see src/fusion/access_plan.h)
 //   steps:   t3 = Mul(t0, t1); t4 = Sigmoid(t3); t5 = Add(t4, t2)      (tile registers)
 //   outputs: t5 -> out0
 #pragma once
 #include <kiln/tensor.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -30,6 +33,16 @@ class ElementwiseProgram {
                                                      const std::vector<const ir::Value*>& inputs,
                                                      const std::vector<const ir::Value*>& outputs);
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs, int threads) const;
+
+  // The iteration space as rows of row_length() elements (row-major over the outputs' shape).
+  int64_t rows() const;
+  int64_t row_length() const;
+  // Computes rows [row_begin, row_end) tile by tile without writing them anywhere: `fn(row, c,
+  // n, values)` gets elements [c, c+n) of the row, values[k] for the k-th output. For kernels
+  // that consume the values themselves (a reduction over a fused prologue).
+  using TileFn = std::function<void(int64_t row, int64_t c, int64_t n, const float* const* values)>;
+  void for_tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end,
+                 const TileFn& fn) const;
   ~ElementwiseProgram();
 
   struct Impl;
