@@ -52,7 +52,8 @@ class Backend {
   void set_tuning(TuneOptions t) { tune_ = std::move(t); }
   // Whether convolutions and pooling should run on NHWC activations (src/lower/layout_assignment.h).
   virtual bool prefers_channels_last() const { return false; }
-  // Whether this node may join a kiln.FusedElementwise group this backend runs as one kernel.
+  // Whether this node may join a fused group this backend runs as one kernel: a
+  // kiln.FusedElementwise member, or the reduction ending a kiln.FusedReduce.
   virtual bool can_fuse(const ir::Node&) const { return false; }
   // Called on the thread about to run a program with this backend's kernels (per-thread
   // runtime settings such as the OpenMP team size live there).

@@ -188,10 +188,12 @@ std::optional<AccessPlan> Planner::run(const std::vector<const ir::Node*>& nodes
   AccessPlan plan;
   std::vector<int> position(size_.size(), -1);
   int p = 0;
-  for (const auto& d : layout_.at(outputs[0]))
-    for (int a : d) {
+  const Layout& ol = layout_.at(outputs[0]);
+  for (size_t k = 0; k < ol.size(); ++k)
+    for (int a : ol[k]) {
       position[a] = p++;
       plan.dims.push_back(size_[a]);
+      plan.output_dim.push_back(static_cast<int>(k));
     }
   // Every live atom is one of the output's: atoms only come from the output and its splits.
   auto check = [&](const Layout& l) {

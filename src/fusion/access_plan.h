@@ -41,6 +41,7 @@ struct Access {
 
 struct AccessPlan {
   std::vector<int64_t> dims;  // the iteration space, row-major; outputs are written in this order
+  std::vector<int> output_dim;  // per iteration dim: the dim of the outputs' shape it is part of
   struct Operand {
     const ir::Value* source;  // a value no body node produces (a group input or a constant)
     Access access;

@@ -20,6 +20,11 @@ bool elementwise_kind(const ir::Node& n) {
   return def && (def->pattern == ops::PatternKind::ElemWise || def->pattern == ops::PatternKind::Broadcast);
 }
 
+bool reduce_kind(const ir::Node& n) {
+  const ops::OpDef* def = ops::Registry::instance().find(n.domain(), n.op_type());
+  return def && def->pattern == ops::PatternKind::CommReduce;
+}
+
 // Connected pieces of `members` (edges between members only), each in topological order.
 std::vector<std::vector<ir::Node*>> components(const std::vector<ir::Node*>& members) {
   std::unordered_map<ir::Node*, int> parent;
@@ -72,7 +77,9 @@ bool collapsible(const std::vector<ir::Node*>& piece, const std::vector<ir::Node
   return true;
 }
 
-bool fuse(ir::Graph& g, const std::vector<ir::Node*>& piece) {
+// Replaces `piece` by one kiln.FusedElementwise node, or by a kiln.FusedReduce when `reduce`
+// (the group's sink, last in the piece) ends it.
+bool fuse(ir::Graph& g, const std::vector<ir::Node*>& piece, const ir::Node* reduce = nullptr) {
   std::unordered_set<const ir::Node*> in_piece(piece.begin(), piece.end());
   std::vector<ir::Value*> ext_in, ext_out;
   std::set<const ir::Value*> seen_in;
@@ -96,10 +103,18 @@ bool fuse(ir::Graph& g, const std::vector<ir::Node*>& piece) {
   for (ir::Node* n : piece)
     for (const ir::Value* v : n->outputs())
       if (v && !v->type.is_static()) return false;
-  if (std::any_of(piece.begin(), piece.end(), [](const ir::Node* n) { return is_view_op(*n); }) &&
-      !plan_access(std::vector<const ir::Node*>(piece.begin(), piece.end()),
-                   std::vector<const ir::Value*>(ext_out.begin(), ext_out.end())))
+  if (reduce) {
+    // The prologue computes the reduction's input in one loop; only the reduction's output leaves.
+    if (ext_out.size() != 1 || ext_out[0] != reduce->output(0) || piece.back() != reduce) return false;
+    const ir::Value* r_in = reduce->input(0);
+    if (!r_in->producer() || !in_piece.count(r_in->producer()) ||
+        !plan_access(std::vector<const ir::Node*>(piece.begin(), piece.end() - 1), {r_in}))
+      return false;
+  } else if (std::any_of(piece.begin(), piece.end(), [](const ir::Node* n) { return is_view_op(*n); }) &&
+             !plan_access(std::vector<const ir::Node*>(piece.begin(), piece.end()),
+                          std::vector<const ir::Value*>(ext_out.begin(), ext_out.end()))) {
     return false;
+  }
 
   auto body = std::make_shared<ir::Graph>();
   body->name = "fused_" + piece.front()->name();
@@ -125,7 +140,7 @@ bool fuse(ir::Graph& g, const std::vector<ir::Node*>& piece) {
   std::vector<ir::Value*> new_outs;
   for (ir::Value* o : ext_out) new_outs.push_back(passes::add_value_like(g, o, o->name()));
   passes::use_kiln_domain(g);
-  g.add_node("FusedElementwise", ext_in, new_outs, {{"body", ir::Attribute::of_graph(body)}},
+  g.add_node(reduce ? "FusedReduce" : "FusedElementwise", ext_in, new_outs, {{"body", ir::Attribute::of_graph(body)}},
              g.unique_name("fused_" + piece.front()->name()), "kiln");
   for (size_t i = 0; i < ext_out.size(); ++i) g.replace_all_uses(ext_out[i], new_outs[i]);
   return true;
@@ -144,24 +159,33 @@ CollapseStats collapse_groups(ir::Graph& g, const FusionOptions& opts,
     std::vector<ir::Node*> members;
     for (ir::Node* n : group.nodes)
       if ((elementwise_kind(*n) || is_view_op(*n)) && evaluable(*n)) members.push_back(n);
-    auto try_piece = [&](const std::vector<ir::Node*>& piece) {
-      if (piece.size() < 2 || !collapsible(piece, group.nodes) || !fuse(g, piece)) return false;
+    // A reduction only ends a group (the partitioner's rule): it takes its prologue along.
+    ir::Node* reduce = group.nodes.back();
+    if (reduce_kind(*reduce) && evaluable(*reduce)) members.push_back(reduce);
+    else reduce = nullptr;
+    auto try_piece = [&](const std::vector<ir::Node*>& piece, const ir::Node* r) {
+      if (piece.size() < 2 || !collapsible(piece, group.nodes) || !fuse(g, piece, r)) return false;
       st.fused_nodes += 1;
       st.nodes_folded += static_cast<int>(piece.size());
       return true;
     };
-    for (const auto& piece : components(members)) {
+    auto try_elementwise = [&](const std::vector<ir::Node*>& piece) {
       // Views alone stay the copies (or free reshapes) they are.
       std::vector<ir::Node*> compute;
       for (ir::Node* n : piece)
         if (!is_view_op(*n)) compute.push_back(n);
-      if (compute.empty()) continue;
-      if (compute.size() == piece.size() || try_piece(piece)) {
-        if (compute.size() == piece.size()) try_piece(piece);
+      if (compute.empty() || try_piece(piece, nullptr) || compute.size() == piece.size()) return;
+      // No single loop through the views: fuse the elementwise parts on their own.
+      for (const auto& sub : components(compute)) try_piece(sub, nullptr);
+    };
+    for (auto piece : components(members)) {
+      if (!reduce || piece.back() != reduce) {
+        try_elementwise(piece);
         continue;
       }
-      // No single loop through the views: fuse the elementwise parts on their own.
-      for (const auto& sub : components(compute)) try_piece(sub);
+      if (try_piece(piece, reduce)) continue;
+      piece.pop_back();
+      for (const auto& sub : components(piece)) try_elementwise(sub);
     }
   }
   if (st.fused_nodes == 0) return st;

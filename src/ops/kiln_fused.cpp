@@ -11,6 +11,9 @@
 //   FusedElementwise(inputs...) -> outputs...   a fusion group of elementwise/broadcast ops
 //       (src/fusion/collapse_groups.cpp) held in its `body` graph, whose inputs and outputs are
 //       the node's; the CPU backend evaluates it tile by tile without writing intermediates.
+//       Reshape/Transpose/Expand/Squeeze/Unsqueeze/Flatten members are views it reads through.
+//   FusedReduce(inputs...) -> output   the same, with a body that ends in a ReduceSum/Mean/
+//       Max/Min whose output is the node's: a reduction with its elementwise prologue.
 //   NhwcMaxPool / NhwcAveragePool / NhwcGlobalAveragePool / NhwcGlobalMaxPool   the ai.onnx
 //       pooling op (its attributes, one output) on an NHWC tensor. The layout assignment
 //       (src/lower/layout_assignment.cpp) forms these and channels_last FusedConv.
@@ -375,6 +378,10 @@ void fused_elementwise_kernel(KernelContext& ctx) {
 KILN_REGISTER_OPS(kiln_fused) {
   reg.add({.name = "FusedElementwise", .domain = "kiln", .min_inputs = 0, .max_inputs = -1, .min_outputs = 1,
            .max_outputs = -1, .pattern = PatternKind::Opaque, .infer = infer_fused_elementwise,
+           .kernel = fused_elementwise_kernel});
+  // A reduction with its prologue: the body ends in the reduction, whose output is the node's.
+  reg.add({.name = "FusedReduce", .domain = "kiln", .min_inputs = 0, .max_inputs = -1, .min_outputs = 1,
+           .max_outputs = 1, .pattern = PatternKind::Opaque, .infer = infer_fused_elementwise,
            .kernel = fused_elementwise_kernel});
   for (const char* base : {"Conv", "Gemm", "MatMul"})
     reg.add({.name = std::string("Fused") + base, .domain = "kiln", .min_inputs = 2,

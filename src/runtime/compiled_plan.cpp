@@ -9,6 +9,7 @@
 #include "ir/clone.h"
 #include "lower/kernel_selection.h"
 #include "lower/layout_assignment.h"
+#include "lower/materialize_constants.h"
 #include "ops/core/infer_graph.h"
 
 namespace kiln::runtime {
@@ -34,7 +35,7 @@ namespace {
 bool all_static(const ir::Node& n) {
   // A fused group's body is data for its kernel; other subgraphs (If, Loop) run on the
   // reference executor.
-  const bool fused = n.domain() == "kiln" && n.op_type() == "FusedElementwise";
+  const bool fused = n.domain() == "kiln" && (n.op_type() == "FusedElementwise" || n.op_type() == "FusedReduce");
   for (const auto& [k, a] : n.attrs)
     if (!fused && (a.g || !a.graphs.empty())) return false;
   for (const ir::Value* v : n.inputs())
@@ -85,6 +86,7 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
   // Static dims inferred from the bound inputs win over the symbolic ones already there.
   ops::ShapeInference().run(sg);
   check_value_sizes(sg);  // before lowering, which multiplies the dims out unchecked
+  if (backend && keep.empty()) lower::materialize_constants(sg);
   if (backend && backend->prefers_channels_last() && keep.empty()) {
     cp->layout = lower::assign_channels_last(sg);
     if (cp->layout.channels_last_ops > 0) ops::ShapeInference().run(sg);

@@ -49,7 +49,7 @@ CollapseStats collapse_and_check(Net& ref_net, Net& net, int level = 3) {
   for (size_t k = 0; k < a.size() && k < b.size(); ++k)
     for (int64_t i = 0; i < a[k].numel(); ++i) EXPECT_NEAR(b[k].data<float>()[i], a[k].data<float>()[i], 1e-5);
   for (const ir::Node* n : net.g->nodes()) {
-    if (n->op_type() != "FusedElementwise") continue;
+    if (n->op_type() != "FusedElementwise" && n->op_type() != "FusedReduce") continue;
     auto kernel = backend->create(*n);
     EXPECT_TRUE(kernel) << n->name();
     if (!kernel) continue;
@@ -203,6 +203,71 @@ TEST(CollapseGroups, ViewsAloneStayAsTheyAre) {
   build(ref);
   build(net);
   EXPECT_EQ(collapse_and_check(ref, net).fused_nodes, 0);
+}
+
+
+// Softmax's middle part: exp(x - max) summed over the last axis, one kernel.
+TEST(CollapseGroups, ReductionTakesItsPrologue) {
+  auto build = [](Net& n) {
+    auto x = n.in("x", {3, 7, 300});
+    auto m = n.in("m", {3, 7, 1});
+    auto e = n.op("Exp", "exp", {n.op("Sub", "sub", {x, m})});
+    n.out(n.op("ReduceSum", "sum", {e, n.ints({-1})}));
+    n.infer();
+  };
+  Net ref, net;
+  build(ref);
+  build(net);
+  CollapseStats st = collapse_and_check(ref, net);
+  EXPECT_EQ(st.fused_nodes, 1);
+  EXPECT_EQ(st.nodes_folded, 3);
+  EXPECT_EQ(count(*net.g, "FusedReduce"), 1);
+  EXPECT_EQ(net.g->num_nodes(), 1u);
+}
+
+// Variance over a middle axis (kept axes on both sides), mean and max over leading axes, with
+// a transposed read in the prologue.
+TEST(CollapseGroups, ReductionsOverOtherAxes) {
+  for (const char* op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceSum"})
+    for (std::vector<int64_t> axes : std::vector<std::vector<int64_t>>{{1}, {0}, {0, 1}, {1, 2}, {2}}) {
+      auto build = [&](Net& n) {
+        n.g->opsets[""] = 18;
+        auto x = n.in("x", {5, 6, 33});
+        auto mu = n.in("mu", {5, 1, 33});
+        auto y = n.in("y", {33, 6, 5});
+        auto d = n.op("Sub", "sub", {x, mu});
+        auto t = n.op("Transpose", "transpose", {y});
+        auto s = n.op("Mul", "mul", {n.op("Mul", "sq", {d, d}), t});
+        n.out(n.op(op, "reduce", {s, n.ints(axes)}, {{"keepdims", ir::Attribute::of_int(axes.size() == 1)}}));
+        n.infer();
+      };
+      Net ref, net;
+      build(ref);
+      build(net);
+      SCOPED_TRACE(std::string(op) + " axes " + std::to_string(axes[0]) + (axes.size() > 1 ? "+" : ""));
+      CollapseStats st = collapse_and_check(ref, net);
+      EXPECT_EQ(count(*net.g, "FusedReduce"), 1);
+      // The partitioner leaves the Transpose (a prologue of the Mul's other side) apart.
+      EXPECT_GE(st.nodes_folded, 4);
+    }
+}
+
+// An intermediate the rest of the graph reads cannot hide inside the reduction: the prologue
+// still fuses (as an elementwise node writing that value), the reduction runs after it.
+TEST(CollapseGroups, PrologueValueUsedOutside) {
+  auto build = [](Net& n) {
+    n.g->opsets[""] = 18;
+    auto x = n.in("x", {4, 50});
+    auto e = n.op("Exp", "exp", {n.op("Neg", "neg", {x})});
+    n.out(e);
+    n.out(n.op("ReduceMax", "max", {e, n.ints({1})}));
+    n.infer();
+  };
+  Net ref, net;
+  build(ref);
+  build(net);
+  collapse_and_check(ref, net);
+  EXPECT_EQ(count(*net.g, "FusedReduce"), 0);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "backends/backend.h"
 #include "backends/cpu/elementwise_program.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/reduce_spec.h"
 
 namespace kiln::backends {
 
@@ -20,7 +21,11 @@ class CpuBackend : public Backend {
   std::string name() const override { return "cpu"; }
   int threads() const override { return threads_; }
   bool prefers_channels_last() const override { return true; }
-  bool can_fuse(const ir::Node& node) const override { return cpu::elementwise_supported(node); }
+  bool can_fuse(const ir::Node& node) const override {
+    if (cpu::elementwise_supported(node)) return true;
+    auto r = cpu::reduce_spec(node);
+    return r && r->n > 0;
+  }
   // omp_set_num_threads sets the calling thread's team size only: a run on another thread than
   // the one that made the session would otherwise get one thread per core.
   void enter_run() const override { omp_set_num_threads(std::max(1, threads_)); }

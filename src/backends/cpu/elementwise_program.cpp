@@ -191,7 +191,8 @@ ElementwiseProgram::~ElementwiseProgram() = default;
 
 std::unique_ptr<ElementwiseProgram> ElementwiseProgram::compile(const std::vector<const ir::Node*>& nodes,
                                                                 const std::vector<const ir::Value*>& inputs,
-                                                                const std::vector<const ir::Value*>& outputs) {
+                                                                const std::vector<const ir::Value*>& outputs,
+                                                                const std::vector<bool>* cut) {
   auto impl = std::make_unique<Impl>();
   if (outputs.empty()) return nullptr;
   for (const ir::Value* o : outputs)
@@ -286,6 +287,7 @@ std::unique_ptr<ElementwiseProgram> ElementwiseProgram::compile(const std::vecto
   std::vector<std::vector<int64_t>> cs(access.size());
   for (size_t i = 0; i < D.size(); ++i) {
     bool merge = !dims.empty();
+    if (merge && cut) merge = (*cut)[plan->output_dim[i]] == (*cut)[plan->output_dim[i - 1]];
     for (size_t s = 0; s < access.size() && merge; ++s) merge = cs[s].back() == access[s]->strides[i] * D[i];
     if (merge) {
       dims.back() *= D[i];

@@ -29,9 +29,12 @@ class ElementwiseProgram {
   // caller passes to run() in that order; constants the nodes read become sources of their own.
   // `outputs` are the values run() writes, all with one shape (the iteration shape). Returns
   // nullptr when some node or shape is not supported.
+  // `cut`, when given (one flag per dim of the outputs' shape), keeps rows from spanning dims
+  // whose flags differ: a reduction over the program's output needs rows that stay on one side.
   static std::unique_ptr<ElementwiseProgram> compile(const std::vector<const ir::Node*>& nodes,
                                                      const std::vector<const ir::Value*>& inputs,
-                                                     const std::vector<const ir::Value*>& outputs);
+                                                     const std::vector<const ir::Value*>& outputs,
+                                                     const std::vector<bool>* cut = nullptr);
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs, int threads) const;
 
   // The iteration space as rows of row_length() elements (row-major over the outputs' shape).

@@ -8,6 +8,7 @@
 // Accumulation is in float (the reference kernel uses double), kept accurate by partial sums:
 // 16 lanes along a row, blocks of kBlockRows rows down a column.
 #include <algorithm>
+#include <map>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/node_args.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/reduce_spec.h"
 #include "backends/cpu/simd.h"
 #include "backends/cpu/simd_reduce.h"
 
@@ -23,43 +25,17 @@ namespace kiln::backends::cpu {
 
 namespace {
 
-enum class Kind { Sum, Mean, Max, Min };
+using Kind = ReduceKind;
 
 constexpr int64_t kParallelBytes = 256 << 10;
 constexpr int64_t kCols = 256;       // accumulator columns per work item (stay in L1)
 constexpr int64_t kBlockRows = 64;   // rows summed into a block before it joins the total
 
-typedef float v8 __attribute__((vector_size(32)));
-
-// a or v, whichever wins; a NaN, once seen, stays (numpy's and the reference kernel's rule).
-inline float pick(float a, float v, bool is_max) {
-  const bool take = (is_max ? v > a : v < a) | (v != v);
-  return take ? v : a;
-}
-
-// The max (or min) of a row, in two 8-float vectors (GCC does not vectorize scalar select chains).
-inline float row_extreme(const float* x, int64_t n, bool is_max) {
-  const float init = is_max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
-  v8 a = {init, init, init, init, init, init, init, init}, b = a;
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    v8 u, v;
-    std::memcpy(&u, x + j, sizeof u);
-    std::memcpy(&v, x + j + 8, sizeof v);
-    a = ((is_max ? u > a : u < a) | (u != u)) ? u : a;
-    b = ((is_max ? v > b : v < b) | (v != v)) ? v : b;
-  }
-  float m = init;
-  for (int k = 0; k < 8; ++k) m = pick(pick(m, a[k], is_max), b[k], is_max);
-  for (; j < n; ++j) m = pick(m, x[j], is_max);
-  return m;
-}
-
 KILN_SIMD void reduce_rows(const float* x, float* y, int64_t rows, int64_t n, Kind kind, float scale) {
   for (int64_t o = 0; o < rows; ++o) {
     const float* row = x + o * n;
     if (kind == Kind::Sum || kind == Kind::Mean) y[o] = simd::sum(row, n) * scale;
-    else y[o] = row_extreme(row, n, kind == Kind::Max);
+    else y[o] = simd::extreme(row, n, kind == Kind::Max);
   }
 }
 
@@ -70,7 +46,7 @@ KILN_SIMD void reduce_columns(const float* x, float* y, int64_t n, int64_t strid
     std::memcpy(y, x, static_cast<size_t>(w) * sizeof(float));
     for (int64_t r = 1; r < n; ++r) {
       const float* row = x + r * stride;
-      for (int64_t c = 0; c < w; ++c) y[c] = pick(y[c], row[c], is_max);
+      for (int64_t c = 0; c < w; ++c) y[c] = simd::pick(y[c], row[c], is_max);
     }
     return;
   }
@@ -124,23 +100,37 @@ class ReduceKernel : public Kernel {
   int threads_;
 };
 
-std::unique_ptr<Kernel> make_reduce(const ir::Node& node, int threads, Kind kind, int64_t axes_input_since) {
+std::unique_ptr<Kernel> make_reduce(const ir::Node& node, int threads) {
+  auto spec = reduce_spec(node);
+  if (!spec) return nullptr;
+  return std::make_unique<ReduceKernel>(spec->kind, spec->outer, spec->n, spec->inner, threads);
+}
+
+}  // namespace
+
+std::optional<ReduceSpec> reduce_spec(const ir::Node& node) {
+  static const std::map<std::string, std::pair<ReduceKind, int64_t>> ops = {
+      {"ReduceSum", {ReduceKind::Sum, 13}}, {"ReduceMean", {ReduceKind::Mean, 18}},
+      {"ReduceMax", {ReduceKind::Max, 18}}, {"ReduceMin", {ReduceKind::Min, 18}}};
+  auto op = ops.find(node.op_type());
+  if (!node.domain().empty() || op == ops.end()) return std::nullopt;
+  const auto [kind, axes_input_since] = op->second;
   if (node.num_inputs() < 1 || node.num_inputs() > 2 || node.num_outputs() != 1 || !node.output(0) || !node.owner())
-    return nullptr;
+    return std::nullopt;
   const ir::Value* x = node.input(0);
   const ir::Value* y = node.output(0);
   if (!plain_elem_size(x) || !plain_elem_size(y) || x->type.dtype != DType::Float || y->type.dtype != DType::Float)
-    return nullptr;
+    return std::nullopt;
   std::vector<int64_t> axes;
   if (node.owner()->opset("") >= axes_input_since) {
-    if (node.has_attr("axes")) return nullptr;
+    if (node.has_attr("axes")) return std::nullopt;
     if (node.has_input(1)) {
       auto a = constant_ints(node, 1);
-      if (!a) return nullptr;
+      if (!a) return std::nullopt;
       axes = *a;
     }
   } else {
-    if (node.has_input(1)) return nullptr;
+    if (node.has_input(1)) return std::nullopt;
     axes = node.attr_ints("axes");
   }
   const std::vector<int64_t> xd = x->type.static_dims();
@@ -150,7 +140,7 @@ std::unique_ptr<Kernel> make_reduce(const ir::Node& node, int threads, Kind kind
   std::vector<bool> reduced(rank, axes.empty() && !noop);
   for (int64_t a : axes) {
     auto k = axis_in(a, rank);
-    if (!k) return nullptr;
+    if (!k) return std::nullopt;
     reduced[*k] = true;
   }
   std::vector<int64_t> want;
@@ -159,7 +149,7 @@ std::unique_ptr<Kernel> make_reduce(const ir::Node& node, int threads, Kind kind
     else if (keep) want.push_back(1);
   }
   if (noop) want = xd;
-  if (y->type.static_dims() != want || dims_product(xd, 0, xd.size()) == 0) return nullptr;
+  if (y->type.static_dims() != want || dims_product(xd, 0, xd.size()) == 0) return std::nullopt;
   // Collapse to groups of kept (K) and reduced (R) axes; at most K R K is handled.
   std::vector<std::pair<int64_t, bool>> groups;
   for (int64_t k = 0; k < rank; ++k) {
@@ -172,18 +162,13 @@ std::unique_ptr<Kernel> make_reduce(const ir::Node& node, int threads, Kind kind
   if (g < groups.size() && !groups[g].second) outer = groups[g++].first;
   if (g < groups.size()) n = groups[g++].first;
   if (g < groups.size()) inner = groups[g++].first;
-  if (g != groups.size()) return nullptr;
+  if (g != groups.size()) return std::nullopt;
   if (n == 0) inner = outer, outer = 1;  // nothing reduced: the kernel copies
-  return std::make_unique<ReduceKernel>(kind, outer, n, inner, threads);
+  return ReduceSpec{kind, outer, n, inner, std::move(reduced)};
 }
 
-}  // namespace
-
 void add_reduce_kernels(std::vector<KernelFactory>& table) {
-  table.push_back({"", "ReduceSum", [](const ir::Node& n, int t) { return make_reduce(n, t, Kind::Sum, 13); }});
-  table.push_back({"", "ReduceMean", [](const ir::Node& n, int t) { return make_reduce(n, t, Kind::Mean, 18); }});
-  table.push_back({"", "ReduceMax", [](const ir::Node& n, int t) { return make_reduce(n, t, Kind::Max, 18); }});
-  table.push_back({"", "ReduceMin", [](const ir::Node& n, int t) { return make_reduce(n, t, Kind::Min, 18); }});
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}) table.push_back({"", op, make_reduce});
 }
 
 }  // namespace kiln::backends::cpu

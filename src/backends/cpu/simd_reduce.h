@@ -57,4 +57,30 @@ inline float max(const float* x, int64_t n) {
   return m;
 }
 
+// a or v, whichever wins; a NaN, once seen, stays (numpy's and the reference kernel's rule).
+inline float pick(float a, float v, bool is_max) {
+  const bool take = (is_max ? v > a : v < a) | (v != v);
+  return take ? v : a;
+}
+
+// The max (or min) of a row with NaNs kept, in two 8-float vectors (GCC does not vectorize
+// scalar select chains).
+inline float extreme(const float* x, int64_t n, bool is_max) {
+  typedef float v8 __attribute__((vector_size(32)));
+  const float init = is_max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  v8 a = {init, init, init, init, init, init, init, init}, b = a;
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    v8 u, v;
+    std::memcpy(&u, x + j, sizeof u);
+    std::memcpy(&v, x + j + 8, sizeof v);
+    a = ((is_max ? u > a : u < a) | (u != u)) ? u : a;
+    b = ((is_max ? v > b : v < b) | (v != v)) ? v : b;
+  }
+  float m = init;
+  for (int k = 0; k < 8; ++k) m = pick(pick(m, a[k], is_max), b[k], is_max);
+  for (; j < n; ++j) m = pick(m, x[j], is_max);
+  return m;
+}
+
 }  // namespace kiln::backends::cpu::simd

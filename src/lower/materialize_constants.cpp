@@ -1,0 +1,29 @@
+#include "lower/materialize_constants.h"
+
+#include <kiln/error.h>
+
+#include "ops/core/infer_graph.h"
+#include "passes/graph_util.h"
+
+namespace kiln::lower {
+
+int materialize_constants(ir::Graph& g) {
+  int n_done = 0;
+  for (ir::Node* n : g.nodes()) {
+    if (n->op_type() != "Constant" || !n->domain().empty() || n->num_inputs() != 0 || n->num_outputs() != 1) continue;
+    const ir::Value* o = n->output(0);
+    if (!o || !o->type.is_tensor() || passes::is_graph_output(g, o)) continue;
+    std::vector<Tensor> outs;
+    try {
+      outs = ops::run_reference(*n, {});
+    } catch (const Error&) {
+      continue;  // left to run time, where the error names the node
+    }
+    if (outs.size() != 1 || !outs[0].defined() || outs[0].is_sequence() || outs[0].is_none()) continue;
+    passes::fold_to_constants(g, n, std::move(outs));
+    ++n_done;
+  }
+  return n_done;
+}
+
+}  // namespace kiln::lower
