@@ -31,6 +31,19 @@ TEST(Elementwise, NhwcChannelBroadcastOnTwoThreads) {
   check({"Add", "", {{2, 300, 301}, {2, 300, 301}}, {false, false}, {{2, 300, 301}}, {}, 17, 2});
 }
 
+TEST(Elementwise, ShortRowsWidenedAroundARepeatingOperand) {
+  // Rows of 20 merged m at a time with the [20] operand read as a repeated pattern: m = 12
+  // divides 144 rows; 7 x 13 rows take m = 7; the second input on the left; a third operand
+  // that splats per row keeps the rows as they are.
+  check({"Mul", "", {{1, 12, 12, 20}, {1, 1, 1, 20}}, {false, false}, {{1, 12, 12, 20}}});
+  check({"Sub", "", {{1, 1, 1, 20}, {2, 7, 13, 20}}, {false, true}, {{2, 7, 13, 20}}});
+  check({"Sum", "", {{3, 11, 20}, {20}, {3, 11, 1}}, {false, false, false}, {{3, 11, 20}}});
+  check({"Div", "", {{1, 97, 5}, {5}}, {false, false}, {{1, 97, 5}}, {}, 17, 1, 1e-5f, [](size_t i, Tensor& t) {
+           if (i == 1)
+             for (int64_t k = 0; k < t.numel(); ++k) t.data<float>()[k] = 0.5f + std::fabs(t.data<float>()[k]);
+         }});
+}
+
 TEST(Elementwise, Unary) {
   for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Neg", "Abs", "Erf", "HardSwish"}) {
     SCOPED_TRACE(op);

@@ -169,6 +169,7 @@ struct ElementwiseProgram::Impl {
     int64_t offset = 0;
     std::vector<int64_t> outer_strides;  // per outer dim of the iteration space
     int64_t inner_stride = 1;            // 1: read in place, 0: one value per row, else gathered
+    int64_t period = 0;                  // with inner_stride 0: the row repeats these many values
   };
   std::vector<Operand> operands;
   std::vector<Step> steps;
@@ -182,8 +183,42 @@ struct ElementwiseProgram::Impl {
   int64_t inner = 1;
   int64_t total = 0;
 
-  void for_tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end,
-                 const TileFn& fn) const;
+  bool contiguous_outputs = true;  // every output written row after row (the usual case)
+
+  // Short rows cost more in per-row work than in arithmetic (a [112*112, 32] * [32] channel
+  // scale is 12544 rows of 32). Where the only thing that kept the last outer dim from merging
+  // is an operand repeating along it (stride 0 outer, 1 inner), merge m rows into one and
+  // read that operand as a pattern repeated m times.
+  void widen_short_rows() {
+    if (outer_dims.empty() || inner * 2 > kTile) return;
+    const int64_t last = outer_dims.back();
+    int64_t m = std::min(kTile / inner, last);
+    while (m > 1 && last % m != 0) --m;
+    if (m < 2) return;
+    bool periodic = false;
+    for (const Operand& o : operands) {
+      const int64_t so = o.outer_strides.back(), si = o.inner_stride;
+      if (si == 1 && so == 0) periodic = true;
+      else if (!((si == 1 && so == inner) || (si == 0 && so == 0))) return;
+    }
+    for (size_t k = 0; k < out_inner_stride.size(); ++k)
+      if (out_inner_stride[k] != 1 || out_outer_strides[k].back() != inner) return;
+    if (!periodic) return;
+    for (Operand& o : operands) {
+      if (o.inner_stride == 1 && o.outer_strides.back() == 0) {
+        o.inner_stride = 0;
+        o.period = inner;
+      }
+      o.outer_strides.back() *= m;
+    }
+    for (auto& st : out_outer_strides) st.back() *= m;
+    outer_dims.back() /= m;
+    inner *= m;
+  }
+
+  // Calls emit(row, c, n, values) per tile; a template so run()'s copy-out inlines.
+  template <typename Emit>
+  void tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end, const Emit& emit) const;
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs, int threads) const;
 };
 
@@ -315,6 +350,16 @@ std::unique_ptr<ElementwiseProgram> ElementwiseProgram::compile(const std::vecto
       impl->out_inner_stride.push_back(cs[s].back());
     }
   }
+  if (!cut) impl->widen_short_rows();
+  for (size_t k = 0; k < impl->out_inner_stride.size(); ++k) {
+    int64_t expect = impl->inner;
+    bool ok = impl->out_inner_stride[k] == 1;
+    for (size_t d = impl->outer_dims.size(); ok && d-- > 0;) {
+      ok = impl->out_outer_strides[k][d] == expect;
+      expect *= impl->outer_dims[d];
+    }
+    impl->contiguous_outputs = impl->contiguous_outputs && ok;
+  }
   auto p = std::unique_ptr<ElementwiseProgram>(new ElementwiseProgram());
   p->impl_ = std::move(impl);
   return p;
@@ -335,11 +380,12 @@ int64_t ElementwiseProgram::row_length() const { return impl_->inner; }
 
 void ElementwiseProgram::for_tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end,
                                    const TileFn& fn) const {
-  impl_->for_tiles(inputs, row_begin, row_end, fn);
+  impl_->tiles(inputs, row_begin, row_end, fn);
 }
 
-void ElementwiseProgram::Impl::for_tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin,
-                                         int64_t row_end, const TileFn& fn) const {
+template <typename Emit>
+void ElementwiseProgram::Impl::tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end,
+                                     const Emit& emit) const {
   const float* base[kMaxSlots];
   for (int s = 0; s < n_sources; ++s)
     base[s] = (operands[s].input >= 0 ? inputs[operands[s].input]->data<float>() : operands[s].constant) +
@@ -358,7 +404,11 @@ void ElementwiseProgram::Impl::for_tiles(const std::vector<const Tensor*>& input
     }
     for (int s = 0; s < n_sources; ++s)
       if (operands[s].inner_stride == 0) {
-        std::fill(tiles[s], tiles[s] + std::min(inner, kTile), base[s][off[s]]);
+        if (const int64_t p = operands[s].period) {  // inner <= kTile here
+          for (int64_t j = 0; j < inner; j += p) std::memcpy(tiles[s] + j, base[s] + off[s], p * sizeof(float));
+        } else {
+          std::fill(tiles[s], tiles[s] + std::min(inner, kTile), base[s][off[s]]);
+        }
         ptr[s] = tiles[s];
       }
     for (int64_t c = 0; c < inner; c += kTile) {
@@ -380,7 +430,7 @@ void ElementwiseProgram::Impl::for_tiles(const std::vector<const Tensor*>& input
         ptr[st.dst] = dst;
       }
       for (size_t k = 0; k < output_slot.size(); ++k) result[k] = ptr[output_slot[k]];
-      fn(row, c, n, result);
+      emit(row, c, n, result);
     }
   }
 }
@@ -395,9 +445,16 @@ void ElementwiseProgram::Impl::run(const std::vector<const Tensor*>& inputs, con
   // Whole rows per task: a row's tiles share the broadcast values. Small tensors stay on one
   // thread: waking the team costs more than the work.
   parallel_for(rows, total >= (1 << 16) ? threads : 1, [&](int64_t row_begin, int64_t row_end) {
+    if (contiguous_outputs) {
+      tiles(inputs, row_begin, row_end, [&](int64_t row, int64_t c, int64_t n, const float* const* vals) {
+        for (size_t k = 0; k < out.size(); ++k)
+          std::memcpy(out[k] + row * inner + c, vals[k], static_cast<size_t>(n) * sizeof(float));
+      });
+      return;
+    }
     int64_t cached_row = -1;
     std::vector<int64_t> off(out.size());
-    for_tiles(inputs, row_begin, row_end, [&](int64_t row, int64_t c, int64_t n, const float* const* vals) {
+    tiles(inputs, row_begin, row_end, [&](int64_t row, int64_t c, int64_t n, const float* const* vals) {
       if (row != cached_row) {
         cached_row = row;
         std::fill(off.begin(), off.end(), 0);

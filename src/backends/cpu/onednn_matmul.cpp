@@ -213,10 +213,10 @@ std::unique_ptr<Kernel> make_gemm(const ir::Node& node, int) {
 }  // namespace
 
 void add_onednn_matmul_kernels(std::vector<KernelFactory>& table) {
-  table.push_back({"", "MatMul", make_matmul});
-  table.push_back({"kiln", "FusedMatMul", make_matmul});
-  table.push_back({"", "Gemm", make_gemm});
-  table.push_back({"kiln", "FusedGemm", make_gemm});
+  table.push_back({"", "MatMul", make_matmul, "onednn"});
+  table.push_back({"kiln", "FusedMatMul", make_matmul, "onednn"});
+  table.push_back({"", "Gemm", make_gemm, "onednn"});
+  table.push_back({"kiln", "FusedGemm", make_gemm, "onednn"});
 }
 
 }  // namespace kiln::backends::cpu
