@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 SHARED_MODELS ?= ../shared/models
 
-.PHONY: all deps configure build demo test asan tsan fuzz fuzz-run clean
+.PHONY: all deps configure build demo test kernel-bench asan tsan fuzz fuzz-run clean
 
 all: build
 
@@ -28,6 +28,10 @@ demo: deps
 test: deps
 	@$(MAKE) --no-print-directory build
 	@bash scripts/test.sh $(BUILD) $(SHARED_MODELS)
+
+# Per-kernel microbenchmarks (bench/kernels/; needs libbenchmark-dev): build/kiln_kernel_bench.
+kernel-bench: configure
+	cmake --build $(BUILD) -j $(JOBS) --target kiln_kernel_bench
 
 # The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/).
 asan: deps

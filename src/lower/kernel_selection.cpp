@@ -125,11 +125,15 @@ std::string tune_key(const ir::Node& node, int threads) {
 
 SelectedKernel select_kernel(const backends::Backend& backend, const ir::Node& node, int threads) {
   SelectedKernel sel;
+  std::vector<backends::KernelCandidate> cands = backend.candidates(node);
   if (!backend.tuning().enabled) {
-    sel.kernel = backend.create(node);  // the first candidate, without building the others
+    for (const auto& c : cands)  // the first candidate that accepts, without building the others
+      if ((sel.kernel = c.make())) {
+        sel.name = c.name;
+        break;
+      }
     return sel;
   }
-  std::vector<backends::KernelCandidate> cands = backend.candidates(node);
   if (cands.size() == 1) {
     sel.kernel = cands[0].make();
     sel.name = sel.kernel ? cands[0].name : "";

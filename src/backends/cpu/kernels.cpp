@@ -24,10 +24,10 @@ void add_fused_reduce_kernels(std::vector<KernelFactory>& table);
 const std::vector<KernelFactory>& kernel_factories() {
   static const std::vector<KernelFactory> table = [] {
     std::vector<KernelFactory> t;
+    add_gemv_kernels(t);  // before oneDNN: the rule takes the first that accepts
     add_onednn_conv_kernels(t);
     add_onednn_pool_kernels(t);
     add_elementwise_kernels(t);
-    add_gemv_kernels(t);  // before oneDNN: the rule takes the first that accepts
     add_onednn_matmul_kernels(t);
     add_softmax_kernels(t);
     add_layernorm_kernels(t);

@@ -117,8 +117,8 @@ std::unique_ptr<Kernel> make_pool(const ir::Node& node, int) {
 
 void add_onednn_pool_kernels(std::vector<KernelFactory>& table) {
   for (const char* op : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}) {
-    table.push_back({"", op, make_pool});
-    table.push_back({"kiln", std::string("Nhwc") + op, make_pool});
+    table.push_back({"", op, make_pool, "onednn"});
+    table.push_back({"kiln", std::string("Nhwc") + op, make_pool, "onednn"});
   }
 }
 

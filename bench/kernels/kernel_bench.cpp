@@ -1,0 +1,94 @@
+// Per-kernel microbenchmarks (Google Benchmark): one node with the shapes a shared model gives
+// it, each CPU-backend candidate timed at 1 and 2 threads. For finding which kernel of a model
+// is slow and trying a change, before bench/compare.sh measures the whole model against ORT.
+//
+//   make kernel-bench && build/kiln_kernel_bench --benchmark_filter=SeMul
+#include <benchmark/benchmark.h>
+#include <kiln/tensor.h>
+
+#include <random>
+
+#include "backends/backend.h"
+#include "ops/core/infer_graph.h"
+
+namespace {
+
+using namespace kiln;
+
+struct OneNode {
+  std::string op, domain;
+  std::vector<std::vector<int64_t>> in_dims;
+  std::vector<bool> constant;
+  ir::Attributes attrs = {};
+};
+
+void run_case(benchmark::State& state, const OneNode& c, size_t candidate) {
+  const int threads = static_cast<int>(state.range(0));
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  ir::Graph g;
+  g.opsets[""] = 17;
+  g.opsets["kiln"] = 1;
+  std::vector<ir::Value*> ins;
+  std::vector<Tensor> data;
+  for (size_t i = 0; i < c.in_dims.size(); ++i) {
+    Tensor t(DType::Float, c.in_dims[i]);
+    for (int64_t k = 0; k < t.numel(); ++k) t.data<float>()[k] = u(rng);
+    const std::string name = "in" + std::to_string(i);
+    ins.push_back(c.constant[i] ? g.add_constant(name, t)
+                                : g.add_input(name, ir::TensorType::from_dims(DType::Float, c.in_dims[i])));
+    data.push_back(std::move(t));
+  }
+  ir::Value* y = g.add_value("y");
+  ir::Node* n = g.add_node(c.op, ins, {y}, c.attrs, "n", c.domain);
+  g.add_output(y);
+  ops::ShapeInference().run(g);
+  auto backend = backends::make_cpu_backend(threads);
+  backend->enter_run();
+  auto cands = backend->candidates(*n);
+  if (candidate >= cands.size()) return state.SkipWithError("no such candidate");
+  auto kernel = cands[candidate].make();
+  if (!kernel) return state.SkipWithError(("declined: " + cands[candidate].name).c_str());
+  state.SetLabel(cands[candidate].name);
+  std::vector<const Tensor*> in_ptrs;
+  for (const Tensor& t : data) in_ptrs.push_back(&t);
+  Tensor out(DType::Float, y->type.static_dims());
+  std::vector<Tensor*> out_ptrs{&out};
+  for (auto _ : state) kernel->run(in_ptrs, out_ptrs);
+  state.SetBytesProcessed(state.iterations() * (out.nbytes() + (c.constant[0] ? 0 : data[0].nbytes())));
+}
+
+void add(const std::string& name, OneNode c, size_t candidates = 1) {
+  for (size_t k = 0; k < candidates; ++k)
+    benchmark::RegisterBenchmark((name + "/" + std::to_string(k)).c_str(),
+                                 [c, k](benchmark::State& s) { run_case(s, c, k); })
+        ->Arg(1)
+        ->Arg(2)
+        ->UseRealTime();
+}
+
+int register_all() {
+  // efficientnet_b0's squeeze-excitation scales, channels-last.
+  add("SeMul_112x112x32", {"Mul", "", {{1, 112, 112, 32}, {1, 1, 1, 32}}, {false, false}});
+  add("SeMul_56x56x144", {"Mul", "", {{1, 56, 56, 144}, {1, 1, 1, 144}}, {false, false}});
+  add("SeMul_14x14x672", {"Mul", "", {{1, 14, 14, 672}, {1, 1, 1, 672}}, {false, false}});
+  add("NhwcGap_112x112x32", {"NhwcGlobalAveragePool", "kiln", {{1, 112, 112, 32}}, {false}});
+  add("NhwcGap_14x14x672", {"NhwcGlobalAveragePool", "kiln", {{1, 14, 14, 672}}, {false}});
+  // efficientnet_b0's squeeze-excitation convs on a 1x1 image: gemv, then oneDNN.
+  const ir::Attributes se = {{"channels_last", ir::Attribute::of_int(1)},
+                             {"activation", ir::Attribute::of_string("SiLU")}};
+  add("SeConv_1152to48", {"FusedConv", "kiln", {{1, 1, 1, 1152}, {48, 1152, 1, 1}, {48}}, {false, true, true}, se}, 2);
+  add("SeConv_48to1152", {"FusedConv", "kiln", {{1, 1, 1, 48}, {1152, 48, 1, 1}, {1152}}, {false, true, true}, se}, 2);
+  // The classifier of mobilenet_v2 / efficientnet_b0: gemv, then oneDNN.
+  add("Classifier_1280x1000",
+      {"Gemm", "", {{1, 1280}, {1000, 1280}, {1000}}, {false, true, true},
+       {{"transB", ir::Attribute::of_int(1)}}},
+      2);
+  return 0;
+}
+
+const int registered = register_all();
+
+}  // namespace
+
+BENCHMARK_MAIN();
