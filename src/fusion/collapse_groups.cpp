@@ -146,6 +146,83 @@ bool fuse(ir::Graph& g, const std::vector<ir::Node*>& piece, const ir::Node* red
   return true;
 }
 
+// A reduction's epilogue: while its result feeds exactly one elementwise op (or collapsed
+// elementwise group) of the reduced shape (`+ eps`, `Sqrt`, a scale), it joins the
+// kiln.FusedReduce body and runs on the reduced values before they are written. The partitioner ends groups at reductions (TVM's
+// rule), so this happens here, on the collapsed graph. Nothing can cycle: the op is the
+// reduction's only reader, so none of its other inputs depends on the reduction.
+void absorb_reduce_epilogues(ir::Graph& g, const std::function<bool(const ir::Node&)>& evaluable, CollapseStats& st) {
+  std::vector<ir::Node*> reductions;
+  for (ir::Node* f : g.nodes())
+    if (f->domain() == "kiln" && f->op_type() == "FusedReduce") reductions.push_back(f);
+  for (ir::Node* f : reductions) {
+    for (;;) {
+      ir::Value* r = f->output(0);
+      if (passes::is_graph_output(g, r) || r->uses().size() != 1) break;
+      ir::Node* c = r->uses()[0].node;
+      const bool fused = c->domain() == "kiln" && c->op_type() == "FusedElementwise";
+      if (!(fused || (elementwise_kind(*c) && evaluable(*c))) || c->num_outputs() != 1 || !c->output(0) ||
+          !c->output(0)->type.is_static() || c->output(0)->type.static_dims() != r->type.static_dims())
+        break;
+      ir::Graph& body = *f->attrs.at("body").g;
+      // Outer values -> values of f's body: f's inputs, r, and (added here) c's other inputs.
+      std::unordered_map<const ir::Value*, ir::Value*> map;
+      for (int i = 0; i < f->num_inputs(); ++i) map[f->input(i)] = body.inputs()[i];
+      map[r] = body.outputs()[0];
+      std::vector<ir::Value*> new_ins(f->inputs().begin(), f->inputs().end());
+      auto outer = [&](ir::Value* v) -> ir::Value* {
+        if (!v) return nullptr;
+        if (!map.count(v)) {
+          if (v->is_constant()) {
+            map[v] = body.add_constant(body.unique_name(v->name()), v->constant());
+          } else {
+            map[v] = body.add_input(body.unique_name(v->name()), v->type);
+            new_ins.push_back(v);
+          }
+        }
+        return map[v];
+      };
+      // The ops to append: c itself, or the body of a collapsed elementwise group.
+      std::unordered_map<const ir::Value*, ir::Value*> inner;
+      std::vector<const ir::Node*> ops{c};
+      const ir::Value* result = c->output(0);
+      if (fused) {
+        const ir::Graph& cb = *c->attrs.at("body").g;
+        for (size_t i = 0; i < cb.inputs().size(); ++i) inner[cb.inputs()[i]] = outer(c->input(static_cast<int>(i)));
+        const std::vector<ir::Node*> body_nodes = cb.nodes();  // (a copy: one call, one vector)
+        ops.assign(body_nodes.begin(), body_nodes.end());
+        result = cb.outputs()[0];
+      }
+      ir::Value* out = nullptr;
+      for (const ir::Node* n : ops) {
+        std::vector<ir::Value*> ins;
+        for (ir::Value* v : n->inputs()) {
+          if (v && inner.count(v)) ins.push_back(inner[v]);
+          else if (v && fused && v->is_constant()) ins.push_back(inner[v] = body.add_constant(body.unique_name(v->name()), v->constant()));
+          else ins.push_back(outer(v));
+        }
+        std::vector<ir::Value*> outs;
+        for (ir::Value* o : n->outputs()) {
+          if (!o) { outs.push_back(nullptr); continue; }
+          outs.push_back(inner[o] = body.add_value(body.unique_name(o->name()), o->type));
+          if (o == result) out = outs.back();
+        }
+        body.add_node(n->op_type(), ins, outs, n->attrs, n->name(), n->domain());
+      }
+      if (!out) break;  // cannot happen: the result is one of the ops' outputs
+      body.mutable_outputs() = {out};
+      ir::Value* y = passes::add_value_like(g, c->output(0), c->output(0)->name());
+      ir::Node* f2 = g.add_node("FusedReduce", new_ins, {y}, {{"body", f->attrs.at("body")}}, f->name(), "kiln");
+      g.replace_all_uses(c->output(0), y);
+      g.remove_node(c);  // it read r, so it goes first
+      g.remove_node(f);
+      f = f2;
+      if (fused) st.fused_nodes -= 1;  // its nodes were counted when it was made
+      else st.nodes_folded += 1;
+    }
+  }
+}
+
 }  // namespace
 
 CollapseStats collapse_groups(ir::Graph& g, const FusionOptions& opts,
@@ -189,7 +266,8 @@ CollapseStats collapse_groups(ir::Graph& g, const FusionOptions& opts,
     }
   }
   if (st.fused_nodes == 0) return st;
-  passes::remove_dead_nodes(g);
+  passes::remove_dead_nodes(g);  // the collapsed members, so each value's uses are the live ones
+  absorb_reduce_epilogues(g, evaluable, st);
   g.topological_sort();
   passes::restore_output_names(g, names);
   return st;

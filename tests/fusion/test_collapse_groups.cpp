@@ -270,5 +270,47 @@ TEST(CollapseGroups, PrologueValueUsedOutside) {
   EXPECT_EQ(count(*net.g, "FusedReduce"), 0);
 }
 
+
+// mean((x - mu)^2), then + eps and Sqrt on the reduced values: prologue, reduction and
+// epilogue in one kernel.
+TEST(CollapseGroups, ReductionTakesItsEpilogue) {
+  auto build = [](Net& n) {
+    n.g->opsets[""] = 18;
+    auto x = n.in("x", {4, 50, 64});
+    auto mu = n.in("mu", {4, 50, 1});
+    auto d = n.op("Sub", "sub", {x, mu});
+    auto v = n.op("ReduceMean", "var", {n.op("Mul", "sq", {d, d}), n.ints({-1})});
+    auto eps = n.g->add_constant("eps", Tensor::from_vector<float>({1}, {1e-5f}));
+    n.out(n.op("Sqrt", "std", {n.op("Add", "add_eps", {v, eps})}));
+    n.infer();
+  };
+  Net ref, net;
+  build(ref);
+  build(net);
+  CollapseStats st = collapse_and_check(ref, net);
+  EXPECT_EQ(count(*net.g, "FusedReduce"), 1);
+  EXPECT_EQ(net.g->num_nodes(), 1u);
+  EXPECT_EQ(st.fused_nodes, 1);
+  EXPECT_EQ(st.nodes_folded, 5);
+}
+
+// The reduced value also feeds a full-size op: no epilogue is taken, the reduction's result is
+// written for both readers.
+TEST(CollapseGroups, ReductionWithTwoReadersKeepsItsOutput) {
+  auto build = [](Net& n) {
+    n.g->opsets[""] = 18;
+    auto x = n.in("x", {4, 50, 64});
+    auto m = n.op("ReduceMax", "max", {n.op("Abs", "abs", {x}), n.ints({-1})});
+    n.out(n.op("Div", "div", {x, n.op("Add", "add", {m, n.g->add_constant("one", Tensor::from_vector<float>({1}, {1.f}))})}));
+    n.out(n.op("Neg", "neg", {m}));
+    n.infer();
+  };
+  Net ref, net;
+  build(ref);
+  build(net);
+  collapse_and_check(ref, net);
+  EXPECT_EQ(count(*net.g, "FusedReduce"), 1);
+}
+
 }  // namespace
 }  // namespace kiln::fusion::testing

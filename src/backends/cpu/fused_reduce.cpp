@@ -1,12 +1,15 @@
-// kiln.FusedReduce: a ReduceSum/Mean/Max/Min with its elementwise and view prologue (made by
-// src/fusion/collapse_groups.cpp) as one kernel. The prologue runs on the elementwise
-// evaluator, with rows cut so that none spans reduced and kept axes, and each tile goes
-// straight into the accumulators: the reduction's input never reaches memory.
+// kiln.FusedReduce: a ReduceSum/Mean/Max/Min with its elementwise and view prologue and its
+// elementwise epilogue (made by src/fusion/collapse_groups.cpp) as one kernel. The prologue
+// runs on the elementwise evaluator, with rows cut so that none spans reduced and kept axes,
+// and each tile goes straight into the accumulators: the reduction's input never reaches
+// memory. The epilogue (ops of the reduced shape) runs on the same evaluator over the reduced
+// values before the node's output is written.
 //
 //   [outer, n, inner], n reduced:  inner == 1  a row (or part of one) adds into one output
 //                                  inner > 1   a row adds element by element into an output row
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "backends/cpu/elementwise_program.h"
 #include "backends/cpu/kernels.h"
@@ -38,11 +41,28 @@ KILN_SIMD void fold_columns(ReduceKind kind, float* __restrict y, const float* _
 
 class FusedReduceKernel : public Kernel {
  public:
-  FusedReduceKernel(std::unique_ptr<ElementwiseProgram> p, ReduceSpec spec, int threads)
-      : program_(std::move(p)), spec_(std::move(spec)), threads_(threads) {}
+  FusedReduceKernel(std::unique_ptr<ElementwiseProgram> p, ReduceSpec spec, std::unique_ptr<ElementwiseProgram> epi,
+                    int64_t reduced_numel, std::vector<int64_t> reduced_dims, int threads)
+      : program_(std::move(p)), spec_(std::move(spec)), epilogue_(std::move(epi)), reduced_numel_(reduced_numel),
+        reduced_dims_(std::move(reduced_dims)), threads_(threads) {}
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
+    std::vector<float> scratch;
     float* y = outputs[0]->data<float>();
+    if (epilogue_) {
+      scratch.resize(static_cast<size_t>(reduced_numel_));
+      y = scratch.data();
+    }
+    reduce(inputs, y);
+    if (!epilogue_) return;
+    Tensor reduced = Tensor::wrap(DType::Float, reduced_dims_, y);
+    std::vector<const Tensor*> ins{&reduced};
+    ins.insert(ins.end(), inputs.begin(), inputs.end());
+    epilogue_->run(ins, outputs, threads_);
+  }
+
+ private:
+  void reduce(const std::vector<const Tensor*>& inputs, float* y) const {
     const int64_t I = spec_.inner, N = spec_.n, L = program_->row_length();
     const int64_t rows_per_outer = N * I / L;
     const ReduceKind kind = spec_.kind;
@@ -69,12 +89,15 @@ class FusedReduceKernel : public Kernel {
     });
   }
 
- private:
   std::unique_ptr<ElementwiseProgram> program_;
   ReduceSpec spec_;
+  std::unique_ptr<ElementwiseProgram> epilogue_;  // null when the reduction is the output
+  int64_t reduced_numel_;
+  std::vector<int64_t> reduced_dims_;
   int threads_;
 };
 
+// body = prologue (elementwise/views) -> one reduction -> epilogue (elementwise, reduced shape).
 std::unique_ptr<Kernel> make_fused_reduce(const ir::Node& node, int threads) {
   auto it = node.attrs.find("body");
   if (it == node.attrs.end() || !it->second.g) return nullptr;
@@ -82,15 +105,30 @@ std::unique_ptr<Kernel> make_fused_reduce(const ir::Node& node, int threads) {
   const std::vector<ir::Node*> nodes = body.nodes();
   if (static_cast<int>(body.inputs().size()) != node.num_inputs() || body.outputs().size() != 1 || nodes.empty())
     return nullptr;
-  const ir::Node* reduce = nodes.back();
-  if (reduce->num_outputs() != 1 || reduce->output(0) != body.outputs()[0]) return nullptr;
-  auto spec = reduce_spec(*reduce);
+  size_t at = 0;
+  std::optional<ReduceSpec> spec;
+  for (; at < nodes.size() && !spec; ++at) spec = reduce_spec(*nodes[at]);
   if (!spec || spec->n == 0) return nullptr;
-  std::vector<const ir::Node*> prologue(nodes.begin(), nodes.end() - 1);
+  const ir::Node* reduce = nodes[at - 1];
+  std::vector<const ir::Node*> prologue(nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(at - 1));
+  std::vector<const ir::Node*> epilogue(nodes.begin() + static_cast<std::ptrdiff_t>(at), nodes.end());
   std::vector<const ir::Value*> ins(body.inputs().begin(), body.inputs().end());
   auto p = ElementwiseProgram::compile(prologue, ins, {reduce->input(0)}, &spec->reduced);
   if (!p) return nullptr;
-  return std::make_unique<FusedReduceKernel>(std::move(p), std::move(*spec), threads);
+  const ir::Value* r = reduce->output(0);
+  std::unique_ptr<ElementwiseProgram> epi;
+  if (epilogue.empty()) {
+    if (r != body.outputs()[0]) return nullptr;
+  } else {
+    std::vector<const ir::Value*> epi_ins{r};
+    epi_ins.insert(epi_ins.end(), ins.begin(), ins.end());
+    epi = ElementwiseProgram::compile(epilogue, epi_ins, {body.outputs()[0]});
+    if (!epi) return nullptr;
+  }
+  const std::vector<int64_t> rd = r->type.static_dims();
+  int64_t numel = 1;
+  for (int64_t d : rd) numel *= d;
+  return std::make_unique<FusedReduceKernel>(std::move(p), std::move(*spec), std::move(epi), numel, rd, threads);
 }
 
 }  // namespace
