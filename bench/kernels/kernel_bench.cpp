@@ -79,6 +79,25 @@ int register_all() {
                              {"activation", ir::Attribute::of_string("SiLU")}};
   add("SeConv_1152to48", {"FusedConv", "kiln", {{1, 1, 1, 1152}, {48, 1152, 1, 1}, {48}}, {false, true, true}, se}, 2);
   add("SeConv_48to1152", {"FusedConv", "kiln", {{1, 1, 1, 48}, {1152, 48, 1, 1}, {1152}}, {false, true, true}, se}, 2);
+  // resnet18's 3x3 convs (channels-last, bias, Relu): each candidate (brgconv NHWC, NCHW/any,
+  // Winograd).
+  const ir::Attributes r18 = {{"channels_last", ir::Attribute::of_int(1)},
+                              {"pads", ir::Attribute::of_ints({1, 1, 1, 1})},
+                              {"activation", ir::Attribute::of_string("Relu")}};
+  add("Conv3x3_64x56", {"FusedConv", "kiln", {{1, 56, 56, 64}, {64, 64, 3, 3}, {64}}, {false, true, true}, r18}, 4);
+  add("Conv3x3_128x28", {"FusedConv", "kiln", {{1, 28, 28, 128}, {128, 128, 3, 3}, {128}}, {false, true, true}, r18}, 4);
+  add("Conv3x3_256x14", {"FusedConv", "kiln", {{1, 14, 14, 256}, {256, 256, 3, 3}, {256}}, {false, true, true}, r18}, 4);
+  add("Conv3x3_512x7", {"FusedConv", "kiln", {{1, 7, 7, 512}, {512, 512, 3, 3}, {512}}, {false, true, true}, r18}, 4);
+  // squeezenet1_1's expand3x3 convs.
+  add("Expand3x3_16x55", {"FusedConv", "kiln", {{1, 55, 55, 16}, {64, 16, 3, 3}, {64}}, {false, true, true}, r18}, 4);
+  add("Expand3x3_32x27", {"FusedConv", "kiln", {{1, 27, 27, 32}, {128, 32, 3, 3}, {128}}, {false, true, true}, r18}, 4);
+  add("Expand3x3_48x13", {"FusedConv", "kiln", {{1, 13, 13, 48}, {192, 48, 3, 3}, {192}}, {false, true, true}, r18}, 4);
+  add("Expand3x3_64x13", {"FusedConv", "kiln", {{1, 13, 13, 64}, {256, 64, 3, 3}, {256}}, {false, true, true}, r18}, 4);
+  // squeezenet1_1's classifier, a 1x1 conv 512 -> 1000 on 13x13.
+  const ir::Attributes relu = {{"channels_last", ir::Attribute::of_int(1)},
+                               {"activation", ir::Attribute::of_string("Relu")}};
+  add("Classifier1x1_512x13", {"FusedConv", "kiln", {{1, 13, 13, 512}, {1000, 512, 1, 1}, {1000}}, {false, true, true}, relu}, 4);
+  add("MatMul_169x512x1000", {"MatMul", "", {{169, 512}, {512, 1000}}, {false, true}}, 1);
   // The classifier of mobilenet_v2 / efficientnet_b0: gemv, then oneDNN.
   add("Classifier_1280x1000",
       {"Gemm", "", {{1, 1280}, {1000, 1280}, {1000}}, {false, true, true},

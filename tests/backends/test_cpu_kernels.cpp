@@ -25,6 +25,7 @@ struct Case {
   std::vector<bool> constant;  // per input
   std::vector<int64_t> out_dims;
   ir::Attributes attrs;
+  std::string candidate = "";  // a named implementation instead of the backend's first choice
 };
 
 // Builds the node, runs it on the reference kernels and on the cpu backend; returns false when
@@ -50,8 +51,11 @@ bool check(const Case& c, bool expect_kernel = true) {
   const Tensor expected = ops::run_reference(*n, ptrs)[0];
   EXPECT_EQ(expected.dims(), c.out_dims);
   auto backend = backends::make_cpu_backend(1);
-  auto kernel = backend->create(*n);
-  EXPECT_EQ(kernel != nullptr, expect_kernel) << c.op;
+  std::unique_ptr<backends::Kernel> kernel;
+  if (c.candidate.empty()) kernel = backend->create(*n);
+  for (const auto& k : backend->candidates(*n))
+    if (!c.candidate.empty() && k.name == c.candidate) kernel = k.make();
+  EXPECT_EQ(kernel != nullptr, expect_kernel) << c.op << " " << c.candidate;
   if (!kernel) return false;
   Tensor actual(DType::Float, c.out_dims);
   kernel->run(ptrs, {&actual});
@@ -134,6 +138,24 @@ TEST(CpuKernels, FusedConvResidualNchwAndNhwc) {
   ir::Attributes d = conv_attrs({2, 2}, {1, 1, 1, 1}, {1, 1}, 13);
   d["channels_last"] = ir::Attribute::of_int(1);
   check({"FusedConv", "kiln", {{1, 17, 19, 13}, {13, 1, 3, 3}}, {false, true}, {1, 9, 10, 13}, d});
+}
+
+// Winograd (the first choice for 3x3 stride-1 convs) with bias, residual and Relu, channels-last
+// and NCHW, and each other implementation on the same node.
+TEST(CpuKernels, ConvImplementations) {
+  ir::Attributes a = conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  a["activation"] = ir::Attribute::of_string("Relu");
+  for (const char* impl : {"onednn_winograd", "onednn", "onednn_alt_layout"}) {
+    SCOPED_TRACE(impl);
+    Case nchw{"FusedConv", "kiln", {{1, 16, 15, 13}, {32, 16, 3, 3}, {32}, {1, 32, 15, 13}}, {false, true, true, false},
+              {1, 32, 15, 13}, a, impl};
+    check(nchw);
+    Case nhwc = nchw;
+    nhwc.attrs["channels_last"] = ir::Attribute::of_int(1);
+    nhwc.in_dims = {{2, 15, 13, 16}, {32, 16, 3, 3}, {32}, {2, 15, 13, 32}};
+    nhwc.out_dims = {2, 15, 13, 32};
+    check(nhwc);
+  }
 }
 
 TEST(CpuKernels, PoolingNchwAndNhwc) {

@@ -93,7 +93,9 @@ memory prepack(const Tensor& t, const memory::desc& have, const memory::desc& wa
 
 // `alt` picks the other activation layout: NCHW convs then use plain NCHW (no reorders), NHWC
 // convs let oneDNN choose (reordering inside run()); kernel selection times both under --tune.
-std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt) {
+// `winograd` asks for oneDNN's Winograd algorithm (3x3, stride 1, groups 1: about 2.25x fewer
+// multiplies, blocked activations reordered inside run()).
+std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd = false) {
   if (node.num_inputs() < 2 || node.num_outputs() < 1) return nullptr;
   const ir::Value* x = node.input(0);
   const ir::Value* w = node.input(1);
@@ -160,13 +162,16 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt) {
     memory::desc b_md({OC}, dt::f32, tag::x);
     memory::desc src_any({N, C, H, W}, dt::f32, tag::any);
     memory::desc dst_any({N, OC, yd[2], yd[3]}, dt::f32, tag::any);
-    const bool plain = nhwc ? !alt : alt;
+    const bool plain = winograd ? false : nhwc ? !alt : alt;
+    if (winograd && (G != 1 || KH != 3 || KW != 3 || strides[0] != 1 || strides[1] != 1 || dil[0] != 1 || dil[1] != 1))
+      return nullptr;
+    const auto algo = winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
     memory::dims st{strides[0], strides[1]}, dl{dil[0] - 1, dil[1] - 1}, pl{pads[0], pads[1]}, pr{pads[2], pads[3]};
     auto desc = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                    dnnl::algorithm::convolution_direct, plain ? src_plain : src_any,
+                                                    algo, plain ? src_plain : src_any,
                                                     w_any, b_md, plain ? dst_plain : dst_any, st, dl, pl, pr)
                   : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                    dnnl::algorithm::convolution_direct, plain ? src_plain : src_any,
+                                                    algo, plain ? src_plain : src_any,
                                                     w_any, plain ? dst_plain : dst_any, st, dl, pl, pr);
     dnnl::convolution_forward::primitive_desc pd(desc, attr, dnnl_util::engine());
     memory weights = prepack(w->constant(), w_plain, pd.weights_desc());
@@ -183,8 +188,12 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt) {
 void add_onednn_conv_kernels(std::vector<KernelFactory>& table) {
   for (const char* op : {"Conv", "FusedConv"}) {
     const std::string domain = std::string(op) == "Conv" ? "" : "kiln";
-    // First = the default: activations in the layout the graph gives (NHWC after layout
-    // assignment), oneDNN's choice for NCHW.
+    // First = the default. Winograd where it applies (3x3, stride 1, groups 1): measured
+    // 16-35% faster than brgconv at 1 thread on every such shape of resnet18 and squeezenet1_1
+    // even with its NHWC<->blocked reorders (make kernel-bench, Conv3x3_* and Expand3x3_*).
+    // Then activations in the layout the graph gives (NHWC after layout assignment), oneDNN's
+    // choice for NCHW; then the other layout.
+    table.push_back({domain, op, [](const ir::Node& n, int) { return make_conv(n, false, true); }, "onednn_winograd"});
     table.push_back({domain, op, [](const ir::Node& n, int) { return make_conv(n, false); }, "onednn"});
     table.push_back({domain, op, [](const ir::Node& n, int) { return make_conv(n, true); }, "onednn_alt_layout"});
   }
