@@ -9,10 +9,18 @@ namespace kiln::lower {
 
 int materialize_constants(ir::Graph& g) {
   int n_done = 0;
-  for (ir::Node* n : g.nodes()) {
-    if (n->op_type() != "Constant" || !n->domain().empty() || n->num_inputs() != 0 || n->num_outputs() != 1) continue;
+  for (ir::Node* n : g.nodes()) {  // in topological order, so Identity(Constant) chains fold too
+    if (!n->domain().empty() || n->num_outputs() != 1) continue;
     const ir::Value* o = n->output(0);
     if (!o || !o->type.is_tensor() || passes::is_graph_output(g, o)) continue;
+    // An Identity of a constant is that constant (exporters route weights through them).
+    if (n->op_type() == "Identity" && n->num_inputs() == 1 && n->input(0) && n->input(0)->is_constant() &&
+        n->input(0)->constant().kind() == ValueKind::Tensor) {
+      passes::fold_to_constants(g, n, {n->input(0)->constant()});
+      ++n_done;
+      continue;
+    }
+    if (n->op_type() != "Constant" || n->num_inputs() != 0) continue;
     std::vector<Tensor> outs;
     try {
       outs = ops::run_reference(*n, {});

@@ -1,12 +1,12 @@
-// Constant nodes become constant values before lowering, whatever the optimizer level: they
-// are data, not work (ONNX Runtime does the same at load). Kernels then see their weights,
+// Constant nodes (and Identity nodes of a constant) become constant values before lowering,
+// whatever the optimizer level: they are data, not work (ONNX Runtime does the same at load). Kernels then see their weights,
 // Clip bounds, Pow exponents and Reshape shapes as constants, as they do after the optimizer.
 #pragma once
 #include "ir/graph.h"
 
 namespace kiln::lower {
 
-// Returns the number of Constant nodes replaced. Constants that are graph outputs stay nodes.
+// Returns the number of nodes replaced. Constants that are graph outputs stay nodes.
 int materialize_constants(ir::Graph& g);
 
 }  // namespace kiln::lower
