@@ -158,6 +158,32 @@ TEST(CpuKernels, ConvImplementations) {
   }
 }
 
+TEST(CpuKernels, ConvTranspose) {
+  auto attrs = [](std::vector<int64_t> s, std::vector<int64_t> p, std::vector<int64_t> d, int64_t g,
+                  std::vector<int64_t> opad) {
+    ir::Attributes a = conv_attrs(s, p, d, g);
+    a["output_padding"] = ir::Attribute::of_ints(opad);
+    return a;
+  };
+  // H: 2*(7-1) + 1 + 3 - 1 - 1 = 14; W: 2*(9-1) + 0 + 3 - 0 - 2 = 17
+  check({"ConvTranspose", "", {{1, 6, 7, 9}, {6, 5, 3, 3}, {5}}, {false, true, true}, {1, 5, 14, 17},
+         attrs({2, 2}, {1, 0, 1, 2}, {1, 1}, 1, {1, 0})});
+  // Groups and dilation, no bias: 3*(5-1) + 2*(3-1)+1 = 17; W: 1*(6-1) + 5 = 10
+  check({"ConvTranspose", "", {{2, 6, 5, 6}, {6, 2, 3, 3}}, {false, true}, {2, 6, 17, 10},
+         attrs({3, 1}, {0, 0, 0, 0}, {2, 2}, 3, {0, 0})});
+  // 1-D, stride 2: 2*(11-1) + 4 - 1 - 1 = 22
+  check({"ConvTranspose", "", {{1, 3, 11}, {3, 4, 4}, {4}}, {false, true, true}, {1, 4, 22},
+         {{"strides", ir::Attribute::of_ints({2})}, {"pads", ir::Attribute::of_ints({1, 1})}}});
+  // SAME_UPPER: out = in * stride
+  check({"ConvTranspose", "", {{1, 4, 5, 5}, {4, 3, 3, 3}}, {false, true}, {1, 3, 10, 10},
+         {{"strides", ir::Attribute::of_ints({2, 2})}, {"auto_pad", ir::Attribute::of_string("SAME_UPPER")}}});
+  // output_shape asks for one more row than the natural extent: padding_r goes negative, the
+  // reference kernel runs it.
+  check({"ConvTranspose", "", {{1, 4, 5, 5}, {4, 3, 3, 3}}, {false, true}, {1, 3, 12, 11},
+         {{"strides", ir::Attribute::of_ints({2, 2})}, {"output_shape", ir::Attribute::of_ints({12, 11})}}},
+        false);
+}
+
 TEST(CpuKernels, PoolingNchwAndNhwc) {
   auto attrs = [](std::vector<int64_t> k, std::vector<int64_t> s, std::vector<int64_t> p, int64_t ceil) {
     return ir::Attributes{{"kernel_shape", ir::Attribute::of_ints(k)}, {"strides", ir::Attribute::of_ints(s)},

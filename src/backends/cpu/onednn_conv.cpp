@@ -1,4 +1,4 @@
-// Conv and kiln's FusedConv on oneDNN: 2-D float32, groups (depthwise too), strides,
+// Conv, kiln's FusedConv and ConvTranspose on oneDNN: 2-D float32, groups (depthwise too), strides,
 // dilations, explicit or auto pads, optional bias, a residual Z as oneDNN's sum post-op (Z is
 // copied into the destination first), activation epilogues as eltwise post-ops. Weights are
 // reordered once, at creation, into the layout the primitive prefers. Channels-last FusedConv
@@ -20,10 +20,13 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
+// One oneDNN convolution or deconvolution (the same run(): user tensors in their plain layout,
+// reordered to and from the primitive's where they differ).
+template <typename Primitive>
 class ConvKernel : public Kernel {
  public:
-  ConvKernel(dnnl::convolution_forward::primitive_desc pd, memory::desc src_plain, memory::desc dst_plain,
-             memory weights, memory bias, bool has_z)
+  ConvKernel(typename Primitive::primitive_desc pd, memory::desc src_plain, memory::desc dst_plain, memory weights,
+             memory bias, bool has_z)
       : pd_(pd), prim_(pd), src_plain_(src_plain), dst_plain_(dst_plain), weights_(weights), bias_(bias),
         has_z_(has_z) {
     if (pd.src_desc() != src_plain) src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
@@ -72,8 +75,8 @@ class ConvKernel : public Kernel {
   }
 
  private:
-  dnnl::convolution_forward::primitive_desc pd_;
-  dnnl::convolution_forward prim_;
+  typename Primitive::primitive_desc pd_;
+  Primitive prim_;
   memory::desc src_plain_, dst_plain_;
   memory weights_, bias_;
   bool has_z_;
@@ -177,9 +180,90 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
     memory weights = prepack(w->constant(), w_plain, pd.weights_desc());
     memory bias;
     if (b) bias = prepack(b->constant(), b_md, pd.bias_desc());
-    return std::make_unique<ConvKernel>(pd, src_plain, dst_plain, weights, bias, z != nullptr);
+    return std::make_unique<ConvKernel<dnnl::convolution_forward>>(pd, src_plain, dst_plain, weights, bias, z != nullptr);
   } catch (const dnnl::error&) {
     return nullptr;  // no oneDNN implementation for this form
+  }
+}
+
+// ConvTranspose, 1-D (as a height-1 2-D) or 2-D, on oneDNN's deconvolution: groups, strides,
+// dilations, pads, auto_pad, output_padding and output_shape (the inferred output extent fixes
+// the right padding, which absorbs output_padding), optional bias. NCHW tensors; the primitive
+// picks its own layouts and run() reorders. Forms that need negative padding decline.
+std::unique_ptr<Kernel> make_deconv(const ir::Node& node) {
+  if (node.num_inputs() < 2 || node.num_outputs() != 1) return nullptr;
+  const ir::Value* x = node.input(0);
+  const ir::Value* w = node.input(1);
+  const ir::Value* b = node.input(2);
+  const ir::Value* y = node.output(0);
+  if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return nullptr;
+  if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return nullptr;
+  auto xd = x->type.static_dims(), yd = y->type.static_dims(), wd = w->type.static_dims();
+  if (xd.size() != wd.size() || xd.size() != yd.size() || (xd.size() != 3 && xd.size() != 4)) return nullptr;
+  const size_t nsp = xd.size() - 2;
+  if (nsp == 1) {  // [N, C, L] as [N, C, 1, L]
+    xd.insert(xd.begin() + 2, 1);
+    yd.insert(yd.begin() + 2, 1);
+    wd.insert(wd.begin() + 2, 1);
+  }
+  const int64_t G = node.attr_int("group", 1);
+  const int64_t N = xd[0], C = xd[1], OC = wd[1] * G;
+  if (G < 1 || C % G || wd[0] != C || yd[0] != N || yd[1] != OC) return nullptr;
+  if (b && b->type.static_dims() != std::vector<int64_t>{OC}) return nullptr;
+  auto pad2 = [&](std::vector<int64_t> v, int64_t fill) {  // a 1-D attribute for the 2-D form
+    if (nsp == 1 && v.size() == 1) v.insert(v.begin(), fill);
+    return v;
+  };
+  const auto ks = node.attr_ints("kernel_shape");
+  if (!ks.empty() && pad2(ks, 1) != std::vector<int64_t>{wd[2], wd[3]}) return nullptr;
+  const auto strides = pad2(node.attr_ints("strides", std::vector<int64_t>(nsp, 1)), 1);
+  const auto dil = pad2(node.attr_ints("dilations", std::vector<int64_t>(nsp, 1)), 1);
+  const auto opad = pad2(node.attr_ints("output_padding", std::vector<int64_t>(nsp, 0)), 0);
+  auto pads = node.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
+  if (nsp == 1 && pads.size() == 2) pads = {0, pads[0], 0, pads[1]};
+  if (strides.size() != 2 || dil.size() != 2 || opad.size() != 2 || pads.size() != 4) return nullptr;
+  const std::string ap = node.attr_string("auto_pad", "NOTSET");
+  const bool derived = ap == "SAME_UPPER" || ap == "SAME_LOWER" || node.has_attr("output_shape");
+  if (ap != "NOTSET" && ap != "VALID" && !derived) return nullptr;
+  memory::dims pl(2), pr(2);
+  for (int i = 0; i < 2; ++i) {
+    const int64_t in = xd[2 + i], out = yd[2 + i], s = strides[i], d = dil[i], k = wd[2 + i];
+    if (s < 1 || d < 1) return nullptr;
+    const int64_t ek = (k - 1) * d + 1;
+    int64_t begin = ap == "VALID" ? 0 : pads[i];
+    if (derived && !(nsp == 1 && i == 0)) {  // the ONNX rule, as in src/ops/conv.cpp
+      const int64_t total = s * (in - 1) + opad[i] + ek - out;
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      begin = ap == "SAME_UPPER" ? half : total - half;
+    }
+    pl[i] = begin;
+    pr[i] = s * (in - 1) + ek - begin - out;
+    if (pl[i] < 0 || pr[i] < 0) return nullptr;
+  }
+  try {
+    memory::desc src_plain({N, C, xd[2], xd[3]}, dt::f32, tag::nchw);
+    memory::desc dst_plain({N, OC, yd[2], yd[3]}, dt::f32, tag::nchw);
+    // ONNX weights are [C, OC/G, k...]: oneDNN's (OC, IC) dims with input channels outermost.
+    memory::dims wdims = G == 1 ? memory::dims{OC, C, wd[2], wd[3]} : memory::dims{G, OC / G, C / G, wd[2], wd[3]};
+    memory::desc w_plain(wdims, dt::f32, G == 1 ? tag::iohw : tag::giohw);
+    memory::desc w_any(wdims, dt::f32, tag::any);
+    memory::desc b_md({OC}, dt::f32, tag::x);
+    memory::desc src_any({N, C, xd[2], xd[3]}, dt::f32, tag::any);
+    memory::desc dst_any({N, OC, yd[2], yd[3]}, dt::f32, tag::any);
+    memory::dims st{strides[0], strides[1]}, dl{dil[0] - 1, dil[1] - 1};
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const auto prop = dnnl::prop_kind::forward_inference;
+    const auto algo = dnnl::algorithm::deconvolution_direct;
+    auto desc = b ? dnnl::deconvolution_forward::desc(prop, algo, src_any, w_any, b_md, dst_any, st, dl, pl, pr)
+                  : dnnl::deconvolution_forward::desc(prop, algo, src_any, w_any, dst_any, st, dl, pl, pr);
+    dnnl::deconvolution_forward::primitive_desc pd(desc, attr, dnnl_util::engine());
+    memory weights = prepack(w->constant(), w_plain, pd.weights_desc());
+    memory bias;
+    if (b) bias = prepack(b->constant(), b_md, pd.bias_desc());
+    return std::make_unique<ConvKernel<dnnl::deconvolution_forward>>(pd, src_plain, dst_plain, weights, bias, false);
+  } catch (const dnnl::error&) {
+    return nullptr;
   }
 }
 
@@ -197,6 +281,7 @@ void add_onednn_conv_kernels(std::vector<KernelFactory>& table) {
     table.push_back({domain, op, [](const ir::Node& n, int) { return make_conv(n, false); }, "onednn"});
     table.push_back({domain, op, [](const ir::Node& n, int) { return make_conv(n, true); }, "onednn_alt_layout"});
   }
+  table.push_back({"", "ConvTranspose", [](const ir::Node& n, int) { return make_deconv(n); }, "onednn"});
 }
 
 }  // namespace kiln::backends::cpu
