@@ -7,6 +7,7 @@
 
 #include "fusion/anchor_epilogues.h"
 #include "ir/clone.h"
+#include "lower/fuse_channel_shuffle.h"
 #include "lower/kernel_selection.h"
 #include "lower/layout_assignment.h"
 #include "lower/materialize_constants.h"
@@ -90,6 +91,10 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
   if (backend && backend->prefers_channels_last() && keep.empty()) {
     cp->layout = lower::assign_channels_last(sg);
     if (cp->layout.channels_last_ops > 0) ops::ShapeInference().run(sg);
+  }
+  if (backend && keep.empty() && lower::fuse_channel_shuffle(sg) > 0) {
+    ops::ShapeInference().run(sg);
+    cp->layout.transposes = lower::count_transposes(sg);  // the shuffles' transposes are gone
   }
   if (backend && fusion_level >= 3 && keep.empty() && fusion::fold_anchor_epilogues(sg)) ops::ShapeInference().run(sg);
   if (backend && fusion_level > 0 && keep.empty()) {

@@ -19,6 +19,7 @@ void add_gather_kernels(std::vector<KernelFactory>& table);
 void add_reduce_kernels(std::vector<KernelFactory>& table);
 void add_skip_layernorm_kernels(std::vector<KernelFactory>& table);
 void add_fused_reduce_kernels(std::vector<KernelFactory>& table);
+void add_channel_shuffle_kernels(std::vector<KernelFactory>& table);
 
 // Kernels register here as they are written (see docs/architecture.md, "Backends").
 const std::vector<KernelFactory>& kernel_factories() {
@@ -41,6 +42,7 @@ const std::vector<KernelFactory>& kernel_factories() {
     add_reduce_kernels(t);
     add_skip_layernorm_kernels(t);
     add_fused_reduce_kernels(t);
+    add_channel_shuffle_kernels(t);
     return t;
   }();
   return table;
