@@ -98,7 +98,7 @@ memory prepack(const Tensor& t, const memory::desc& have, const memory::desc& wa
 // convs let oneDNN choose (reordering inside run()); kernel selection times both under --tune.
 // `winograd` asks for oneDNN's Winograd algorithm (3x3, stride 1, groups 1: about 2.25x fewer
 // multiplies, blocked activations reordered inside run()).
-std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd = false) {
+std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd = false, int threads = 1) {
   if (node.num_inputs() < 2 || node.num_outputs() < 1) return nullptr;
   const ir::Value* x = node.input(0);
   const ir::Value* w = node.input(1);
@@ -168,6 +168,13 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
     const bool plain = winograd ? false : nhwc ? !alt : alt;
     if (winograd && (G != 1 || KH != 3 || KW != 3 || strides[0] != 1 || strides[1] != 1 || dil[0] != 1 || dil[1] != 1))
       return nullptr;
+    // oneDNN 2.6 transforms Winograd weights slowly, at session creation: 94 ms for one
+    // 512x512x3x3 conv, 28 ms for 256x256 (DNNL_VERBOSE, 1 thread); the transform runs on the
+    // session's threads. On one thread, convs above 2^20 weights stay direct: resnet18's
+    // session then takes about 0.3 s to create instead of 0.5, for 1.84 -> 1.43 ms per such
+    // conv given up. On two, Winograd's larger gain there (resnet18 0.99x -> 0.83x ORT)
+    // is worth the ~0.45 s creation.
+    if (winograd && threads == 1 && OC * C * 9 > (int64_t{1} << 20)) return nullptr;
     const auto algo = winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
     memory::dims st{strides[0], strides[1]}, dl{dil[0] - 1, dil[1] - 1}, pl{pads[0], pads[1]}, pr{pads[2], pads[3]};
     auto desc = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
@@ -277,7 +284,7 @@ void add_onednn_conv_kernels(std::vector<KernelFactory>& table) {
     // even with its NHWC<->blocked reorders (make kernel-bench, Conv3x3_* and Expand3x3_*).
     // Then activations in the layout the graph gives (NHWC after layout assignment), oneDNN's
     // choice for NCHW; then the other layout.
-    table.push_back({domain, op, [](const ir::Node& n, int) { return make_conv(n, false, true); }, "onednn_winograd"});
+    table.push_back({domain, op, [](const ir::Node& n, int t) { return make_conv(n, false, true, t); }, "onednn_winograd"});
     table.push_back({domain, op, [](const ir::Node& n, int) { return make_conv(n, false); }, "onednn"});
     table.push_back({domain, op, [](const ir::Node& n, int) { return make_conv(n, true); }, "onednn_alt_layout"});
   }
