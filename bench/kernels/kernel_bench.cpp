@@ -79,6 +79,23 @@ int register_all() {
                              {"activation", ir::Attribute::of_string("SiLU")}};
   add("SeConv_1152to48", {"FusedConv", "kiln", {{1, 1, 1, 1152}, {48, 1152, 1, 1}, {48}}, {false, true, true}, se}, 2);
   add("SeConv_48to1152", {"FusedConv", "kiln", {{1, 1, 1, 48}, {1152, 48, 1, 1}, {1152}}, {false, true, true}, se}, 2);
+  // efficientnet_b0's widest expand conv (1x1, 16 -> 96 on 112x112): SiLU vs Relu vs none shows
+  // what the activation epilogue costs on a memory-bound conv.
+  for (const char* act : {"SiLU", "Relu", ""}) {
+    ir::Attributes a = {{"channels_last", ir::Attribute::of_int(1)}};
+    if (*act) a["activation"] = ir::Attribute::of_string(act);
+    add(std::string("Expand1x1_16to96_112_") + (*act ? act : "none"),
+        {"FusedConv", "kiln", {{1, 112, 112, 16}, {96, 16, 1, 1}, {96}}, {false, true, true}, a}, 4);
+  }
+  // efficientnet_b0's first depthwise conv (3x3, 32 channels on 112x112).
+  for (const char* act : {"SiLU", ""}) {
+    ir::Attributes a = {{"channels_last", ir::Attribute::of_int(1)},
+                        {"group", ir::Attribute::of_int(32)},
+                        {"pads", ir::Attribute::of_ints({1, 1, 1, 1})}};
+    if (*act) a["activation"] = ir::Attribute::of_string(act);
+    add(std::string("Depthwise3x3_32x112_") + (*act ? act : "none"),
+        {"FusedConv", "kiln", {{1, 112, 112, 32}, {32, 1, 3, 3}, {32}}, {false, true, true}, a}, 4);
+  }
   // resnet18's 3x3 convs (channels-last, bias, Relu): each candidate (brgconv NHWC, NCHW/any,
   // Winograd).
   const ir::Attributes r18 = {{"channels_last", ir::Attribute::of_int(1)},

@@ -45,7 +45,7 @@ KILN_SIMD void unary(Op op, const float* __restrict a, float* __restrict o, int6
     case Op::Sqrt: for (int64_t i = 0; i < n; ++i) o[i] = std::sqrt(a[i]); break;
     case Op::Reciprocal: for (int64_t i = 0; i < n; ++i) o[i] = 1.f / a[i]; break;
     case Op::Erf: for (int64_t i = 0; i < n; ++i) o[i] = simd::erf(a[i]); break;
-    case Op::SiLU: for (int64_t i = 0; i < n; ++i) o[i] = a[i] * simd::sigmoid(a[i]); break;
+    case Op::SiLU: for (int64_t i = 0; i < n; ++i) o[i] = simd::silu(a[i]); break;
     case Op::Clip: for (int64_t i = 0; i < n; ++i) o[i] = std::min(std::max(a[i], p0), p1); break;
     case Op::LeakyRelu:
       for (int64_t i = 0; i < n; ++i) o[i] = std::max(a[i], 0.f) + p0 * std::min(a[i], 0.f);

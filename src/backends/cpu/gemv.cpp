@@ -13,6 +13,7 @@
 #include "backends/cpu/node_args.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/simd.h"
+#include "backends/cpu/activation_apply.h"
 #include "ops/fused_activation.h"
 
 namespace kiln::backends::cpu {
@@ -49,18 +50,10 @@ KILN_SIMD void gemv_block(const float* w, const float* x, int64_t k, int64_t wid
   }
 }
 
-// The epilogue on a block's outputs: bias, then the activation (vector forms of the common ones).
+// The epilogue on a block's outputs: bias, then the activation.
 KILN_SIMD void finish(const ops::Activation& act, const float* acc, const float* b, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = acc[i] + (b ? b[i] : 0.f);
-  switch (act.kind) {
-    case ops::Activation::None: break;
-    case ops::Activation::Relu: for (int64_t i = 0; i < n; ++i) y[i] = std::max(y[i], 0.f); break;
-    case ops::Activation::Sigmoid: for (int64_t i = 0; i < n; ++i) y[i] = simd::sigmoid(y[i]); break;
-    case ops::Activation::SiLU: for (int64_t i = 0; i < n; ++i) y[i] = y[i] * simd::sigmoid(y[i]); break;
-    case ops::Activation::Tanh: for (int64_t i = 0; i < n; ++i) y[i] = simd::tanh(y[i]); break;
-    case ops::Activation::Clip: for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i], act.a), act.b); break;
-    default: for (int64_t i = 0; i < n; ++i) y[i] = ops::apply(act, y[i]); break;
-  }
+  apply_activation(act, y, n);
 }
 
 class GemvKernel : public Kernel {

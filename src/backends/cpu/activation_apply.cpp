@@ -1,0 +1,32 @@
+#include "backends/cpu/activation_apply.h"
+
+#include "backends/cpu/parallel.h"
+#include "backends/cpu/simd.h"
+
+namespace kiln::backends::cpu {
+
+KILN_SIMD void apply_activation(const ops::Activation& act, float* y, int64_t n) {
+  switch (act.kind) {
+    case ops::Activation::None: break;
+    case ops::Activation::Relu: for (int64_t i = 0; i < n; ++i) y[i] = std::max(y[i], 0.f); break;
+    case ops::Activation::Sigmoid: for (int64_t i = 0; i < n; ++i) y[i] = simd::sigmoid(y[i]); break;
+    case ops::Activation::SiLU: for (int64_t i = 0; i < n; ++i) y[i] = simd::silu(y[i]); break;
+    case ops::Activation::Tanh: for (int64_t i = 0; i < n; ++i) y[i] = simd::tanh(y[i]); break;
+    case ops::Activation::Clip: for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i], act.a), act.b); break;
+    default: for (int64_t i = 0; i < n; ++i) y[i] = ops::apply(act, y[i]); break;
+  }
+}
+
+void apply_activation_parallel(const ops::Activation& act, float* y, int64_t n, int threads) {
+  if (act.kind == ops::Activation::None) return;
+  // 16K floats = 64 KiB per piece: enough work to amortize the split, small enough that
+  // neighbouring pieces go to different threads in cache-friendly runs.
+  constexpr int64_t kPiece = 16384;
+  const int64_t pieces = (n + kPiece - 1) / kPiece;
+  parallel_for(pieces, threads, [&](int64_t b, int64_t e) {
+    const int64_t lo = b * kPiece, hi = std::min(n, e * kPiece);
+    apply_activation(act, y + lo, hi - lo);
+  });
+}
+
+}  // namespace kiln::backends::cpu

@@ -1,0 +1,18 @@
+// Vector forms of kiln's activation epilogues (ops::Activation) applied in place, for kernels
+// that run the epilogue themselves: the GEMV's blocks, and the convs whose activation oneDNN
+// 2.6 computes slowly as a post-op (see onednn_conv.cpp).
+#pragma once
+#include <cstdint>
+
+#include "ops/fused_activation.h"
+
+namespace kiln::backends::cpu {
+
+// y[i] = act(y[i]) for i in [0, n).
+void apply_activation(const ops::Activation& act, float* y, int64_t n);
+
+// The same over n elements split across at most `threads` threads, in chunks that stay in the
+// L2 cache.
+void apply_activation_parallel(const ops::Activation& act, float* y, int64_t n, int threads);
+
+}  // namespace kiln::backends::cpu
