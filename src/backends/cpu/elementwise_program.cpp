@@ -217,8 +217,10 @@ struct ElementwiseProgram::Impl {
   }
 
   // Calls emit(row, c, n, values) per tile; a template so run()'s copy-out inlines.
+  // `direct`: the contiguous single output, written by the last step in place of emit().
   template <typename Emit>
-  void tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end, const Emit& emit) const;
+  void tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end, const Emit& emit,
+             float* direct = nullptr) const;
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs, int threads) const;
 };
 
@@ -385,7 +387,7 @@ void ElementwiseProgram::for_tiles(const std::vector<const Tensor*>& inputs, int
 
 template <typename Emit>
 void ElementwiseProgram::Impl::tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end,
-                                     const Emit& emit) const {
+                                     const Emit& emit, float* direct) const {
   const float* base[kMaxSlots];
   for (int s = 0; s < n_sources; ++s)
     base[s] = (operands[s].input >= 0 ? inputs[operands[s].input]->data<float>() : operands[s].constant) +
@@ -394,6 +396,11 @@ void ElementwiseProgram::Impl::tiles(const std::vector<const Tensor*>& inputs, i
   alignas(64) float tiles[kMaxSlots][kTile];
   const float* ptr[kMaxSlots];
   const float* result[kMaxSlots];
+  // A broadcast source's tile depends only on its offset, which repeats from row to row (an SE
+  // scale is the same [C] vector for every pixel): refill it only when the offset changes.
+  int64_t filled[kMaxSlots];
+  std::fill(filled, filled + kMaxSlots, int64_t{-1});
+  const int last_dst = steps.empty() ? -1 : steps.back().dst;
   for (int64_t row = row_begin; row < row_end; ++row) {
     int64_t off[kMaxSlots] = {};
     int64_t rem = row;
@@ -404,12 +411,14 @@ void ElementwiseProgram::Impl::tiles(const std::vector<const Tensor*>& inputs, i
     }
     for (int s = 0; s < n_sources; ++s)
       if (operands[s].inner_stride == 0) {
+        ptr[s] = tiles[s];
+        if (filled[s] == off[s]) continue;
+        filled[s] = off[s];
         if (const int64_t p = operands[s].period) {  // inner <= kTile here
           for (int64_t j = 0; j < inner; j += p) std::memcpy(tiles[s] + j, base[s] + off[s], p * sizeof(float));
         } else {
           std::fill(tiles[s], tiles[s] + std::min(inner, kTile), base[s][off[s]]);
         }
-        ptr[s] = tiles[s];
       }
     for (int64_t c = 0; c < inner; c += kTile) {
       const int64_t n = std::min(kTile, inner - c);
@@ -424,11 +433,13 @@ void ElementwiseProgram::Impl::tiles(const std::vector<const Tensor*>& inputs, i
         }
       }
       for (const Step& st : steps) {
-        float* dst = tiles[st.dst];
+        // With `direct`, the last step writes the (single, contiguous) output in place.
+        float* dst = direct && st.dst == last_dst ? direct + row * inner + c : tiles[st.dst];
         if (st.b < 0) unary(st.op, ptr[st.a], dst, n, st.p0, st.p1);
         else binary(st.op, ptr[st.a], ptr[st.b], dst, n);
         ptr[st.dst] = dst;
       }
+      if (direct) continue;
       for (size_t k = 0; k < output_slot.size(); ++k) result[k] = ptr[output_slot[k]];
       emit(row, c, n, result);
     }
@@ -442,9 +453,25 @@ void ElementwiseProgram::Impl::run(const std::vector<const Tensor*>& inputs, con
   int64_t rows = 1;
   for (int64_t d : outer_dims) rows *= d;
   const int nd = static_cast<int>(outer_dims.size());
+  // The last step may write the output directly unless an input shares its memory (an in-place
+  // plan): steps read their sources through __restrict pointers.
+  bool direct_ok = contiguous_outputs && out.size() == 1 && !steps.empty() && output_slot[0] == steps.back().dst;
+  if (direct_ok) {
+    const char* o = static_cast<const char*>(outputs[0]->raw());
+    const size_t on = outputs[0]->nbytes();
+    for (const Tensor* t : inputs) {
+      if (!t) continue;
+      const char* i = static_cast<const char*>(t->raw());
+      if (i < o + on && o < i + t->nbytes()) direct_ok = false;
+    }
+  }
   // Whole rows per task: a row's tiles share the broadcast values. Small tensors stay on one
   // thread: waking the team costs more than the work.
   parallel_for(rows, total >= (1 << 16) ? threads : 1, [&](int64_t row_begin, int64_t row_end) {
+    if (direct_ok) {
+      tiles(inputs, row_begin, row_end, [](int64_t, int64_t, int64_t, const float* const*) {}, out[0]);
+      return;
+    }
     if (contiguous_outputs) {
       tiles(inputs, row_begin, row_end, [&](int64_t row, int64_t c, int64_t n, const float* const* vals) {
         for (size_t k = 0; k < out.size(); ++k)
