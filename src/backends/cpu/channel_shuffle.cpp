@@ -42,7 +42,7 @@ class ChannelShuffleKernel : public Kernel {
     for (const Tensor* t : inputs) x.push_back(static_cast<const uint32_t*>(t->raw()));
     int64_t total = 0;
     for (const Out& o : outs_) total += o.width;
-    const int threads = outer_ * total * inner_ >= (1 << 15) ? threads_ : 1;
+    const int threads = outer_ * total * inner_ >= kParallelMinElements ? threads_ : 1;
     parallel_for(outer_, threads, [&](int64_t b, int64_t e) {
       for (size_t m = 0; m < outs_.size(); ++m) {
         const Out& o = outs_[m];

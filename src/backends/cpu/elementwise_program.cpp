@@ -465,9 +465,9 @@ void ElementwiseProgram::Impl::run(const std::vector<const Tensor*>& inputs, con
       if (i < o + on && o < i + t->nbytes()) direct_ok = false;
     }
   }
-  // Whole rows per task: a row's tiles share the broadcast values. Small tensors stay on one
-  // thread: waking the team costs more than the work.
-  parallel_for(rows, total >= (1 << 16) ? threads : 1, [&](int64_t row_begin, int64_t row_end) {
+  // Whole rows per task: a row's tiles share the broadcast values. Tiny tensors stay on one
+  // thread (see kParallelMinElements).
+  parallel_for(rows, total >= kParallelMinElements ? threads : 1, [&](int64_t row_begin, int64_t row_end) {
     if (direct_ok) {
       tiles(inputs, row_begin, row_end, [](int64_t, int64_t, int64_t, const float* const*) {}, out[0]);
       return;

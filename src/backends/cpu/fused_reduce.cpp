@@ -70,7 +70,7 @@ class FusedReduceKernel : public Kernel {
                        : kind == ReduceKind::Min ? std::numeric_limits<float>::infinity()
                                                  : 0.f;
     const float scale = kind == ReduceKind::Mean ? 1.f / static_cast<float>(N) : 1.f;
-    const int threads = spec_.outer * N * I >= (1 << 16) ? threads_ : 1;
+    const int threads = spec_.outer * N * I >= kParallelMinElements ? threads_ : 1;
     // Outer slices own disjoint outputs, so threads split them.
     parallel_for(spec_.outer, threads, [&](int64_t b, int64_t e) {
       std::fill(y + b * I, y + e * I, init);
