@@ -72,8 +72,8 @@ int register_all() {
   add("SeMul_112x112x32", {"Mul", "", {{1, 112, 112, 32}, {1, 1, 1, 32}}, {false, false}});
   add("SeMul_56x56x144", {"Mul", "", {{1, 56, 56, 144}, {1, 1, 1, 144}}, {false, false}});
   add("SeMul_14x14x672", {"Mul", "", {{1, 14, 14, 672}, {1, 1, 1, 672}}, {false, false}});
-  add("NhwcGap_112x112x32", {"NhwcGlobalAveragePool", "kiln", {{1, 112, 112, 32}}, {false}});
-  add("NhwcGap_14x14x672", {"NhwcGlobalAveragePool", "kiln", {{1, 14, 14, 672}}, {false}});
+  add("NhwcGap_112x112x32", {"NhwcGlobalAveragePool", "kiln", {{1, 112, 112, 32}}, {false}}, 2);
+  add("NhwcGap_14x14x672", {"NhwcGlobalAveragePool", "kiln", {{1, 14, 14, 672}}, {false}}, 2);
   // efficientnet_b0's squeeze-excitation convs on a 1x1 image: gemv, then oneDNN.
   const ir::Attributes se = {{"channels_last", ir::Attribute::of_int(1)},
                              {"activation", ir::Attribute::of_string("SiLU")}};
@@ -110,6 +110,16 @@ int register_all() {
   add("Expand3x3_32x27", {"FusedConv", "kiln", {{1, 27, 27, 32}, {128, 32, 3, 3}, {128}}, {false, true, true}, r18}, 4);
   add("Expand3x3_48x13", {"FusedConv", "kiln", {{1, 13, 13, 48}, {192, 48, 3, 3}, {192}}, {false, true, true}, r18}, 4);
   add("Expand3x3_64x13", {"FusedConv", "kiln", {{1, 13, 13, 64}, {256, 64, 3, 3}, {256}}, {false, true, true}, r18}, 4);
+  // squeezenet1_1's first MaxPool (3x3 stride 2, ceil_mode) and resnet18's (3x3 stride 2, pad 1),
+  // channels-last: kiln, then oneDNN.
+  add("MaxPool3x3s2_64x111", {"NhwcMaxPool", "kiln", {{1, 111, 111, 64}}, {false},
+                              {{"kernel_shape", ir::Attribute::of_ints({3, 3})},
+                               {"strides", ir::Attribute::of_ints({2, 2})},
+                               {"ceil_mode", ir::Attribute::of_int(1)}}}, 2);
+  add("MaxPool3x3s2p1_64x112", {"NhwcMaxPool", "kiln", {{1, 112, 112, 64}}, {false},
+                                {{"kernel_shape", ir::Attribute::of_ints({3, 3})},
+                                 {"strides", ir::Attribute::of_ints({2, 2})},
+                                 {"pads", ir::Attribute::of_ints({1, 1, 1, 1})}}}, 2);
   // squeezenet1_1's classifier, a 1x1 conv 512 -> 1000 on 13x13.
   const ir::Attributes relu = {{"channels_last", ir::Attribute::of_int(1)},
                                {"activation", ir::Attribute::of_string("Relu")}};

@@ -19,7 +19,7 @@ namespace kiln::backends::cpu {
 namespace {
 
 // acc[c] (+|max)= x[p * C + c] over pixels p in [0, n).
-KILN_SIMD void sum_pixels(const float* x, int64_t n, int64_t C, float* acc) {
+KILN_SIMD void sum_pixels(const float* __restrict x, int64_t n, int64_t C, float* __restrict acc) {
   int64_t p = 0;
   for (; p + 4 <= n; p += 4) {
     const float *a = x + p * C, *b = a + C, *c = b + C, *d = c + C;
@@ -29,7 +29,7 @@ KILN_SIMD void sum_pixels(const float* x, int64_t n, int64_t C, float* acc) {
     for (int64_t k = 0; k < C; ++k) acc[k] += x[p * C + k];
 }
 
-KILN_SIMD void max_pixels(const float* x, int64_t n, int64_t C, float* acc) {
+KILN_SIMD void max_pixels(const float* __restrict x, int64_t n, int64_t C, float* __restrict acc) {
   for (int64_t p = 0; p < n; ++p)
     for (int64_t k = 0; k < C; ++k) acc[k] = std::max(acc[k], x[p * C + k]);
 }

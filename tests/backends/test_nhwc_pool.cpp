@@ -1,0 +1,49 @@
+// kiln.NhwcMaxPool / NhwcAveragePool (nhwc_pool.cpp) against the reference kernels: padding,
+// strides, dilations, ceil_mode windows hanging past the end pad, count_include_pad, auto_pad,
+// odd channel counts, batches and two threads. The ONNX node tests run them too (conformance).
+#include "kernel_check.h"
+
+namespace kiln {
+namespace {
+
+using kernel_check::Case;
+using kernel_check::check;
+using A = ir::Attribute;
+
+ir::Attributes window(std::vector<int64_t> k, std::vector<int64_t> s, std::vector<int64_t> pads) {
+  return {{"kernel_shape", A::of_ints(k)}, {"strides", A::of_ints(s)}, {"pads", A::of_ints(pads)}};
+}
+
+TEST(NhwcPool, MaxAndAverageWindows) {
+  for (const char* op : {"NhwcMaxPool", "NhwcAveragePool"})
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(op) + " threads " + std::to_string(threads));
+      auto run = [&](std::vector<int64_t> in, std::vector<int64_t> out, ir::Attributes a) {
+        Case c{op, "kiln", {in}, {false}, {out}, a};
+        c.threads = threads;
+        check(c);
+      };
+      // squeezenet1_1's first pool: 3x3 stride 2, ceil_mode (55 = ceil((111 - 3) / 2) + 1).
+      auto sq = window({3, 3}, {2, 2}, {0, 0, 0, 0});
+      sq["ceil_mode"] = A::of_int(1);
+      run({1, 111, 111, 64}, {1, 55, 55, 64}, sq);
+      run({2, 17, 19, 5}, {2, 9, 10, 5}, window({3, 3}, {2, 2}, {1, 1, 1, 1}));
+      run({1, 8, 7, 33}, {1, 8, 7, 33}, window({3, 2}, {1, 1}, {1, 0, 1, 1}));
+      auto ceil = window({2, 2}, {2, 2}, {0, 1, 1, 0});
+      ceil["ceil_mode"] = A::of_int(1);
+      run({1, 7, 6, 3}, {1, 4, 4, 3}, ceil);
+      auto same = window({3, 3}, {2, 2}, {0, 0, 0, 0});
+      same.erase("pads");
+      same["auto_pad"] = A::of_string("SAME_LOWER");
+      run({1, 9, 8, 17}, {1, 5, 4, 17}, same);
+    }
+  auto inc = window({3, 3}, {2, 2}, {1, 1, 1, 1});
+  inc["count_include_pad"] = A::of_int(1);
+  check({"NhwcAveragePool", "kiln", {{1, 9, 10, 7}}, {false}, {{1, 5, 5, 7}}, inc});
+  auto dil = window({2, 3}, {1, 2}, {1, 1, 0, 2});
+  dil["dilations"] = A::of_ints({2, 2});
+  check({"NhwcMaxPool", "kiln", {{1, 9, 10, 7}}, {false}, {{1, 8, 5, 7}}, dil});
+}
+
+}  // namespace
+}  // namespace kiln
