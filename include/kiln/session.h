@@ -87,6 +87,10 @@ class Session {
   std::string verify_plans() const;
   // Bytes of the largest arena among the plans built so far (one arena per concurrent run).
   int64_t arena_bytes() const;
+  // Blocks until every kernel of the plans built so far has finished the weight preparation it
+  // left to a background thread at creation. A session runs correctly at once; some convs run
+  // a slower form until then (about half a second for resnet18). Benchmarks call this first.
+  void wait_ready() const;
 
   struct Impl;
 

@@ -21,6 +21,10 @@ class Kernel {
   // already allocated with the node's static output types (nullptr = not requested).
   // Must be safe to call from several threads at once.
   virtual void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const = 0;
+  // Blocks until work the kernel deferred to a background thread at creation (a slow weight
+  // transform, see TieredKernel in backends/cpu/onednn_conv.cpp) is done and run() uses its
+  // final form. Most kernels have none.
+  virtual void wait_ready() const {}
 };
 
 struct KernelCandidate {

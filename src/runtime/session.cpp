@@ -201,6 +201,13 @@ int64_t Session::arena_bytes() const {
   return most;
 }
 
+void Session::wait_ready() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (const auto& [sig, cp] : impl_->plans)
+    for (const lower::Instruction& ins : cp->program.instructions)
+      if (ins.kernel) ins.kernel->wait_ready();
+}
+
 std::string Session::verify_plans() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (const auto& [sig, cp] : impl_->plans) {

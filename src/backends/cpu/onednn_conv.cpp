@@ -5,8 +5,13 @@
 // (the layout assignment's choice, src/lower/layout_assignment.cpp) runs on NHWC activations
 // directly, which oneDNN's brgconv prefers anyway; NCHW tensors are reordered inside run() when
 // the primitive wants another layout.
-#include <cstring>
+#include <omp.h>
+
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <future>
 #include <memory>
 
 #include "backends/cpu/activation_apply.h"
@@ -99,6 +104,38 @@ memory prepack(const Tensor& t, const memory::desc& have, const memory::desc& wa
   return dst;
 }
 
+// Runs `first` until a background thread has built the better kernel, then that one. oneDNN
+// 2.6 transforms Winograd weights slowly (one thread: 23-37 ms for a 256x256x3x3 conv, about
+// 100 ms for 512x512); building them eagerly took resnet18's session creation to 0.47 s at 1
+// thread and 0.53 s at 2, while the direct conv's weights reorder in about 7 ms. The builder
+// runs on one OpenMP thread of its own and owns copies of what it needs (no graph references).
+class TieredKernel : public Kernel {
+ public:
+  TieredKernel(std::unique_ptr<Kernel> first, std::function<std::unique_ptr<Kernel>()> build)
+      : current_(std::shared_ptr<const Kernel>(std::move(first))) {
+    upgrade_ = std::async(std::launch::async, [this, build = std::move(build)] {
+      omp_set_num_threads(1);
+      try {
+        if (std::shared_ptr<const Kernel> better = build()) current_.store(std::move(better));
+      } catch (...) {  // keep the first kernel
+      }
+    });
+  }
+  ~TieredKernel() override { wait_ready(); }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
+    current_.load()->run(inputs, outputs);  // the shared_ptr keeps a replaced kernel alive until it returns
+  }
+
+  void wait_ready() const override {
+    if (upgrade_.valid()) upgrade_.wait();
+  }
+
+ private:
+  std::atomic<std::shared_ptr<const Kernel>> current_;
+  std::future<void> upgrade_;
+};
+
 // Activations kiln applies itself after the primitive, on the output in cache-sized pieces
 // split across the threads, instead of as a oneDNN post-op. oneDNN 2.6's swish post-op costs
 // more than that second pass: a 16->96 1x1 conv on 112x112 with SiLU took 1.46-1.57 ms at 1
@@ -185,13 +222,6 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
     const bool plain = winograd ? false : nhwc ? !alt : alt;
     if (winograd && (G != 1 || KH != 3 || KW != 3 || strides[0] != 1 || strides[1] != 1 || dil[0] != 1 || dil[1] != 1))
       return nullptr;
-    // oneDNN 2.6 transforms Winograd weights slowly, at session creation: 94 ms for one
-    // 512x512x3x3 conv, 28 ms for 256x256 (DNNL_VERBOSE, 1 thread); the transform runs on the
-    // session's threads. On one thread, convs above 2^20 weights stay direct: resnet18's
-    // session then takes about 0.3 s to create instead of 0.5, for 1.84 -> 1.43 ms per such
-    // conv given up. On two, Winograd's larger gain there (resnet18 0.99x -> 0.83x ORT)
-    // is worth the ~0.45 s creation.
-    if (winograd && threads == 1 && OC * C * 9 > (int64_t{1} << 20)) return nullptr;
     const auto algo = winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
     memory::dims st{strides[0], strides[1]}, dl{dil[0] - 1, dil[1] - 1}, pl{pads[0], pads[1]}, pr{pads[2], pads[3]};
     auto desc = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
@@ -201,9 +231,22 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
                                                     algo, plain ? src_plain : src_any,
                                                     w_any, plain ? dst_plain : dst_any, st, dl, pl, pr);
     dnnl::convolution_forward::primitive_desc pd(desc, attr, dnnl_util::engine());
-    memory weights = prepack(w->constant(), w_plain, pd.weights_desc());
     memory bias;
     if (b) bias = prepack(b->constant(), b_md, pd.bias_desc());
+    // Winograd weights of 256x256x3x3 and up are transformed in the background (TieredKernel)
+    // while the direct conv runs; smaller ones take a few ms.
+    if (winograd && OC * C * 9 > (int64_t{1} << 19)) {
+      if (auto direct = make_conv(node, false, false, threads)) {
+        const Tensor w_copy = w->constant();  // a handle on the constant's buffer, not a copy
+        const bool has_z = z != nullptr;
+        return std::make_unique<TieredKernel>(std::move(direct), [=]() -> std::unique_ptr<Kernel> {
+          memory weights = prepack(w_copy, w_plain, pd.weights_desc());
+          return std::make_unique<ConvKernel<dnnl::convolution_forward>>(pd, src_plain, dst_plain, weights, bias,
+                                                                          has_z, post, threads);
+        });
+      }
+    }
+    memory weights = prepack(w->constant(), w_plain, pd.weights_desc());
     return std::make_unique<ConvKernel<dnnl::convolution_forward>>(pd, src_plain, dst_plain, weights, bias, z != nullptr,
                                                                     post, threads);
   } catch (const dnnl::error&) {
