@@ -6,6 +6,8 @@
 #include <benchmark/benchmark.h>
 #include <kiln/tensor.h>
 
+#include <omp.h>
+
 #include <random>
 
 #include "backends/backend.h"
@@ -67,7 +69,41 @@ void add(const std::string& name, OneNode c, size_t candidates = 1) {
         ->UseRealTime();
 }
 
+// The machine's FP32 peak: independent AVX-512 FMA chains (16 of them, more than the FMA
+// latency times the two FMA ports), on 1 and 2 threads. The "% of peak" of a model's run is
+// measured against this number taken on the same machine at the same time (bench/efficiency.sh),
+// since the machines this runs on differ (KERNELS.md's 267 GFLOP/s was a Zen 5 at 4.2 GHz).
+__attribute__((target("avx512f"), noinline)) float fma_chains(int64_t iters) {
+  typedef float v16 __attribute__((vector_size(64)));
+  v16 a[16];
+  const v16 m = v16{} + 0.9999f, c = v16{} + 1e-4f;
+  for (int i = 0; i < 16; ++i) a[i] = v16{} + static_cast<float>(i);
+  for (int64_t k = 0; k < iters; ++k)
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) a[i] = a[i] * m + c;
+  v16 s = a[0];
+  for (int i = 1; i < 16; ++i) s += a[i];
+  float r = 0;
+  for (int i = 0; i < 16; ++i) r += s[i];
+  return r;
+}
+
+void fma_peak(benchmark::State& state) {
+  if (!__builtin_cpu_supports("avx512f")) return state.SkipWithError("no AVX-512");
+  const int threads = static_cast<int>(state.range(0));
+  constexpr int64_t kIters = 1 << 20;
+  float sink = 0;
+  for (auto _ : state) {
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    sink += fma_chains(kIters);
+  }
+  benchmark::DoNotOptimize(sink);
+  state.counters["GFLOPS"] = benchmark::Counter(static_cast<double>(state.iterations()) * threads * kIters * 16 * 16 * 2 / 1e9,
+                                                benchmark::Counter::kIsRate);
+}
+
 int register_all() {
+  benchmark::RegisterBenchmark("FmaPeak", fma_peak)->Arg(1)->Arg(2)->UseRealTime();
   // efficientnet_b0's squeeze-excitation scales, channels-last.
   add("SeMul_112x112x32", {"Mul", "", {{1, 112, 112, 32}, {1, 1, 1, 32}}, {false, false}});
   add("SeMul_56x56x144", {"Mul", "", {{1, 56, 56, 144}, {1, 1, 1, 144}}, {false, false}});
