@@ -159,8 +159,15 @@ int register_all() {
   // squeezenet1_1's classifier, a 1x1 conv 512 -> 1000 on 13x13.
   const ir::Attributes relu = {{"channels_last", ir::Attribute::of_int(1)},
                                {"activation", ir::Attribute::of_string("Relu")}};
+  const ir::Attributes cl = {{"channels_last", ir::Attribute::of_int(1)}};
   add("Classifier1x1_512x13", {"FusedConv", "kiln", {{1, 13, 13, 512}, {1000, 512, 1, 1}, {1000}}, {false, true, true}, relu}, 4);
   add("MatMul_169x512x1000", {"MatMul", "", {{169, 512}, {512, 1000}}, {false, true}}, 1);
+  // efficientnet_b0's 1x1 convs, early (many pixels, few channels) and late (few pixels, wide
+  // channels).
+  add("Pointwise_14x14_112to672", {"FusedConv", "kiln", {{1, 14, 14, 112}, {672, 112, 1, 1}, {672}}, {false, true, true}, relu}, 4);
+  add("Pointwise_7x7_1152to192", {"FusedConv", "kiln", {{1, 7, 7, 1152}, {192, 1152, 1, 1}, {192}}, {false, true, true}, cl}, 4);
+  add("Pointwise_7x7_320to1280", {"FusedConv", "kiln", {{1, 7, 7, 320}, {1280, 320, 1, 1}, {1280}}, {false, true, true}, relu}, 4);
+  add("Pointwise_56x56_24to144", {"FusedConv", "kiln", {{1, 56, 56, 24}, {144, 24, 1, 1}, {144}}, {false, true, true}, relu}, 4);
   // The classifier of mobilenet_v2 / efficientnet_b0: gemv, then oneDNN.
   add("Classifier_1280x1000",
       {"Gemm", "", {{1, 1280}, {1000, 1280}, {1000}}, {false, true, true},
