@@ -1,7 +1,8 @@
 #!/bin/bash
 # kiln vs ONNX Runtime on every shared model, interleaved in the same run (shared/peers/
 # interleave.py: alternating order per round, medians over rounds), at 1 and 2 threads; writes
-# a markdown table with the ratio kiln/ORT of the medians.
+# a markdown table with the ratio kiln/ORT of the medians, the median of the per-round ratios,
+# and the ratio of each side's fastest round.
 #
 #   bench/compare.sh [--rounds R] [--threads 1,2] [--models "resnet18 mobilenet_v2"] [--out FILE]
 #
@@ -34,13 +35,22 @@ done
 {
   echo "# kiln vs ONNX Runtime ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $rounds interleaved rounds)"
   echo
-  echo "| model | threads | ORT ms | kiln ms | kiln/ORT |"
-  echo "|---|---|---|---|---|"
+  echo "| model | threads | ORT ms | kiln ms | kiln/ORT | per-round kiln/ORT: median (range) | fastest rounds: ORT / kiln ms, kiln/ORT |"
+  echo "|---|---|---|---|---|---|---|"
   /usr/bin/python3 - "$json" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
     o, k = r["ort_median_ms"], r["ours_median_ms"]
-    print(f"| {r['model']} | {r['threads']} | {o:.3g} | {k:.3g} | {k / o:.2f} |")
+    # The machines flip between a fast and a slow state for seconds at a time, so the ratio of
+    # medians moves with which rounds caught which state. Two views that move less: the median
+    # of the per-round ratios (each round times both back to back), and the fastest round of
+    # each (both engines in the fast state).
+    ratios = sorted(x["ratio"] for x in r["rounds"])
+    mid = ratios[len(ratios) // 2] if len(ratios) % 2 else (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2
+    fo = min(x["ort"]["median_ms"] for x in r["rounds"])
+    fk = min(x["ours"]["median_ms"] for x in r["rounds"])
+    print(f"| {r['model']} | {r['threads']} | {o:.3g} | {k:.3g} | {k / o:.2f} | {mid:.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f}) "
+          f"| {fo:.3g} / {fk:.3g}, {fk / fo:.2f} |")
 PY
 } | tee "$out"
