@@ -46,16 +46,19 @@ tsan: deps
 	cmake --build build-tsan -j $(JOBS) --target test_runtime
 	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_runtime --gtest_filter='SessionPlans.*'
 
-# libFuzzer target for load + verify + shape inference + optimizer (fuzz/, build-fuzz/; clang,
-# ASan+UBSan). `make fuzz` builds it; `make fuzz-run FUZZ_TIME=1800` fuzzes (docs/reliability.md).
+# libFuzzer targets (fuzz/, build-fuzz/; clang, ASan+UBSan): fuzz_load (load + verify + shape
+# inference + optimizer) and fuzz_compile (session creation on the CPU backend: plan, kernels).
+# `make fuzz` builds them; `make fuzz-run FUZZ_TIME=1800 [FUZZ_TARGET=fuzz_compile]` fuzzes
+# (docs/reliability.md).
 FUZZ_TIME ?= 1800
+FUZZ_TARGET ?= fuzz_load
 fuzz:
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
 	  -DKILN_SANITIZE=fuzzer -DKILN_TESTS=OFF
-	cmake --build build-fuzz -j $(JOBS) --target fuzz_load make_seeds
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_load fuzz_compile make_seeds
 
 fuzz-run: fuzz
-	bash scripts/fuzz.sh build-fuzz $(SHARED_MODELS) $(FUZZ_TIME)
+	bash scripts/fuzz.sh build-fuzz $(SHARED_MODELS) $(FUZZ_TIME) $(FUZZ_TARGET)
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz

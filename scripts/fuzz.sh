@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# make fuzz-run: runs build-fuzz/fuzz/fuzz_load for FUZZ_TIME seconds (one worker process in
+# make fuzz-run: runs build-fuzz/fuzz/$FUZZ_TARGET (fuzz_load: load, verify, inference,
+# optimizer; fuzz_compile: session creation on the CPU backend, plan and kernels included) for
+# FUZZ_TIME seconds (one worker process in
 # fork mode, so it goes on after a crash and collects them all) on a corpus kept in build-fuzz/corpus, seeded with the shared models
 # (weights stripped, see fuzz/make_seeds.cpp) and a sample of ONNX's node-test models. Crash
 # inputs land in build-fuzz/artifacts/; the log with libFuzzer's final stats in build-fuzz/fuzz.log.
@@ -7,10 +9,12 @@ set -euo pipefail
 BUILD=${1:-build-fuzz}
 SHARED_MODELS=${2:-../shared/models}
 SECONDS_TOTAL=${3:-1800}
+TARGET=${4:-fuzz_load}
 NODE_TESTS=${NODE_TESTS:-/usr/share/libonnx-testdata/data/node}
 
 seeds="$BUILD/seeds"
 corpus="$BUILD/corpus"
+[ "$TARGET" = fuzz_load ] || corpus="$BUILD/corpus-$TARGET"
 mkdir -p "$seeds" "$corpus" "$BUILD/artifacts"
 if [ -z "$(ls -A "$seeds")" ]; then
   models=()
@@ -23,9 +27,11 @@ if [ -z "$(ls -A "$seeds")" ]; then
 fi
 "$BUILD/fuzz/make_seeds" --dict > "$BUILD/onnx.dict"
 
-echo "fuzzing for $SECONDS_TOTAL s; log: $BUILD/fuzz.log"
+log="$BUILD/fuzz.log"
+[ "$TARGET" = fuzz_load ] || log="$BUILD/fuzz-$TARGET.log"
+echo "fuzzing $TARGET for $SECONDS_TOTAL s; log: $log"
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-  "$BUILD/fuzz/fuzz_load" -max_total_time="$SECONDS_TOTAL" -rss_limit_mb=2048 -timeout=10 \
+  "$BUILD/fuzz/$TARGET" -max_total_time="$SECONDS_TOTAL" -rss_limit_mb=2048 -timeout=10 \
   -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
   -max_len=262144 -print_final_stats=1 -dict="$BUILD/onnx.dict" -artifact_prefix="$BUILD/artifacts/" \
-  "$corpus" "$seeds" 2>&1 | tee "$BUILD/fuzz.log" | grep -E "^#[0-9]+|ERROR|SUMMARY|stat::|crash-|timeout-|oom-" | tail -n 40
+  "$corpus" "$seeds" 2>&1 | tee "$log" | grep -E "^#[0-9]+|ERROR|SUMMARY|stat::|crash-|timeout-|oom-" | tail -n 40
