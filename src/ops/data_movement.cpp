@@ -187,6 +187,7 @@ void infer_split(InferContext& ctx) {
     for (int i = 0; i < n; ++i) ctx.set_output(i, ir::TensorType::unranked(in.dtype));
     return;
   }
+  if (in.rank() == 0) ctx.fail("cannot split a scalar");
   const int64_t axis = normalize_axis(ctx.node().attr_int("axis", 0), in.rank(), ctx.node());
   const ir::Dim& ad = in.dims[axis];
   std::vector<int64_t> sizes;

@@ -956,6 +956,13 @@ TEST(BadModel, ReshapeShapeProductOverflowsInt64) {
   expect_error(c.run(), "node 'probe' (Reshape): shape overflows int64");
 }
 
+TEST(BadModel, SplitOfAScalar) {
+  // Found by fuzz/fuzz_compile: shape inference read the axis extent of a rank-0 input.
+  Case c("split_scalar");
+  one_op(c, "Split", {});
+  expect_error(c.run(), "node 'probe' (Split): cannot split a scalar");
+}
+
 TEST(BadModel, FuzzCrashInputs) {
   // Inputs that crashed fuzz/fuzz_load (docs/reliability.md), kept as they were found.
   int seen = 0;
