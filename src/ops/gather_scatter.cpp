@@ -389,6 +389,7 @@ void infer_compress(InferContext& ctx) {
     ctx.set_output(0, ir::TensorType::unranked(in.dtype));
     return;
   }
+  if (in.rank() == 0) ctx.fail("axis needs an input of rank >= 1");
   const int64_t a = normalize_axis(ctx.node().attr_int("axis", 0), in.rank(), ctx.node());
   std::vector<ir::Dim> out = in.dims;
   out[a] = n;
@@ -400,6 +401,7 @@ void kernel_compress(KernelContext& ctx) {
   const Tensor& cond = ctx.input(1);
   if (cond.rank() != 1) ctx.fail("condition must be 1-D");
   const bool has_axis = ctx.node().has_attr("axis");
+  if (has_axis && in.rank() == 0) ctx.fail("axis needs an input of rank >= 1");
   const int64_t a = has_axis ? normalize_axis(ctx.node().attr_int("axis", 0), in.rank(), ctx.node()) : 0;
   const int64_t extent = has_axis ? in.dim(static_cast<int>(a)) : in.numel();
   std::vector<int64_t> keep;

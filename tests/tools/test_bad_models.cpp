@@ -963,6 +963,18 @@ TEST(BadModel, SplitOfAScalar) {
   expect_error(c.run(), "node 'probe' (Split): cannot split a scalar");
 }
 
+TEST(BadModel, CompressOfAScalarAlongAnAxis) {
+  // Found while auditing the ops that take an axis after SplitOfAScalar: a segfault.
+  Case c("compress_scalar");
+  c.init_i64("cond", {1});
+  auto* n = one_op(c, "Compress", {}, {"cond"});
+  auto* a = n->add_attribute();
+  a->set_name("axis");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(0);
+  expect_error(c.run(), "node 'probe' (Compress): axis needs an input of rank >= 1");
+}
+
 TEST(BadModel, FuzzCrashInputs) {
   // Inputs that crashed fuzz/fuzz_load (docs/reliability.md), kept as they were found.
   int seen = 0;
