@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "backends/backend.h"
 #include "ops/core/infer_graph.h"
@@ -190,6 +191,27 @@ TEST(CpuKernels, ConvWinogradBuiltInTheBackground) {
   auto kernel = backend->create(*n);
   ASSERT_TRUE(kernel);
   kernel.reset();
+  // Two threads running it while the transform finishes: every result is either form's.
+  kernel = backend->create(*n);
+  ASSERT_TRUE(kernel);
+  Tensor in = random_tensor({1, 7, 7, 512}, rng);
+  std::vector<Tensor> outs[2];
+  auto work = [&](int t) {
+    for (int i = 0; i < 4; ++i) {
+      outs[t].emplace_back(DType::Float, std::vector<int64_t>{1, 7, 7, 512});
+      kernel->run({&in}, {&outs[t].back()});
+    }
+  };
+  std::thread t0(work, 0), t1(work, 1);
+  t0.join();
+  t1.join();
+  kernel->wait_ready();
+  Tensor want(DType::Float, {1, 7, 7, 512});
+  kernel->run({&in}, {&want});
+  for (const auto& per_thread : outs)
+    for (const Tensor& got : per_thread)
+      for (int64_t i = 0; i < want.numel(); ++i)
+        ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-3 * std::max(1.f, std::fabs(want.data<float>()[i])));
 }
 
 TEST(CpuKernels, ConvTranspose) {
