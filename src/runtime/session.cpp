@@ -202,10 +202,16 @@ int64_t Session::arena_bytes() const {
 }
 
 void Session::wait_ready() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  for (const auto& [sig, cp] : impl_->plans)
-    for (const lower::Instruction& ins : cp->program.instructions)
-      if (ins.kernel) ins.kernel->wait_ready();
+  // Wait outside the lock: a transform takes up to half a second, and runs must not stall on
+  // the plan table meanwhile.
+  std::vector<std::shared_ptr<const backends::Kernel>> kernels;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    for (const auto& [sig, cp] : impl_->plans)
+      for (const lower::Instruction& ins : cp->program.instructions)
+        if (ins.kernel) kernels.push_back(ins.kernel);
+  }
+  for (const auto& k : kernels) k->wait_ready();
 }
 
 std::string Session::verify_plans() const {

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/activation_apply.h"
 #include "backends/cpu/node_args.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/simd.h"
-#include "backends/cpu/activation_apply.h"
 #include "ops/fused_activation.h"
 
 namespace kiln::backends::cpu {

@@ -108,7 +108,8 @@ memory prepack(const Tensor& t, const memory::desc& have, const memory::desc& wa
 // 2.6 transforms Winograd weights slowly (one thread: 23-37 ms for a 256x256x3x3 conv, about
 // 100 ms for 512x512); building them eagerly took resnet18's session creation to 0.47 s at 1
 // thread and 0.53 s at 2, while the direct conv's weights reorder in about 7 ms. The builder
-// runs on one OpenMP thread of its own and owns copies of what it needs (no graph references).
+// runs on one OpenMP thread of its own and holds its own handles on what it needs (the weights'
+// buffer, descriptors), never a reference into the graph.
 class TieredKernel : public Kernel {
  public:
   TieredKernel(std::unique_ptr<Kernel> first, std::function<std::unique_ptr<Kernel>()> build)

@@ -9,7 +9,6 @@
 // libm (expf, tanhf, erff are not vectorized and would make the loop scalar).
 #pragma once
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 
