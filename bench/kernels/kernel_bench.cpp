@@ -141,6 +141,16 @@ int register_all() {
   add("Conv3x3_128x28", {"FusedConv", "kiln", {{1, 28, 28, 128}, {128, 128, 3, 3}, {128}}, {false, true, true}, r18}, 4);
   add("Conv3x3_256x14", {"FusedConv", "kiln", {{1, 14, 14, 256}, {256, 256, 3, 3}, {256}}, {false, true, true}, r18}, 4);
   add("Conv3x3_512x7", {"FusedConv", "kiln", {{1, 7, 7, 512}, {512, 512, 3, 3}, {512}}, {false, true, true}, r18}, 4);
+  // resnet18's stride-2 convs: the stem (7x7, 3 -> 64) and each stage's first 3x3.
+  ir::Attributes stem = r18;
+  stem["pads"] = ir::Attribute::of_ints({3, 3, 3, 3});
+  stem["strides"] = ir::Attribute::of_ints({2, 2});
+  add("Stem7x7s2_3to64_224", {"FusedConv", "kiln", {{1, 224, 224, 3}, {64, 3, 7, 7}, {64}}, {false, true, true}, stem}, 4);
+  ir::Attributes s2 = r18;
+  s2["strides"] = ir::Attribute::of_ints({2, 2});
+  add("Conv3x3s2_64to128_56", {"FusedConv", "kiln", {{1, 56, 56, 64}, {128, 64, 3, 3}, {128}}, {false, true, true}, s2}, 4);
+  add("Conv3x3s2_128to256_28", {"FusedConv", "kiln", {{1, 28, 28, 128}, {256, 128, 3, 3}, {256}}, {false, true, true}, s2}, 4);
+  add("Conv3x3s2_256to512_14", {"FusedConv", "kiln", {{1, 14, 14, 256}, {512, 256, 3, 3}, {512}}, {false, true, true}, s2}, 4);
   // squeezenet1_1's expand3x3 convs.
   add("Expand3x3_16x55", {"FusedConv", "kiln", {{1, 55, 55, 16}, {64, 16, 3, 3}, {64}}, {false, true, true}, r18}, 4);
   add("Expand3x3_32x27", {"FusedConv", "kiln", {{1, 27, 27, 32}, {128, 32, 3, 3}, {128}}, {false, true, true}, r18}, 4);

@@ -10,6 +10,7 @@ namespace kiln::lower {
 struct LayoutStats {
   int channels_last_ops = 0;  // convs and pools now running on NHWC
   int transposes = 0;         // layout changes (reorders) left in the graph
+  int blocked_values = 0;     // activations kept in nChw16c between convs (blocked_layout.h)
 };
 
 // Rewrites a graph whose types are static (a compiled plan's specialized clone). Types are

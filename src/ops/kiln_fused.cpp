@@ -6,7 +6,10 @@
 //       = [min, max] for Clip, [alpha] for LeakyRelu, [alpha, beta] for HardSigmoid. Float32.
 //       FusedConv(X, W, B?, Z?) also adds a residual Z (the output's shape) before the
 //       activation: Y = act(conv(X, W) + B + Z), ORT's FusedConv. With `channels_last` = 1 its
-//       X, Z and Y are NHWC ([N, H, W, C]); W stays OIHW. FusedMatMul(A, B, bias?) adds a
+//       X, Z and Y are NHWC ([N, H, W, C]); W stays OIHW. Then `x_blocked` = 1 says X holds
+//       its elements in oneDNN's nChw16c order ([N, C/16, H, W, 16]) under the same NHWC type,
+//       `y_blocked` = 1 and `z_blocked` = 1 the same of Y and Z (src/lower/blocked_layout.cpp;
+//       C must be a multiple of 16). FusedMatMul(A, B, bias?) adds a
 //       bias of shape [N] (the output's last dim) before the activation.
 //   FusedElementwise(inputs...) -> outputs...   a fusion group of elementwise/broadcast ops
 //       (src/fusion/collapse_groups.cpp) held in its `body` graph, whose inputs and outputs are
@@ -86,12 +89,41 @@ Tensor permute4(const Tensor& x, bool nchw, const ir::Node& n) {
 }
 
 bool channels_last(const ir::Node& n) { return n.attr_int("channels_last", 0) != 0; }
+bool x_blocked(const ir::Node& n) { return n.attr_int("x_blocked", 0) != 0; }
+bool y_blocked(const ir::Node& n) { return n.attr_int("y_blocked", 0) != 0; }
+bool z_blocked(const ir::Node& n) { return n.attr_int("z_blocked", 0) != 0; }
+
+// An NHWC tensor to the nChw16c order of its elements (to_blocked) or back; same dims.
+Tensor reorder_blocked16(const Tensor& x, bool to_blocked, const ir::Node& n) {
+  if (x.rank() != 4 || x.dtype() != DType::Float || x.dim(3) % 16 != 0)
+    throw Error(n.describe() + ": blocked tensors must be float32 NHWC with channels a multiple of 16");
+  const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
+  Tensor y(x.dtype(), x.dims());
+  const float* a = x.data<float>();
+  float* b = y.data<float>();
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t w = 0; w < W; ++w)
+        for (int64_t c = 0; c < C; ++c) {
+          const int64_t plain = ((i * H + h) * W + w) * C + c;
+          const int64_t blocked = (((i * (C / 16) + c / 16) * H + h) * W + w) * 16 + c % 16;
+          if (to_blocked) b[blocked] = a[plain];
+          else b[plain] = a[blocked];
+        }
+  return y;
+}
 
 InferFn fused_infer(std::string base) {
   return [base](InferContext& ctx) {
     activation_of(ctx.node());
     const bool nhwc = channels_last(ctx.node());
     if (nhwc && base != "Conv") ctx.fail("channels_last applies to FusedConv only");
+    const bool blocked_x = x_blocked(ctx.node()), blocked_y = y_blocked(ctx.node());
+    if ((blocked_x || blocked_y || z_blocked(ctx.node())) && !nhwc)
+      ctx.fail("x_blocked / y_blocked / z_blocked apply to channels_last FusedConv only");
+    if (blocked_x && ctx.input(0).rank_known && ctx.input(0).rank() == 4 && ctx.input(0).dims[3].is_static() &&
+        ctx.input(0).dims[3].value % 16 != 0)
+      ctx.fail("a blocked input X needs channels a multiple of 16, not " + ctx.input(0).str());
     std::vector<ir::TensorType> types;
     std::vector<const Tensor*> values;
     const int n_base = base == "MatMul" ? 2 : 3;
@@ -105,6 +137,9 @@ InferFn fused_infer(std::string base) {
     base_def(ctx.node(), base).infer(inner);
     if (inner.outputs[0].dtype != DType::Float) ctx.fail("fused ops compute in float32 only");
     ir::TensorType out = nhwc ? to_nhwc(inner.outputs[0]) : inner.outputs[0];
+    if ((blocked_y || z_blocked(ctx.node())) && out.rank_known && out.rank() == 4 && out.dims[3].is_static() &&
+        out.dims[3].value % 16 != 0)
+      ctx.fail("a blocked output Y or residual Z needs channels a multiple of 16, not " + out.str());
     if (base == "MatMul" && ctx.num_inputs() > 2 && ctx.has_input(2)) {
       const ir::TensorType& b = ctx.input(2);
       if (b.dtype != DType::Float || (b.rank_known && b.rank() != 1)) ctx.fail("the bias must be a float32 vector");
@@ -135,7 +170,7 @@ KernelFn fused_kernel(std::string base) {
     for (int i = 0; i < std::min(ctx.num_inputs(), n_base); ++i) ins.push_back(ctx.has_input(i) ? &ctx.input(i) : nullptr);
     Tensor x_nchw;
     if (nhwc) {
-      x_nchw = permute4(*ins[0], true, ctx.node());
+      x_nchw = permute4(x_blocked(ctx.node()) ? reorder_blocked16(*ins[0], false, ctx.node()) : *ins[0], true, ctx.node());
       ins[0] = &x_nchw;
     }
     KernelContext inner(ctx.node(), onnx_opset(ctx.node()), ins);
@@ -153,13 +188,13 @@ KernelFn fused_kernel(std::string base) {
       for (int64_t i = 0; i < y.numel(); ++i) p[i] += bp[i % n];
     }
     if (base == "Conv" && ctx.num_inputs() > 3 && ctx.has_input(3)) {
-      const Tensor& z = ctx.input(3);
+      const Tensor z = z_blocked(ctx.node()) ? reorder_blocked16(ctx.input(3), false, ctx.node()) : ctx.input(3);
       if (z.dtype() != DType::Float || z.dims() != y.dims()) ctx.fail("the residual input Z must have the output's shape");
       const float* zp = z.data<float>();
       for (int64_t i = 0; i < y.numel(); ++i) p[i] += zp[i];
     }
     for (int64_t i = 0; i < y.numel(); ++i) p[i] = apply(act, p[i]);
-    ctx.set_output(0, y);
+    ctx.set_output(0, y_blocked(ctx.node()) ? reorder_blocked16(y, true, ctx.node()) : y);
   };
 }
 

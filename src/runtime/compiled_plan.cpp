@@ -7,6 +7,7 @@
 
 #include "fusion/anchor_epilogues.h"
 #include "ir/clone.h"
+#include "lower/blocked_layout.h"
 #include "lower/fuse_channel_shuffle.h"
 #include "lower/kernel_selection.h"
 #include "lower/layout_assignment.h"
@@ -103,6 +104,9 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     cp->fusion = fusion::collapse_groups(sg, fo, [&](const ir::Node& n) { return backend->can_fuse(n); });
     if (cp->fusion.fused_nodes > 0) ops::ShapeInference().run(sg);
   }
+  // After fusion, which forms the residual convs whose Z the pass must see.
+  if (backend && backend->prefers_channels_last() && keep.empty())
+    cp->layout.blocked_values = lower::assign_blocked_activations(sg);
   lower::LowerOptions lo;
   for (const std::string& name : keep) {
     const ir::Value* v = sg.find_value(name);

@@ -166,6 +166,38 @@ TEST(CpuKernels, ConvImplementations) {
   }
 }
 
+// Activations in nChw16c under an NHWC type (src/lower/blocked_layout.cpp): every combination
+// of a blocked input X, output Y and residual Z, on each implementation (random inputs read as
+// blocked by both sides; 16 channels would be one block, the order of NHWC).
+TEST(CpuKernels, ConvBlockedActivations) {
+  for (const char* impl : {"onednn_winograd", "onednn", "onednn_alt_layout"})
+    for (int mask = 1; mask < 8; ++mask) {
+      SCOPED_TRACE(std::string(impl) + " mask " + std::to_string(mask));
+      ir::Attributes a = conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+      a["activation"] = ir::Attribute::of_string("Relu");
+      a["channels_last"] = ir::Attribute::of_int(1);
+      if (mask & 1) a["x_blocked"] = ir::Attribute::of_int(1);
+      if (mask & 2) a["y_blocked"] = ir::Attribute::of_int(1);
+      if (mask & 4) a["z_blocked"] = ir::Attribute::of_int(1);
+      check({"FusedConv", "kiln", {{2, 9, 7, 32}, {48, 32, 3, 3}, {48}, {2, 9, 7, 48}}, {false, true, true, false},
+             {2, 9, 7, 48}, a, impl});
+    }
+  // Channels not a multiple of 16: declined (shape inference rejects the node too).
+  ir::Attributes bad = conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  bad["channels_last"] = ir::Attribute::of_int(1);
+  bad["x_blocked"] = ir::Attribute::of_int(1);
+  ir::Graph g;
+  g.opsets[""] = 17;
+  g.opsets["kiln"] = 1;
+  std::mt19937 rng(5);
+  ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {1, 5, 5, 12}));
+  ir::Value* w = g.add_constant("w", random_tensor({16, 12, 3, 3}, rng));
+  ir::Value* y = g.add_value("y");
+  g.add_node("FusedConv", {x, w}, {y}, bad, "n", "kiln");
+  g.add_output(y);
+  EXPECT_THROW(ops::ShapeInference().run(g), Error);
+}
+
 // Winograd weights from 256x256x3x3 up are transformed in the background while the direct conv
 // runs (TieredKernel): both forms, with a residual and SiLU applied after the primitive.
 TEST(CpuKernels, ConvWinogradBuiltInTheBackground) {

@@ -51,7 +51,8 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level) {
     }
     j["kernels"] = kernels;
     j["fusion"] = {{"level", fusion_level}, {"fused_nodes", cp->fusion.fused_nodes}, {"nodes_folded", cp->fusion.nodes_folded}};
-    j["layout"] = {{"channels_last_ops", cp->layout.channels_last_ops}, {"reorders", cp->layout.transposes}};
+    j["layout"] = {{"channels_last_ops", cp->layout.channels_last_ops}, {"reorders", cp->layout.transposes},
+                   {"blocked_values", cp->layout.blocked_values}};
     j["instructions"] = nlohmann::json::array();
     for (const lower::Instruction& ins : p.instructions)
       j["instructions"].push_back({{"node", ins.node->name()}, {"op", ins.node->op_type()}, {"backend", ins.backend}});
@@ -66,7 +67,8 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level) {
             << "kernels:     " << kernels << " per run (fusion level " << fusion_level << ": "
             << cp->fusion.fused_nodes << " fused groups replace " << cp->fusion.nodes_folded << " nodes)\n"
             << "layout:      " << cp->layout.channels_last_ops << " ops channels-last, " << cp->layout.transposes
-            << " reorders (transposes) left\n\n";
+            << " reorders (transposes) left, " << cp->layout.blocked_values
+            << " activations nChw16c between Winograd convs\n\n";
   std::cout << "instructions:\n";
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const lower::Instruction& ins = p.instructions[i];

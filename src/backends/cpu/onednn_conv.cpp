@@ -13,6 +13,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "backends/cpu/activation_apply.h"
 #include "backends/cpu/kernels.h"
@@ -32,18 +33,20 @@ template <typename Primitive>
 class ConvKernel : public Kernel {
  public:
   // `post` is an activation applied by kiln after the primitive (see late_activation()).
+  // `z_plain`: the residual's layout, when it has one of its own (else Y's).
   ConvKernel(typename Primitive::primitive_desc pd, memory::desc src_plain, memory::desc dst_plain, memory weights,
-             memory bias, bool has_z, ops::Activation post = {ops::Activation::None}, int threads = 1)
-      : pd_(pd), prim_(pd), src_plain_(src_plain), dst_plain_(dst_plain), weights_(weights), bias_(bias),
-        has_z_(has_z), post_(post), threads_(threads) {
-    if (pd.src_desc() != src_plain) src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
-        dnnl_util::engine(), src_plain, dnnl_util::engine(), pd.src_desc()));
-    if (pd.dst_desc() != dst_plain) {
-      dst_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
-          dnnl_util::engine(), pd.dst_desc(), dnnl_util::engine(), dst_plain));
-      if (has_z) z_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
-          dnnl_util::engine(), dst_plain, dnnl_util::engine(), pd.dst_desc()));
-    }
+             memory bias, bool has_z, ops::Activation post = {ops::Activation::None}, int threads = 1,
+             memory::desc z_plain = {})
+      : pd_(pd), prim_(pd), src_plain_(src_plain), dst_plain_(dst_plain),
+        z_plain_(z_plain.is_zero() ? dst_plain : z_plain), weights_(weights), bias_(bias), has_z_(has_z), post_(post),
+        threads_(threads) {
+    auto& eng = dnnl_util::engine();
+    if (pd.src_desc() != src_plain) src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, src_plain, eng, pd.src_desc()));
+    if (pd.dst_desc() != dst_plain)
+      dst_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, pd.dst_desc(), eng, dst_plain));
+    // Z goes where the primitive's destination is: its own buffer, or the user's output.
+    const memory::desc& z_to = dst_reorder_ ? pd.dst_desc() : dst_plain;
+    if (has_z && z_plain_ != z_to) z_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, z_plain_, eng, z_to));
   }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
@@ -65,11 +68,18 @@ class ConvKernel : public Kernel {
     if (has_z_) {
       // The sum post-op adds the destination's prior contents: put Z there.
       const Tensor& z = *inputs[3];
-      if (dst_reorder_) {
-        memory z_user(dst_plain_, eng, const_cast<void*>(z.raw()));
+      memory z_user(z_plain_, eng, const_cast<void*>(z.raw()));
+      if (z_reorder_ && !dst_reorder_ && z.raw() == outputs[0]->raw()) {
+        // Z shares the output's memory in another layout (kiln's planner never does this to a
+        // conv today): reorder from a copy.
+        std::vector<char> copy(z.nbytes());
+        std::memcpy(copy.data(), z.raw(), z.nbytes());
+        memory z_copy(z_plain_, eng, copy.data());
+        z_reorder_.execute(s, z_copy, dst);
+      } else if (z_reorder_) {
         z_reorder_.execute(s, z_user, dst);
-      } else if (z.raw() != outputs[0]->raw()) {
-        std::memcpy(outputs[0]->raw(), z.raw(), z.nbytes());
+      } else if (z.raw() != dst.get_data_handle()) {
+        std::memcpy(dst.get_data_handle(), z.raw(), z.nbytes());
       }
     }
     memory scratchpad(pd_.scratchpad_desc(), eng, buf + src_b + dst_b);
@@ -85,7 +95,7 @@ class ConvKernel : public Kernel {
  private:
   typename Primitive::primitive_desc pd_;
   Primitive prim_;
-  memory::desc src_plain_, dst_plain_;
+  memory::desc src_plain_, dst_plain_, z_plain_;
   memory weights_, bias_;
   bool has_z_;
   ops::Activation post_;
@@ -223,16 +233,25 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
     attr.set_post_ops(po);
   }
   try {
+    // The user's activations: NCHW, NHWC, or nChw16c under an NHWC type where the blocked
+    // layout pass (src/lower/blocked_layout.cpp) says so; Z is in Y's layout.
     const tag act_tag = nhwc ? tag::nhwc : tag::nchw;
-    memory::desc src_plain({N, C, H, W}, dt::f32, act_tag);
-    memory::desc dst_plain({N, OC, yd[2], yd[3]}, dt::f32, act_tag);
+    const bool x_blocked = nhwc && node.attr_int("x_blocked", 0), y_blocked = nhwc && node.attr_int("y_blocked", 0);
+    if ((x_blocked && C % 16) || (y_blocked && OC % 16)) return nullptr;  // inference rejects these too
+    memory::desc src_plain({N, C, H, W}, dt::f32, x_blocked ? tag::nChw16c : act_tag);
+    memory::desc dst_plain({N, OC, yd[2], yd[3]}, dt::f32, y_blocked ? tag::nChw16c : act_tag);
+    const bool z_blocked = nhwc && node.attr_int("z_blocked", 0);
+    if (z_blocked && OC % 16) return nullptr;
+    memory::desc z_plain({N, OC, yd[2], yd[3]}, dt::f32, z_blocked ? tag::nChw16c : act_tag);
     memory::dims wdims = G == 1 ? memory::dims{OC, C, KH, KW} : memory::dims{G, OC / G, C / G, KH, KW};
     memory::desc w_plain(wdims, dt::f32, G == 1 ? tag::oihw : tag::goihw);
     memory::desc w_any(wdims, dt::f32, tag::any);
     memory::desc b_md({OC}, dt::f32, tag::x);
     memory::desc src_any({N, C, H, W}, dt::f32, tag::any);
     memory::desc dst_any({N, OC, yd[2], yd[3]}, dt::f32, tag::any);
-    const bool plain = winograd ? false : nhwc ? !alt : alt;
+    // A direct conv given a blocked end lets oneDNN choose both (its NHWC kernels with one
+    // blocked end would be the reference implementation).
+    const bool plain = winograd || x_blocked != y_blocked ? false : nhwc ? !alt : alt;
     if (winograd && (G != 1 || KH != 3 || KW != 3 || strides[0] != 1 || strides[1] != 1 || dil[0] != 1 || dil[1] != 1))
       return nullptr;
     const auto algo = winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
@@ -255,13 +274,13 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
         return std::make_unique<TieredKernel>(std::move(direct), [=]() -> std::unique_ptr<Kernel> {
           memory weights = prepack(w_copy, w_plain, pd.weights_desc());
           return std::make_unique<ConvKernel<dnnl::convolution_forward>>(pd, src_plain, dst_plain, weights, bias,
-                                                                          has_z, post, threads);
+                                                                          has_z, post, threads, z_plain);
         });
       }
     }
     memory weights = prepack(w->constant(), w_plain, pd.weights_desc());
     return std::make_unique<ConvKernel<dnnl::convolution_forward>>(pd, src_plain, dst_plain, weights, bias, z != nullptr,
-                                                                    post, threads);
+                                                                    post, threads, z_plain);
   } catch (const dnnl::error&) {
     return nullptr;  // no oneDNN implementation for this form
   }
