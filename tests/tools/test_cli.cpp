@@ -1,6 +1,8 @@
 // The CLI as a user sees it: help on every subcommand, run/check/conformance on real data.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "cli_util.h"
 #include "frontend/onnx/tensor_proto.h"
 
@@ -69,6 +71,23 @@ TEST(Cli, BenchJsonIsOneObject) {
   for (const char* key : {"\"median_ms\"", "\"min_ms\"", "\"max_ms\"", "\"session_create_ms\"", "\"session_ready_ms\"", "\"arena_bytes\"",
                           "\"threads\":1", "\"runs\":2"})
     EXPECT_NE(r.output.find(key), std::string::npos) << key << " in " << r.output;
+}
+
+// The CLI makes OpenMP workers spin between ops unless told otherwise (main.cpp).
+TEST(Cli, OpenMpWorkersSpinUnlessTold) {
+  const std::string model = (source_dir() / "models/squeezenet1_1/model.onnx").string();
+  const char* before = std::getenv("OMP_WAIT_POLICY");
+  const std::string saved = before ? before : "";
+  unsetenv("OMP_WAIT_POLICY");
+  auto r = run_kiln({"bench", model, "--threads", "2", "--runs", "2", "--warmup", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("threads:        2 (OMP_WAIT_POLICY=active)"), std::string::npos) << r.output;
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  r = run_kiln({"bench", model, "--threads", "2", "--runs", "2", "--warmup", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(OMP_WAIT_POLICY=passive)"), std::string::npos) << r.output;
+  if (before) setenv("OMP_WAIT_POLICY", saved.c_str(), 1);
+  else unsetenv("OMP_WAIT_POLICY");
 }
 
 TEST(Cli, ConformanceRunsFilteredNodeTests) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -82,7 +83,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       std::cout << j.dump() << "\n";
     } else {
       std::printf("model:          %s\n", args->model.c_str());
-      std::printf("threads:        %d\n", args->threads);
+      // How OpenMP workers wait between ops changes 2-thread latency (main.cpp).
+      const char* wait = std::getenv("OMP_WAIT_POLICY");
+      std::printf("threads:        %d (OMP_WAIT_POLICY=%s)\n", args->threads, wait ? wait : "unset");
       std::printf("session create: %.1f ms (ready %.1f ms)\n", create_ms, ready_ms);
       std::printf("latency:        median %.3f ms, min %.3f ms, max %.3f ms (%d runs, %d warmup)\n", median, ms.front(),
                   ms.back(), args->runs, args->warmup);
