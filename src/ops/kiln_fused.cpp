@@ -20,6 +20,9 @@
 //   NhwcMaxPool / NhwcAveragePool / NhwcGlobalAveragePool / NhwcGlobalMaxPool   the ai.onnx
 //       pooling op (its attributes, one output) on an NHWC tensor. The layout assignment
 //       (src/lower/layout_assignment.cpp) forms these and channels_last FusedConv.
+//   ConvConcat(inputs...) -> output   channels-last FusedConvs and the Concat of their outputs
+//       along the channel axis, held in its `body` graph as for FusedElementwise; the CPU
+//       backend writes each conv's output into its slice of the result.
 //   SiLU(x) = x * sigmoid(x)
 //   Attention(Q, K_T, V, mask?) = softmax(Q · K_T * scale + mask) · V, softmax over the last
 //       axis; Q [..., Sq, D], K_T [..., D, Sk] (keys already transposed, as in the MatMul it
@@ -328,7 +331,7 @@ void attention_kernel(KernelContext& ctx) {
 
 const ir::Graph& body_of(const ir::Node& n) {
   auto it = n.attrs.find("body");
-  if (it == n.attrs.end() || !it->second.g) throw Error(n.describe() + ": FusedElementwise needs a body graph");
+  if (it == n.attrs.end() || !it->second.g) throw Error(n.describe() + ": " + n.op_type() + " needs a body graph");
   const ir::Graph& body = *it->second.g;
   if (body.inputs().size() != static_cast<size_t>(n.num_inputs()) ||
       body.outputs().size() != static_cast<size_t>(n.num_outputs()))
@@ -368,6 +371,10 @@ KILN_REGISTER_OPS(kiln_fused) {
            .kernel = fused_elementwise_kernel});
   // A reduction with its prologue: the body ends in the reduction, whose output is the node's.
   reg.add({.name = "FusedReduce", .domain = "kiln", .min_inputs = 0, .max_inputs = -1, .min_outputs = 1,
+           .max_outputs = 1, .pattern = PatternKind::Opaque, .infer = infer_fused_elementwise,
+           .kernel = fused_elementwise_kernel});
+  // Convolutions with the Concat of their outputs (src/lower/fuse_conv_concat.cpp).
+  reg.add({.name = "ConvConcat", .domain = "kiln", .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
            .max_outputs = 1, .pattern = PatternKind::Opaque, .infer = infer_fused_elementwise,
            .kernel = fused_elementwise_kernel});
   for (const char* base : {"Conv", "Gemm", "MatMul"})

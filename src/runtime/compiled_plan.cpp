@@ -9,6 +9,7 @@
 #include "ir/clone.h"
 #include "lower/blocked_layout.h"
 #include "lower/fuse_channel_shuffle.h"
+#include "lower/fuse_conv_concat.h"
 #include "lower/kernel_selection.h"
 #include "lower/layout_assignment.h"
 #include "lower/materialize_constants.h"
@@ -37,7 +38,8 @@ namespace {
 bool all_static(const ir::Node& n) {
   // A fused group's body is data for its kernel; other subgraphs (If, Loop) run on the
   // reference executor.
-  const bool fused = n.domain() == "kiln" && (n.op_type() == "FusedElementwise" || n.op_type() == "FusedReduce");
+  const bool fused = n.domain() == "kiln" && (n.op_type() == "FusedElementwise" || n.op_type() == "FusedReduce" ||
+                                             n.op_type() == "ConvConcat");
   for (const auto& [k, a] : n.attrs)
     if (!fused && (a.g || !a.graphs.empty())) return false;
   for (const ir::Value* v : n.inputs())
@@ -104,9 +106,12 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     cp->fusion = fusion::collapse_groups(sg, fo, [&](const ir::Node& n) { return backend->can_fuse(n); });
     if (cp->fusion.fused_nodes > 0) ops::ShapeInference().run(sg);
   }
-  // After fusion, which forms the residual convs whose Z the pass must see.
-  if (backend && backend->prefers_channels_last() && keep.empty())
+  // Then Concats of conv outputs (which must not be blocked: fused first), and after fusion,
+  // which forms the residual convs whose Z the blocked-layout pass must see.
+  if (backend && backend->prefers_channels_last() && keep.empty()) {
+    if (fusion_level > 0 && (cp->layout.conv_concats = lower::fuse_conv_concat(sg)) > 0) ops::ShapeInference().run(sg);
     cp->layout.blocked_values = lower::assign_blocked_activations(sg);
+  }
   lower::LowerOptions lo;
   for (const std::string& name : keep) {
     const ir::Value* v = sg.find_value(name);

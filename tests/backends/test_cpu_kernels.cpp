@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "backends/backend.h"
+#include "lower/fuse_conv_concat.h"
 #include "ops/core/infer_graph.h"
 
 namespace kiln {
@@ -196,6 +197,52 @@ TEST(CpuKernels, ConvBlockedActivations) {
   g.add_node("FusedConv", {x, w}, {y}, bad, "n", "kiln");
   g.add_output(y);
   EXPECT_THROW(ops::ShapeInference().run(g), Error);
+}
+
+// kiln.ConvConcat (src/lower/fuse_conv_concat.cpp): each conv writes its channel slice of the
+// output. A 1x1 piece (direct conv), a Winograd piece and a stride-1 3x3 with odd channels
+// (direct), at 1 and 2 threads, against the body run on the reference kernels.
+TEST(CpuKernels, ConvConcatWritesSlices) {
+  std::mt19937 rng(11);
+  ir::Graph g;
+  g.opsets[""] = 17;
+  g.opsets["kiln"] = 1;
+  ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {2, 9, 7, 16}));
+  auto piece = [&](int64_t oc, int64_t k, const std::string& name) {
+    ir::Attributes a = conv_attrs({1, 1}, {k / 2, k / 2, k / 2, k / 2}, {1, 1}, 1);
+    a["channels_last"] = ir::Attribute::of_int(1);
+    a["activation"] = ir::Attribute::of_string("Relu");
+    ir::Value* w = g.add_constant(name + "_w", random_tensor({oc, 16, k, k}, rng));
+    ir::Value* b = g.add_constant(name + "_b", random_tensor({oc}, rng));
+    ir::Value* y = g.add_value(name);
+    g.add_node("FusedConv", {x, w, b}, {y}, a, name, "kiln");
+    return y;
+  };
+  ir::Value* a = piece(5, 1, "a");
+  ir::Value* b = piece(16, 3, "b");
+  ir::Value* c = piece(7, 3, "c");
+  ir::Value* y = g.add_value("y");
+  g.add_node("Concat", {a, b, c}, {y}, {{"axis", ir::Attribute::of_int(3)}}, "cat");
+  g.add_output(y);
+  ops::ShapeInference().run(g);
+  ASSERT_EQ(lower::fuse_conv_concat(g), 1);
+  ops::ShapeInference().run(g);
+  const ir::Node* n = g.nodes().back();
+  ASSERT_EQ(n->op_type(), "ConvConcat");
+  Tensor in = random_tensor({2, 9, 7, 16}, rng);
+  const Tensor expected = ops::run_reference(*n, {&in})[0];
+  ASSERT_EQ(expected.dims(), (std::vector<int64_t>{2, 9, 7, 28}));
+  for (int threads : {1, 2}) {
+    auto kernel = backends::make_cpu_backend(threads)->create(*n);
+    ASSERT_TRUE(kernel);
+    kernel->wait_ready();
+    Tensor actual(DType::Float, expected.dims());
+    kernel->run({&in}, {&actual});
+    for (int64_t i = 0; i < expected.numel(); ++i) {
+      const float e = expected.data<float>()[i];
+      ASSERT_NEAR(actual.data<float>()[i], e, 1e-4 * std::max(1.f, std::fabs(e))) << "threads " << threads << " at " << i;
+    }
+  }
 }
 
 // Winograd weights from 256x256x3x3 up are transformed in the background while the direct conv

@@ -52,7 +52,7 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level) {
     j["kernels"] = kernels;
     j["fusion"] = {{"level", fusion_level}, {"fused_nodes", cp->fusion.fused_nodes}, {"nodes_folded", cp->fusion.nodes_folded}};
     j["layout"] = {{"channels_last_ops", cp->layout.channels_last_ops}, {"reorders", cp->layout.transposes},
-                   {"blocked_values", cp->layout.blocked_values}};
+                   {"blocked_values", cp->layout.blocked_values}, {"conv_concats", cp->layout.conv_concats}};
     j["instructions"] = nlohmann::json::array();
     for (const lower::Instruction& ins : p.instructions)
       j["instructions"].push_back({{"node", ins.node->name()}, {"op", ins.node->op_type()}, {"backend", ins.backend}});
@@ -68,7 +68,8 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level) {
             << cp->fusion.fused_nodes << " fused groups replace " << cp->fusion.nodes_folded << " nodes)\n"
             << "layout:      " << cp->layout.channels_last_ops << " ops channels-last, " << cp->layout.transposes
             << " reorders (transposes) left, " << cp->layout.blocked_values
-            << " activations nChw16c between Winograd convs\n\n";
+            << " activations nChw16c between Winograd convs, " << cp->layout.conv_concats
+            << " Concats written in place by their convs\n\n";
   std::cout << "instructions:\n";
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const lower::Instruction& ins = p.instructions[i];

@@ -1,0 +1,99 @@
+#include "lower/fuse_conv_concat.h"
+
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "passes/graph_util.h"
+
+namespace kiln::lower {
+
+namespace {
+
+// A FusedConv whose output can go straight into a channel slice: channels-last, no residual
+// (it would have to be read from the slice), no activation kiln applies after the primitive
+// over the output as one dense block (SiLU), and not in a blocked layout.
+bool slice_writer(const ir::Node* n) {
+  if (!n || n->domain() != "kiln" || n->op_type() != "FusedConv" || !n->attr_int("channels_last", 0)) return false;
+  if (n->num_inputs() < 2 || n->num_outputs() != 1 || (n->num_inputs() > 3 && n->input(3))) return false;
+  if (n->attr_string("activation", "") == "SiLU") return false;
+  if (n->attr_int("x_blocked", 0) || n->attr_int("y_blocked", 0)) return false;
+  for (int i = 1; i < n->num_inputs(); ++i)
+    if (n->input(i) && !n->input(i)->is_constant()) return false;
+  return n->input(0) && !n->input(0)->is_constant();
+}
+
+bool static_float4(const ir::Value* v) {
+  return v && v->type.is_tensor() && v->type.rank_known && v->type.rank() == 4 && v->type.is_static() &&
+         v->type.dtype == DType::Float;
+}
+
+bool fusable(const ir::Graph& g, const ir::Node* concat) {
+  if (concat->domain() != "" || concat->op_type() != "Concat" || concat->num_outputs() != 1) return false;
+  if (concat->num_inputs() < 2 || !static_float4(concat->output(0))) return false;
+  const int64_t axis = concat->attr_int("axis", 0);
+  if (axis != 3 && axis != -1) return false;
+  std::unordered_set<const ir::Value*> seen;
+  for (const ir::Value* v : concat->inputs()) {
+    if (!v || !seen.insert(v).second || !static_float4(v) || passes::is_graph_output(g, v)) return false;
+    if (!slice_writer(v->producer()) || v->uses().size() != 1) return false;
+  }
+  return true;
+}
+
+void fuse(ir::Graph& g, ir::Node* concat) {
+  std::vector<ir::Node*> convs;
+  for (ir::Value* v : concat->inputs()) convs.push_back(v->producer());
+  auto body = std::make_shared<ir::Graph>();
+  body->name = "conv_concat_" + concat->name();
+  body->parent = &g;
+  body->opsets = g.opsets;
+  std::unordered_map<const ir::Value*, ir::Value*> map;
+  std::vector<ir::Value*> ext_in;
+  for (ir::Node* c : convs) {
+    std::vector<ir::Value*> ins;
+    for (ir::Value* v : c->inputs()) {
+      if (!v) { ins.push_back(nullptr); continue; }
+      if (!map.count(v)) {
+        if (v->is_constant()) {
+          map[v] = body->add_constant(body->unique_name(v->name()), v->constant());
+        } else {
+          map[v] = body->add_input(body->unique_name(v->name()), v->type);
+          ext_in.push_back(v);
+        }
+      }
+      ins.push_back(map[v]);
+    }
+    ir::Value* out = c->output(0);
+    map[out] = body->add_value(out->name(), out->type);
+    body->add_node(c->op_type(), ins, {map[out]}, c->attrs, c->name(), c->domain());
+  }
+  ir::Value* y = concat->output(0);
+  std::vector<ir::Value*> pieces;
+  for (ir::Value* v : concat->inputs()) pieces.push_back(map.at(v));
+  ir::Value* body_y = body->add_value(y->name(), y->type);
+  body->add_node("Concat", pieces, {body_y}, concat->attrs, concat->name(), "");
+  body->add_output(body_y);
+
+  ir::Value* new_y = passes::add_value_like(g, y, y->name());
+  passes::use_kiln_domain(g);
+  g.add_node("ConvConcat", ext_in, {new_y}, {{"body", ir::Attribute::of_graph(body)}},
+             g.unique_name("conv_concat_" + concat->name()), "kiln");
+  g.replace_all_uses(y, new_y);
+  g.remove_node(concat);
+  for (ir::Node* c : convs) g.remove_node(c);
+}
+
+}  // namespace
+
+int fuse_conv_concat(ir::Graph& g) {
+  // Found first, fused after: fusing removes nodes (each conv feeds only its own Concat).
+  std::vector<ir::Node*> concats;
+  for (ir::Node* n : g.nodes())
+    if (fusable(g, n)) concats.push_back(n);
+  for (ir::Node* n : concats) fuse(g, n);
+  if (!concats.empty()) g.topological_sort();  // each new node went to the end
+  return static_cast<int>(concats.size());
+}
+
+}  // namespace kiln::lower

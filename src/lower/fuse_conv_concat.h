@@ -1,0 +1,15 @@
+// Concat elimination for channels-last convolutions: a Concat along the channel axis whose
+// inputs are each made by a FusedConv used only there (squeezenet's fire modules: expand1x1 and
+// expand3x3 of the same input) becomes one kiln.ConvConcat node, whose `body` graph holds the
+// convs and the Concat (src/ops/kiln_fused.cpp). The CPU backend runs each conv with its output
+// written straight into its channel slice of the result (onednn_conv.cpp), so no copy of the
+// pieces is made; the reference kernel runs the body node by node.
+#pragma once
+#include "ir/graph.h"
+
+namespace kiln::lower {
+
+// Rewrites a channels-last graph with static types; returns how many Concats were fused.
+int fuse_conv_concat(ir::Graph& g);
+
+}  // namespace kiln::lower
