@@ -49,6 +49,10 @@ struct SessionOptions {
   // $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln or ~/.cache/kiln, + /kernels.json) for later sessions.
   bool tune = false;
   std::string tune_cache;
+  // Lowering rewrites of the cpu backend to skip, by name: "channels_last" (layout
+  // assignment), "channel_shuffle", "conv_concat", "blocked_layout" (docs/architecture.md).
+  // For isolating a problem or measuring what one rewrite is worth (`kiln bench --pair-disable`).
+  std::vector<std::string> disabled_passes;
   // Largest single allocation the model may cause (an initializer, a value's tensor, a run's
   // arena), checked before allocating: at load, when shapes are known (session creation and
   // each new input-shape signature) and at run time. See kiln/limits.h for the default.

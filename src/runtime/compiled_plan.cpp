@@ -1,5 +1,7 @@
 #include "runtime/compiled_plan.h"
 
+#include <algorithm>
+
 #include <kiln/error.h>
 #include <kiln/limits.h>
 
@@ -76,9 +78,15 @@ void check_value_sizes(const ir::Graph& g) {
     }
 }
 
+const std::vector<std::string>& lowering_pass_names() {
+  static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "conv_concat", "blocked_layout"};
+  return names;
+}
+
 std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
                                       const std::vector<std::string>& keep, const backends::Backend* backend,
-                                      int fusion_level) {
+                                      int fusion_level, const std::vector<std::string>& disabled) {
+  auto on = [&](const char* pass) { return std::find(disabled.begin(), disabled.end(), pass) == disabled.end(); };
   auto cp = std::make_unique<CompiledPlan>();
   cp->graph = ir::clone(g);
   ir::Graph& sg = *cp->graph;
@@ -91,11 +99,11 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
   ops::ShapeInference().run(sg);
   check_value_sizes(sg);  // before lowering, which multiplies the dims out unchecked
   if (backend && keep.empty()) lower::materialize_constants(sg);
-  if (backend && backend->prefers_channels_last() && keep.empty()) {
+  if (backend && backend->prefers_channels_last() && keep.empty() && on("channels_last")) {
     cp->layout = lower::assign_channels_last(sg);
     if (cp->layout.channels_last_ops > 0) ops::ShapeInference().run(sg);
   }
-  if (backend && keep.empty() && lower::fuse_channel_shuffle(sg) > 0) {
+  if (backend && keep.empty() && on("channel_shuffle") && lower::fuse_channel_shuffle(sg) > 0) {
     ops::ShapeInference().run(sg);
     cp->layout.transposes = lower::count_transposes(sg);  // the shuffles' transposes are gone
   }
@@ -109,8 +117,9 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
   // Then Concats of conv outputs (which must not be blocked: fused first), and after fusion,
   // which forms the residual convs whose Z the blocked-layout pass must see.
   if (backend && backend->prefers_channels_last() && keep.empty()) {
-    if (fusion_level > 0 && (cp->layout.conv_concats = lower::fuse_conv_concat(sg)) > 0) ops::ShapeInference().run(sg);
-    cp->layout.blocked_values = lower::assign_blocked_activations(sg);
+    if (fusion_level > 0 && on("conv_concat") && (cp->layout.conv_concats = lower::fuse_conv_concat(sg)) > 0)
+      ops::ShapeInference().run(sg);
+    if (on("blocked_layout")) cp->layout.blocked_values = lower::assign_blocked_activations(sg);
   }
   lower::LowerOptions lo;
   for (const std::string& name : keep) {

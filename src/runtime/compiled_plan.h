@@ -44,8 +44,14 @@ void check_value_sizes(const ir::Graph& g);
 // stay on the reference kernels. With a backend and fusion_level > 0, the elementwise parts of
 // the fusion groups (src/fusion/) become kiln.FusedElementwise nodes the backend runs as one
 // kernel each.
+// `disabled` names lowering rewrites to skip (lowering_pass_names()), for isolating a bug or
+// measuring what one is worth.
 std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
                                       const std::vector<std::string>& keep = {},
-                                      const backends::Backend* backend = nullptr, int fusion_level = 3);
+                                      const backends::Backend* backend = nullptr, int fusion_level = 3,
+                                      const std::vector<std::string>& disabled = {});
+
+// The lowering rewrites compile() runs for a backend, by name, in order.
+const std::vector<std::string>& lowering_pass_names();
 
 }  // namespace kiln::runtime

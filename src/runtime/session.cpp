@@ -62,6 +62,7 @@ struct Session::Impl {
   std::unique_ptr<runtime::ReferenceExecutor> exec;  // for runs with non-tensor inputs
   std::unique_ptr<backends::Backend> backend;          // null: reference kernels only
   int fusion_level = 3;
+  std::vector<std::string> disabled_passes;
 
   // One compiled plan per input-shape signature.
   std::mutex mu;
@@ -83,7 +84,8 @@ struct Session::Impl {
     std::lock_guard<std::mutex> lock(mu);
     auto it = plans.find(sig);
     if (it != plans.end()) return it->second;
-    std::shared_ptr<runtime::CompiledPlan> cp = runtime::compile(*graph, dims, keep_names, backend.get(), fusion_level);
+    std::shared_ptr<runtime::CompiledPlan> cp = runtime::compile(*graph, dims, keep_names, backend.get(), fusion_level,
+                                                                     disabled_passes);
     ++plans_built;
     plans[sig] = cp;
     return cp;
@@ -140,6 +142,15 @@ struct Session::Impl {
     if (opts.fusion_level < 0 || opts.fusion_level > 3)
       throw Error("fusion level must be 0..3, got " + std::to_string(opts.fusion_level));
     fusion_level = opts.fusion_level;
+    for (const std::string& name : opts.disabled_passes) {
+      const auto& known = runtime::lowering_pass_names();
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string list;
+        for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+        throw Error("unknown lowering pass '" + name + "' to disable (known: " + list + ")");
+      }
+    }
+    disabled_passes = opts.disabled_passes;
     // A model whose inputs are all static tensors has one plan: build it now (kernels created,
     // weights prepacked, memory planned), so the first run costs no more than the others.
     std::vector<std::vector<int64_t>> dims;

@@ -90,6 +90,24 @@ TEST(Cli, OpenMpWorkersSpinUnlessTold) {
   else unsetenv("OMP_WAIT_POLICY");
 }
 
+// Lowering rewrites can be switched off one by one (same answers), and --pair-disable times a
+// session without one beside the default in alternating runs.
+TEST(Cli, DisabledLoweringPasses) {
+  const std::string dir = (source_dir() / "models/squeezenet1_1").string();
+  for (const char* pass : {"channels_last", "channel_shuffle", "conv_concat", "blocked_layout"}) {
+    auto r = run_kiln({"check", dir, "--disable", pass});
+    EXPECT_EQ(r.exit_code, 0) << pass << ": " << r.output;
+  }
+  auto r = run_kiln({"bench", dir + "/model.onnx", "--runs", "3", "--warmup", "0", "--pair-disable", "conv_concat", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"paired\":{\"disabled\":[\"conv_concat\"]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"ratio_median\""), std::string::npos) << r.output;
+  r = run_kiln({"bench", dir + "/model.onnx", "--runs", "1", "--disable", "no_such_pass"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("unknown lowering pass 'no_such_pass' to disable (known: channels_last"), std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, ConformanceRunsFilteredNodeTests) {
   fs::path d = temp_dir("conf");
   auto r = run_kiln({"conformance", "--filter", "test_relu", "--tsv", (d / "out.tsv").string()});

@@ -1,5 +1,8 @@
 // kiln bench MODEL.onnx: session-creation time, then latency over repeated runs on random
 // inputs (median/min/max), and the arena size. --json prints exactly one JSON object.
+// --pair-disable PASS also builds a second session without that lowering rewrite and times the
+// two in alternating runs: on a machine whose speed drifts, the median of the per-pair ratios
+// says what the rewrite is worth far more steadily than two separate benchmarks.
 #include <kiln/session.h>
 #include <sys/resource.h>
 
@@ -23,7 +26,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     int threads = 1, runs = 20, warmup = 3, level = 3, fusion = 3;
     bool tune = false;
     bool json = false;
-    std::vector<std::string> dims;
+    std::vector<std::string> dims, disable, pair_disable;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model", args->model, "Model file (.onnx)")->required();
@@ -35,6 +38,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--fusion", args->fusion, "Operator fusion level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
   cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
   cmd->add_option("--dim", args->dims, "SYMBOL=N: extent of a symbolic input dim (default 1)");
+  cmd->add_option("--disable", args->disable, "A lowering rewrite to skip (channels_last, channel_shuffle, conv_concat, blocked_layout)");
+  cmd->add_option("--pair-disable", args->pair_disable,
+                  "Also time a session without this rewrite, in alternating runs; print the paired ratio");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   args->limits.add_to(cmd);
   cmd->callback([args, &exit_code] {
@@ -46,6 +52,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     opts.fusion_level = args->fusion;
     opts.tune = args->tune;
     opts.backend = args->backend;
+    opts.disabled_passes = args->disable;
     auto t0 = std::chrono::steady_clock::now();
     auto session = Session::create(args->model, opts);
     double create_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -64,14 +71,40 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     for (const TensorInfo& in : session->inputs()) feeds[in.name] = random_input(in, dims, seed++);
     for (int i = 0; i < args->warmup; ++i) session->run(feeds);
     session->wait_ready();  // plans first built by the warm-up (dynamic input shapes)
-    std::vector<double> ms;
-    for (int i = 0; i < args->runs; ++i) {
-      auto s = std::chrono::steady_clock::now();
-      session->run(feeds);
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+    std::unique_ptr<Session> other;  // --pair-disable: the same model without those rewrites
+    if (!args->pair_disable.empty()) {
+      SessionOptions o = opts;
+      o.disabled_passes.insert(o.disabled_passes.end(), args->pair_disable.begin(), args->pair_disable.end());
+      other = Session::create(args->model, o);
+      other->wait_ready();
+      for (int i = 0; i < args->warmup; ++i) other->run(feeds);
+      other->wait_ready();
     }
+    auto time_run = [&](const Session& s) {
+      auto start = std::chrono::steady_clock::now();
+      s.run(feeds);
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    };
+    std::vector<double> ms, other_ms, ratios;
+    for (int i = 0; i < args->runs; ++i) {
+      if (!other) {
+        ms.push_back(time_run(*session));
+        continue;
+      }
+      // Alternate which goes first, so neither always runs on caches the other warmed.
+      double a, b;
+      if (i % 2 == 0) a = time_run(*session), b = time_run(*other);
+      else b = time_run(*other), a = time_run(*session);
+      ms.push_back(a);
+      other_ms.push_back(b);
+      ratios.push_back(b / a);
+    }
+    auto median_of = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    };
+    const double median = median_of(ms);
     std::sort(ms.begin(), ms.end());
-    double median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     if (args->json) {
@@ -80,6 +113,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                           {"session_ready_ms", ready_ms},
                           {"arena_bytes", session->arena_bytes()}, {"threads", args->threads},
                           {"runs", args->runs},           {"peak_rss_bytes", static_cast<int64_t>(ru.ru_maxrss) * 1024}};
+      if (other)
+        j["paired"] = {{"disabled", args->pair_disable}, {"median_ms", median_of(other_ms)},
+                       {"ratio_median", median_of(ratios)}};
       std::cout << j.dump() << "\n";
     } else {
       std::printf("model:          %s\n", args->model.c_str());
@@ -91,6 +127,12 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                   ms.back(), args->runs, args->warmup);
       std::printf("arena:          %lld bytes\n", static_cast<long long>(session->arena_bytes()));
       std::printf("peak RSS:       %.1f MiB\n", ru.ru_maxrss / 1024.0);
+      if (other) {
+        std::string names;
+        for (const std::string& n : args->pair_disable) names += (names.empty() ? "" : ",") + n;
+        std::printf("paired:         without %s: median %.3f ms; per-pair ratio without/with: median %.3f (%zu pairs)\n",
+                    names.c_str(), median_of(other_ms), median_of(ratios), ratios.size());
+      }
     }
     exit_code = 0;
   });

@@ -22,6 +22,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     int fusion = 3;
     bool tune = false;
     std::string backend = "cpu";
+    std::vector<std::string> disable;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model_dir", args->dir, "Model folder (model.onnx + test_data_set_N/) or the model file in it")->required();
@@ -33,6 +34,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--fusion", args->fusion, "Operator fusion level 0..3 (0 none, 3 all)")
       ->check(CLI::Range(0, 3))
       ->capture_default_str();
+  cmd->add_option("--disable", args->disable, "A lowering rewrite to skip (channels_last, channel_shuffle, conv_concat, blocked_layout)");
   args->limits.add_to(cmd);
   cmd->callback([args, &exit_code] {
     LimitsScope limits(args->limits.limits);
@@ -50,6 +52,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     opts.fusion_level = args->fusion;
     opts.tune = args->tune;
     opts.backend = args->backend;
+    opts.disabled_passes = args->disable;
     auto session = Session::create(model.string(), opts);
     auto sets = testdata::find_data_sets(dir);
     if (sets.empty()) throw Error("no test_data_set_* folder in '" + dir.string() + "'");
