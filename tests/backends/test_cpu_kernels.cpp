@@ -28,6 +28,7 @@ struct Case {
   std::vector<int64_t> out_dims;
   ir::Attributes attrs;
   std::string candidate = "";  // a named implementation instead of the backend's first choice
+  int threads = 1;
 };
 
 // Builds the node, runs it on the reference kernels and on the cpu backend; returns false when
@@ -52,7 +53,7 @@ bool check(const Case& c, bool expect_kernel = true) {
   for (auto& t : data) ptrs.push_back(&t);
   const Tensor expected = ops::run_reference(*n, ptrs)[0];
   EXPECT_EQ(expected.dims(), c.out_dims);
-  auto backend = backends::make_cpu_backend(1);
+  auto backend = backends::make_cpu_backend(c.threads);
   std::unique_ptr<backends::Kernel> kernel;
   if (c.candidate.empty()) kernel = backend->create(*n);
   for (const auto& k : backend->candidates(*n))
@@ -164,6 +165,15 @@ TEST(CpuKernels, ConvImplementations) {
     nhwc.in_dims = {{2, 15, 13, 16}, {32, 16, 3, 3}, {32}, {2, 15, 13, 32}};
     nhwc.out_dims = {2, 15, 13, 32};
     check(nhwc);
+    // At 2 threads the NHWC <-> nChw16c reorders are kiln's (blocked_reorder.cpp), here with
+    // channels not a multiple of 16 on both ends.
+    Case odd = nhwc;
+    odd.threads = 2;
+    odd.in_dims = {{2, 15, 13, 20}, {24, 20, 3, 3}, {24}, {2, 15, 13, 24}};
+    odd.out_dims = {2, 15, 13, 24};
+    check(odd);
+    nhwc.threads = 2;
+    check(nhwc);
   }
 }
 
@@ -180,8 +190,9 @@ TEST(CpuKernels, ConvBlockedActivations) {
       if (mask & 1) a["x_blocked"] = ir::Attribute::of_int(1);
       if (mask & 2) a["y_blocked"] = ir::Attribute::of_int(1);
       if (mask & 4) a["z_blocked"] = ir::Attribute::of_int(1);
-      check({"FusedConv", "kiln", {{2, 9, 7, 32}, {48, 32, 3, 3}, {48}, {2, 9, 7, 48}}, {false, true, true, false},
-             {2, 9, 7, 48}, a, impl});
+      for (int threads : {1, 2})
+        check({"FusedConv", "kiln", {{2, 9, 7, 32}, {48, 32, 3, 3}, {48}, {2, 9, 7, 48}}, {false, true, true, false},
+               {2, 9, 7, 48}, a, impl, threads});
     }
   // Channels not a multiple of 16: declined (shape inference rejects the node too).
   ir::Attributes bad = conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1);

@@ -1,0 +1,20 @@
+// NHWC <-> oneDNN's nChw16c for the convs that compute in the blocked layout (Winograd), split
+// over image rows across the threads. oneDNN 2.6 runs these reorders on one thread, so at 2
+// threads they were the serial part of every Winograd conv (55x55x64: 26-29 us at 1 and 2
+// threads alike).
+#pragma once
+#include <cstdint>
+
+namespace kiln::backends::cpu {
+
+// src: N images of H x W pixels, `ld` floats apart (ld >= C), channels first in each pixel.
+// dst: nChw16c, channels padded with zeros to a multiple of 16.
+void nhwc_to_blocked16(const float* src, float* dst, int64_t N, int64_t C, int64_t H, int64_t W, int64_t ld,
+                       int threads);
+
+// The inverse: each pixel's C channels go to `ld`-float rows of dst (the rest of a row is left
+// as it was, so dst may be a channel slice of a wider tensor).
+void blocked16_to_nhwc(const float* src, float* dst, int64_t N, int64_t C, int64_t H, int64_t W, int64_t ld,
+                       int threads);
+
+}  // namespace kiln::backends::cpu
