@@ -36,5 +36,19 @@ TEST(BlockedReorder, MatchesTheIndexFormula) {
       }
 }
 
+TEST(BlockedReorder, DenseIntoAChannelSlice) {
+  for (int threads : {1, 2}) {
+    const int64_t pixels = 3000, C = 20, ld = 52;
+    std::vector<float> src(pixels * C), dst(pixels * ld, 7.f);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i);
+    backends::cpu::nhwc_to_slice(src.data(), dst.data() + 9, pixels, C, ld, threads);
+    for (int64_t q = 0; q < pixels; ++q)
+      for (int64_t c = 0; c < ld; ++c) {
+        const bool in_slice = c >= 9 && c < 9 + C;
+        ASSERT_EQ(dst[q * ld + c], in_slice ? src[q * C + c - 9] : 7.f) << threads << " " << q << " " << c;
+      }
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -88,6 +88,21 @@ ir::Attributes conv_attrs(std::vector<int64_t> strides, std::vector<int64_t> pad
           {"group", ir::Attribute::of_int(group)}};
 }
 
+// A graph of one channels-last FusedConv (no bias) on input "x", its output "y" untyped until
+// shape inference.
+ir::Node* single_nhwc_conv(ir::Graph& g, std::vector<int64_t> x_dims, std::vector<int64_t> w_dims, ir::Attributes a,
+                           std::mt19937& rng) {
+  g.opsets[""] = 17;
+  g.opsets["kiln"] = 1;
+  a["channels_last"] = ir::Attribute::of_int(1);
+  ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, x_dims));
+  ir::Value* w = g.add_constant("w", random_tensor(w_dims, rng));
+  ir::Value* y = g.add_value("y");
+  ir::Node* n = g.add_node("FusedConv", {x, w}, {y}, a, "n", "kiln");
+  g.add_output(y);
+  return n;
+}
+
 TEST(CpuKernels, ConvPlain) {
   check({"Conv", "", {{2, 13, 17, 19}, {7, 13, 3, 3}, {7}}, {false, true, true}, {2, 7, 17, 19},
          conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1)});
@@ -196,17 +211,10 @@ TEST(CpuKernels, ConvBlockedActivations) {
     }
   // Channels not a multiple of 16: declined (shape inference rejects the node too).
   ir::Attributes bad = conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
-  bad["channels_last"] = ir::Attribute::of_int(1);
   bad["x_blocked"] = ir::Attribute::of_int(1);
   ir::Graph g;
-  g.opsets[""] = 17;
-  g.opsets["kiln"] = 1;
   std::mt19937 rng(5);
-  ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {1, 5, 5, 12}));
-  ir::Value* w = g.add_constant("w", random_tensor({16, 12, 3, 3}, rng));
-  ir::Value* y = g.add_value("y");
-  g.add_node("FusedConv", {x, w}, {y}, bad, "n", "kiln");
-  g.add_output(y);
+  single_nhwc_conv(g, {1, 5, 5, 12}, {16, 12, 3, 3}, bad, rng);
   EXPECT_THROW(ops::ShapeInference().run(g), Error);
 }
 
@@ -267,16 +275,10 @@ TEST(CpuKernels, ConvWinogradBuiltInTheBackground) {
   check(c);
   // Destroyed while the transform still runs: the destructor waits for it.
   ir::Graph g;
-  g.opsets[""] = 17;
-  g.opsets["kiln"] = 1;
   std::mt19937 rng(3);
-  ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {1, 7, 7, 512}));
-  ir::Value* w = g.add_constant("w", random_tensor({512, 512, 3, 3}, rng));
-  ir::Value* y = g.add_value("y", ir::TensorType::from_dims(DType::Float, {1, 7, 7, 512}));
-  ir::Attributes b = conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
-  b["channels_last"] = ir::Attribute::of_int(1);
-  ir::Node* n = g.add_node("FusedConv", {x, w}, {y}, b, "n", "kiln");
-  g.add_output(y);
+  ir::Node* n = single_nhwc_conv(g, {1, 7, 7, 512}, {512, 512, 3, 3}, conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), rng);
+  ops::ShapeInference().run(g);
+  ASSERT_EQ(n->output(0)->type.static_dims(), (std::vector<int64_t>{1, 7, 7, 512}));
   auto backend = backends::make_cpu_backend(1);
   auto kernel = backend->create(*n);
   ASSERT_TRUE(kernel);

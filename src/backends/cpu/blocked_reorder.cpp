@@ -65,4 +65,10 @@ void blocked16_to_nhwc(const float* src, float* dst, int64_t N, int64_t C, int64
                [&](int64_t b, int64_t e) { from_blocked_rows(src, dst, C, H, W, ld, b, e); });
 }
 
+void nhwc_to_slice(const float* src, float* dst, int64_t pixels, int64_t C, int64_t ld, int threads) {
+  parallel_for(pixels, team(pixels * C, threads), [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) std::memcpy(dst + q * ld, src + q * C, static_cast<size_t>(C) * sizeof(float));
+  });
+}
+
 }  // namespace kiln::backends::cpu

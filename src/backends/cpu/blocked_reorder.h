@@ -1,7 +1,7 @@
-// NHWC <-> oneDNN's nChw16c for the convs that compute in the blocked layout (Winograd), split
-// over image rows across the threads. oneDNN 2.6 runs these reorders on one thread, so at 2
-// threads they were the serial part of every Winograd conv (55x55x64: 26-29 us at 1 and 2
-// threads alike).
+// The conv layout copies kiln does itself at 2+ threads, split over image rows: NHWC <-> oneDNN's
+// nChw16c (the Winograd convs' layout), and a dense NHWC output into a channel slice of a wider
+// tensor (kiln.ConvConcat). oneDNN 2.6 runs these reorders on one thread, so at 2 threads they
+// were a serial step of every such conv (55x55x64: 26-29 us at 1 and 2 threads alike).
 #pragma once
 #include <cstdint>
 
@@ -16,5 +16,8 @@ void nhwc_to_blocked16(const float* src, float* dst, int64_t N, int64_t C, int64
 // as it was, so dst may be a channel slice of a wider tensor).
 void blocked16_to_nhwc(const float* src, float* dst, int64_t N, int64_t C, int64_t H, int64_t W, int64_t ld,
                        int threads);
+
+// Dense NHWC pixels of C channels into `ld`-float rows of dst (a channel slice).
+void nhwc_to_slice(const float* src, float* dst, int64_t pixels, int64_t C, int64_t ld, int threads);
 
 }  // namespace kiln::backends::cpu

@@ -7,6 +7,7 @@
 // the primitive wants another layout.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -20,7 +21,6 @@
 #include "backends/cpu/blocked_reorder.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
-#include "backends/cpu/parallel.h"
 
 namespace kiln::backends::cpu {
 
@@ -71,13 +71,19 @@ class ConvKernel : public Kernel {
     // oneDNN's reorder would be a single-threaded step of every Winograd conv. At 2 threads,
     // paired: squeezenet1_1 0.976x the time, resnet18 0.985x; at 1 thread oneDNN's reorder is
     // the faster by 0.4-0.8%.
+    // So does a dense NHWC destination copied into a channel slice (ConvConcat).
     if (threads_ > 1) {
       if (src_reorder_ && is_nchw16c(pd.src_desc())) src_ld_ = nhwc_ld(src_plain_);
       if (dst_reorder_ && is_nchw16c(pd.dst_desc())) {
         dst_ld_ = nhwc_ld(dst_plain_);
         if (z_reorder_) z_ld_ = nhwc_ld(z_plain_);
+      } else if (dst_reorder_ && nhwc_ld(pd.dst_desc()) > 0) {
+        dst_slice_ld_ = nhwc_ld(dst_plain_);
       }
     }
+    const dnnl_memory_desc_t &sd = pd.src_desc().data, &dd = pd.dst_desc().data;
+    std::copy(sd.dims, sd.dims + std::min(sd.ndims, 4), src_dims_);
+    std::copy(dd.dims, dd.dims + std::min(dd.ndims, 4), dst_dims_);
   }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
@@ -91,7 +97,7 @@ class ConvKernel : public Kernel {
     const size_t scr_b = pd_.scratchpad_desc().get_size();
     char* buf = static_cast<char*>(dnnl_util::scratch(src_b + dst_b + scr_b));
     memory src = src_user, dst = dst_user;
-    const memory::dims sd = pd_.src_desc().dims(), dd = pd_.dst_desc().dims();
+    const int64_t *sd = src_dims_, *dd = dst_dims_;
     if (src_reorder_) {
       src = memory(pd_.src_desc(), eng, buf);
       if (src_ld_) nhwc_to_blocked16(static_cast<const float*>(inputs[0]->raw()), reinterpret_cast<float*>(buf), sd[0],
@@ -128,6 +134,10 @@ class ConvKernel : public Kernel {
       s.wait();
       blocked16_to_nhwc(static_cast<const float*>(dst.get_data_handle()), static_cast<float*>(outputs[0]->raw()), dd[0],
                         dd[1], dd[2], dd[3], dst_ld_, threads_);
+    } else if (dst_slice_ld_) {
+      s.wait();
+      nhwc_to_slice(static_cast<const float*>(dst.get_data_handle()), static_cast<float*>(outputs[0]->raw()),
+                    dd[0] * dd[2] * dd[3], dd[1], dst_slice_ld_, threads_);
     } else if (dst_reorder_) {
       dst_reorder_.execute(s, dst, dst_user);
     }
@@ -144,7 +154,10 @@ class ConvKernel : public Kernel {
   ops::Activation post_;
   int threads_;
   dnnl::reorder src_reorder_, dst_reorder_, z_reorder_;
-  int64_t src_ld_ = 0, dst_ld_ = 0, z_ld_ = 0;  // > 0: that end is NHWC with this row stride, kiln reorders it
+  // > 0: that end is NHWC with this pixel stride and kiln reorders it (blocked_reorder.h):
+  // from/to nChw16c, or (dst_slice_ld_) a dense NHWC result into a channel slice.
+  int64_t src_ld_ = 0, dst_ld_ = 0, z_ld_ = 0, dst_slice_ld_ = 0;
+  int64_t src_dims_[4] = {}, dst_dims_[4] = {};  // the primitive's, NCHW order
 };
 
 // A constant-input memory in `want`'s layout, reordered once from the plain `have` layout.
@@ -424,46 +437,27 @@ std::unique_ptr<Kernel> make_deconv(const ir::Node& node) {
   }
 }
 
-// kiln.ConvConcat: each conv of the body writes its channel slice of the output; the Concat
-// itself does nothing. A conv oneDNN runs in its blocked layout (Winograd) reorders into the
-// slice, which costs what its reorder to NHWC did. A direct NHWC conv writes a dense output that
-// is then copied into the slice: by oneDNN's reorder at 1 thread, by kiln's copy split over the
-// pixels at more (oneDNN's reorder to a strided destination runs on one thread). squeezenet1_1,
-// paired runs: 0.964x the time at 1 thread, 0.987x at 2.
+// kiln.ConvConcat: each conv of the body writes its channel slice of the output, the Concat
+// itself does nothing. Each conv's destination is the slice (a strided NHWC descriptor); the
+// primitive computes in its own layout and ConvKernel reorders into the slice, which a Winograd
+// conv did anyway (to NHWC) and a direct conv now does instead of the Concat's copy.
+// squeezenet1_1, paired runs: 0.964x the time at 1 thread, 0.987x at 2.
 class ConvConcatKernel : public Kernel {
  public:
   struct Part {
     std::unique_ptr<Kernel> conv;
-    bool into_slice = false;  // conv writes the slice itself (else a dense buffer, then copied)
-    int input = 0;            // which of the node's inputs is its X
+    int input = 0;  // which of the node's inputs is its X
     int64_t channel_offset = 0;
     std::vector<int64_t> dims;  // its output's NHWC dims
   };
-  ConvConcatKernel(std::vector<Part> parts, int64_t total_channels, int threads)
-      : parts_(std::move(parts)), total_(total_channels), threads_(threads) {}
+  explicit ConvConcatKernel(std::vector<Part> parts) : parts_(std::move(parts)) {}
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
     float* y = static_cast<float*>(outputs[0]->raw());
     for (const Part& p : parts_) {
-      if (p.into_slice) {
-        // The slice's first element; the conv's destination descriptor carries the row stride.
-        Tensor slice = Tensor::wrap(DType::Float, p.dims, y + p.channel_offset);
-        p.conv->run({inputs[p.input]}, {&slice});
-        continue;
-      }
-      // A buffer per calling thread, kept (a fresh one each run would page-fault every time);
-      // the conv's own per-thread scratch is in use while it runs.
-      thread_local std::vector<float> buffer;
-      const int64_t pixels = p.dims[0] * p.dims[1] * p.dims[2], c = p.dims[3];
-      if (buffer.size() < static_cast<size_t>(pixels * c)) buffer.resize(static_cast<size_t>(pixels * c));
-      Tensor dense = Tensor::wrap(DType::Float, p.dims, buffer.data());
-      p.conv->run({inputs[p.input]}, {&dense});
-      const float* src = buffer.data();
-      const int threads = pixels * c >= kParallelMinElements ? threads_ : 1;
-      parallel_for(pixels, threads, [&](int64_t b, int64_t e) {
-        for (int64_t q = b; q < e; ++q)
-          std::memcpy(y + q * total_ + p.channel_offset, src + q * c, static_cast<size_t>(c) * sizeof(float));
-      });
+      // The slice's first element; the conv's destination descriptor carries the row stride.
+      Tensor slice = Tensor::wrap(DType::Float, p.dims, y + p.channel_offset);
+      p.conv->run({inputs[p.input]}, {&slice});
     }
   }
 
@@ -473,8 +467,6 @@ class ConvConcatKernel : public Kernel {
 
  private:
   std::vector<Part> parts_;
-  int64_t total_;
-  int threads_;
 };
 
 std::unique_ptr<Kernel> make_conv_concat(const ir::Node& node, int threads) {
@@ -498,9 +490,7 @@ std::unique_ptr<Kernel> make_conv_concat(const ir::Node& node, int threads) {
       return nullptr;
     ConvConcatKernel::Part p;
     p.conv = make_conv(*conv, false, true, threads, total);
-    if (!p.conv && threads == 1) p.conv = make_conv(*conv, false, false, threads, total);
-    p.into_slice = p.conv != nullptr;
-    if (!p.conv) p.conv = make_conv(*conv, false, false, threads);
+    if (!p.conv) p.conv = make_conv(*conv, false, false, threads, total);
     if (!p.conv) return nullptr;
     p.input = input_index.at(conv->input(0));
     p.channel_offset = offset;
@@ -509,7 +499,7 @@ std::unique_ptr<Kernel> make_conv_concat(const ir::Node& node, int threads) {
     parts.push_back(std::move(p));
   }
   if (offset != total) return nullptr;
-  return std::make_unique<ConvConcatKernel>(std::move(parts), total, threads);
+  return std::make_unique<ConvConcatKernel>(std::move(parts));
 }
 
 }  // namespace
