@@ -1,9 +1,8 @@
 #include "lower/fuse_conv_concat.h"
 
-#include <memory>
-#include <unordered_map>
 #include <unordered_set>
 
+#include "lower/outline.h"
 #include "passes/graph_util.h"
 
 namespace kiln::lower {
@@ -42,46 +41,10 @@ bool fusable(const ir::Graph& g, const ir::Node* concat) {
 }
 
 void fuse(ir::Graph& g, ir::Node* concat) {
-  std::vector<ir::Node*> convs;
-  for (ir::Value* v : concat->inputs()) convs.push_back(v->producer());
-  auto body = std::make_shared<ir::Graph>();
-  body->name = "conv_concat_" + concat->name();
-  body->parent = &g;
-  body->opsets = g.opsets;
-  std::unordered_map<const ir::Value*, ir::Value*> map;
-  std::vector<ir::Value*> ext_in;
-  for (ir::Node* c : convs) {
-    std::vector<ir::Value*> ins;
-    for (ir::Value* v : c->inputs()) {
-      if (!v) { ins.push_back(nullptr); continue; }
-      if (!map.count(v)) {
-        if (v->is_constant()) {
-          map[v] = body->add_constant(body->unique_name(v->name()), v->constant());
-        } else {
-          map[v] = body->add_input(body->unique_name(v->name()), v->type);
-          ext_in.push_back(v);
-        }
-      }
-      ins.push_back(map[v]);
-    }
-    ir::Value* out = c->output(0);
-    map[out] = body->add_value(out->name(), out->type);
-    body->add_node(c->op_type(), ins, {map[out]}, c->attrs, c->name(), c->domain());
-  }
-  ir::Value* y = concat->output(0);
-  std::vector<ir::Value*> pieces;
-  for (ir::Value* v : concat->inputs()) pieces.push_back(map.at(v));
-  ir::Value* body_y = body->add_value(y->name(), y->type);
-  body->add_node("Concat", pieces, {body_y}, concat->attrs, concat->name(), "");
-  body->add_output(body_y);
-
-  ir::Value* new_y = passes::add_value_like(g, y, y->name());
-  passes::use_kiln_domain(g);
-  g.add_node("ConvConcat", ext_in, {new_y}, {{"body", ir::Attribute::of_graph(body)}},
-             g.unique_name("conv_concat_" + concat->name()), "kiln");
-  g.replace_all_uses(y, new_y);
-  g.remove_node(concat);
-  for (ir::Node* c : convs) g.remove_node(c);
+  std::vector<ir::Node*> nodes;
+  for (ir::Value* v : concat->inputs()) nodes.push_back(v->producer());
+  nodes.push_back(concat);
+  outline(g, nodes, concat->output(0), "ConvConcat", "conv_concat_" + concat->name());
 }
 
 }  // namespace

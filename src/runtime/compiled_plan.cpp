@@ -11,6 +11,7 @@
 #include "ir/clone.h"
 #include "lower/blocked_layout.h"
 #include "lower/fuse_channel_shuffle.h"
+#include "lower/fuse_conv_chain.h"
 #include "lower/fuse_conv_concat.h"
 #include "lower/kernel_selection.h"
 #include "lower/layout_assignment.h"
@@ -41,7 +42,7 @@ bool all_static(const ir::Node& n) {
   // A fused group's body is data for its kernel; other subgraphs (If, Loop) run on the
   // reference executor.
   const bool fused = n.domain() == "kiln" && (n.op_type() == "FusedElementwise" || n.op_type() == "FusedReduce" ||
-                                             n.op_type() == "ConvConcat");
+                                             n.op_type() == "ConvConcat" || n.op_type() == "ConvChain");
   for (const auto& [k, a] : n.attrs)
     if (!fused && (a.g || !a.graphs.empty())) return false;
   for (const ir::Value* v : n.inputs())
@@ -79,7 +80,7 @@ void check_value_sizes(const ir::Graph& g) {
 }
 
 const std::vector<std::string>& lowering_pass_names() {
-  static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "conv_concat", "blocked_layout"};
+  static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "conv_concat", "conv_chain", "blocked_layout"};
   return names;
 }
 
@@ -118,6 +119,8 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
   // which forms the residual convs whose Z the blocked-layout pass must see.
   if (backend && backend->prefers_channels_last() && keep.empty()) {
     if (fusion_level > 0 && on("conv_concat") && (cp->layout.conv_concats = lower::fuse_conv_concat(sg)) > 0)
+      ops::ShapeInference().run(sg);
+    if (fusion_level > 0 && on("conv_chain") && (cp->layout.conv_chains = lower::fuse_conv_chains(sg)) > 0)
       ops::ShapeInference().run(sg);
     if (on("blocked_layout")) cp->layout.blocked_values = lower::assign_blocked_activations(sg);
   }

@@ -52,7 +52,8 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level) {
     j["kernels"] = kernels;
     j["fusion"] = {{"level", fusion_level}, {"fused_nodes", cp->fusion.fused_nodes}, {"nodes_folded", cp->fusion.nodes_folded}};
     j["layout"] = {{"channels_last_ops", cp->layout.channels_last_ops}, {"reorders", cp->layout.transposes},
-                   {"blocked_values", cp->layout.blocked_values}, {"conv_concats", cp->layout.conv_concats}};
+                   {"blocked_values", cp->layout.blocked_values}, {"conv_concats", cp->layout.conv_concats},
+                   {"conv_chains", cp->layout.conv_chains}};
     j["instructions"] = nlohmann::json::array();
     for (const lower::Instruction& ins : p.instructions)
       j["instructions"].push_back({{"node", ins.node->name()}, {"op", ins.node->op_type()}, {"backend", ins.backend}});
@@ -69,7 +70,8 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level) {
             << "layout:      " << cp->layout.channels_last_ops << " ops channels-last, " << cp->layout.transposes
             << " reorders (transposes) left, " << cp->layout.blocked_values
             << " activations nChw16c between Winograd convs, " << cp->layout.conv_concats
-            << " Concats written in place by their convs\n\n";
+            << " Concats written in place by their convs, " << cp->layout.conv_chains
+            << " conv chains run in bands of rows\n\n";
   std::cout << "instructions:\n";
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const lower::Instruction& ins = p.instructions[i];

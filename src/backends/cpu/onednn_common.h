@@ -16,6 +16,10 @@ dnnl::engine& engine();
 // Returns false when oneDNN 2.6 has no matching eltwise, so the caller declines.
 bool append_activation(const ir::Node& node, dnnl::post_ops& po);
 
+// True for the activations kiln applies itself after a conv primitive instead of as a oneDNN
+// post-op, because oneDNN 2.6's form is slower (SiLU; see onednn_conv.cpp).
+bool late_activation(const ir::Node& node);
+
 // A per-thread buffer of at least `bytes` for the primitive's user-mode scratchpad; primitives
 // run with scratchpad_mode::user so concurrent run() calls never share one.
 void* scratch(size_t bytes);

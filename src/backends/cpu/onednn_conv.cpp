@@ -216,16 +216,6 @@ class TieredKernel : public Kernel {
   std::future<void> upgrade_;
 };
 
-// Activations kiln applies itself after the primitive, on the output in cache-sized pieces
-// split across the threads, instead of as a oneDNN post-op. oneDNN 2.6's swish post-op costs
-// more than that second pass: a 16->96 1x1 conv on 112x112 with SiLU took 1.46-1.57 ms at 1
-// thread and 0.77 ms at 2 as a post-op, 1.24-1.27 and 0.64-0.68 ms applied after
-// (make kernel-bench, Expand1x1_16to96_112_SiLU; Depthwise3x3_32x112_SiLU 0.57 -> 0.45 ms).
-bool late_activation(const ir::Node& node) {
-  const std::string act = node.attr_string("activation", "");
-  return act == "SiLU";
-}
-
 // `alt` picks the other activation layout: NCHW convs then use plain NCHW (no reorders), NHWC
 // convs let oneDNN choose (reordering inside run()); kernel selection times both under --tune.
 // `winograd` asks for oneDNN's Winograd algorithm (3x3, stride 1, groups 1: about 2.25x fewer
@@ -289,7 +279,7 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
   if (node.domain() == "kiln") {
     dnnl::post_ops po;
     if (z) po.append_sum(1.f);
-    if (late_activation(node)) post = ops::activation_of(node);
+    if (dnnl_util::late_activation(node)) post = ops::activation_of(node);
     else if (!dnnl_util::append_activation(node, po)) return nullptr;
     attr.set_post_ops(po);
   }
@@ -305,7 +295,7 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
     if (dst_row_channels > 0) {
       // Late activations run over the output as one dense block; a residual would be read
       // from the slice: neither is a slice writer (fuse_conv_concat.cpp keeps them out).
-      if (!nhwc || y_blocked || z || late_activation(node) || dst_row_channels < OC) return nullptr;
+      if (!nhwc || y_blocked || z || dnnl_util::late_activation(node) || dst_row_channels < OC) return nullptr;
       const int64_t OH = yd[2], OW = yd[3];
       dst_plain = memory::desc({N, OC, OH, OW}, dt::f32, memory::dims{OH * OW * dst_row_channels, 1, OW * dst_row_channels,
                                                                     dst_row_channels});
@@ -503,6 +493,13 @@ std::unique_ptr<Kernel> make_conv_concat(const ir::Node& node, int threads) {
 }
 
 }  // namespace
+
+// Activations kiln applies itself after the primitive, on the output in cache-sized pieces split
+// across the threads, instead of as a oneDNN post-op. oneDNN 2.6's swish post-op costs
+// more than that second pass: a 16->96 1x1 conv on 112x112 with SiLU took 1.46-1.57 ms at 1
+// thread and 0.77 ms at 2 as a post-op, 1.24-1.27 and 0.64-0.68 ms applied after
+// (make kernel-bench, Expand1x1_16to96_112_SiLU; Depthwise3x3_32x112_SiLU 0.57 -> 0.45 ms).
+bool dnnl_util::late_activation(const ir::Node& node) { return node.attr_string("activation", "") == "SiLU"; }
 
 void add_onednn_conv_kernels(std::vector<KernelFactory>& table) {
   for (const char* op : {"Conv", "FusedConv"}) {

@@ -1,0 +1,351 @@
+// kiln.ConvChain (src/lower/fuse_conv_chain.cpp) on oneDNN: the last conv's output is computed
+// a band of rows at a time, and each intermediate tensor exists only as a window of the rows its
+// consumer still needs (a line buffer). When a band moves on, the rows the next band shares with
+// it move to the window's front and only the new rows are computed, so nothing is computed
+// twice; the windows stay in the L2 cache where the whole tensors (mobilenet_v2's 112x112x96:
+// 4.8 MB) would go to L3 and back. Each conv runs as a oneDNN primitive on a band (variants by
+// rows and edge padding, built at creation), with kiln's late activations applied to each band
+// while it is in cache. With more threads, each thread runs the whole chain on its own share
+// of the output rows (recomputing the few rows where two shares meet), its windows in its own
+// buffer and oneDNN's primitives running single-threaded inside the team.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/cpu/activation_apply.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/onednn_common.h"
+#include "backends/cpu/parallel.h"
+
+namespace kiln::backends::cpu {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+// Bytes of intermediate windows a band may hold, per thread: well inside the 2 MiB L2 of the
+// Xeon this is tuned on, leaving room for the band's input and output rows.
+constexpr int64_t kBandBytes = 1 << 20;
+
+// One conv of the chain, NHWC: reads tensor l, writes tensor l + 1.
+struct Layer {
+  int64_t C = 0, H = 0, W = 0, OC = 0, OH = 0, OW = 0, KH = 0, KW = 0, SH = 1, SW = 1, PT = 0, PL = 0, PB = 0, PR = 0,
+          G = 1;
+  int z_input = -1;  // the node input holding its residual, if any
+  ops::Activation late{ops::Activation::None};
+  dnnl::primitive_attr attr;
+  memory::desc w_plain;
+  const ir::Value* weights = nullptr;
+  memory bias;
+  int64_t row_floats() const { return OW * OC; }  // of its output
+};
+
+struct Variant {
+  dnnl::convolution_forward prim;
+  memory::desc src, dst;
+  memory weights;
+  size_t scratchpad = 0;
+};
+
+// One step of a thread's schedule: a conv computing output rows [row, row + rows) of its layer,
+// or (layer < 0) moving `rows` rows of window `window` forward by `shift` rows.
+struct Step {
+  int layer = -1;
+  int window = 0;
+  int64_t row = 0, rows = 0;
+  int64_t src_offset = 0, dst_offset = 0;  // in rows: into the source window (or the input),
+                                           // into the destination window (or the output)
+  int64_t shift = 0;
+  const Variant* v = nullptr;
+};
+
+struct Schedule {
+  std::vector<Step> steps;
+};
+
+class ConvChainKernel : public Kernel {
+ public:
+  // `band_rows` > 0 fixes the band height (tests use it to get many bands on small images).
+  ConvChainKernel(std::vector<Layer> layers, int threads, int64_t band_rows) : layers_(std::move(layers)) {
+    const int n = static_cast<int>(layers_.size());
+    const int64_t out_rows = layers_.back().OH;
+    // Band height: the most output rows whose windows fit kBandBytes.
+    band_ = 1;
+    for (int64_t r = 1; r <= out_rows; ++r) {
+      if (band_rows > 0 ? r > band_rows : window_bytes(r) > kBandBytes) break;
+      band_ = r;
+    }
+    capacity_.assign(n, 0);
+    const int parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, out_rows)));
+    for (int t = 0; t < parts; ++t) schedules_.push_back(plan(out_rows * t / parts, out_rows * (t + 1) / parts));
+    // Each thread's buffer: the windows (64-byte aligned), then the primitives' scratchpad.
+    window_offset_.assign(n, 0);
+    size_t off = 0, scratch = 0;
+    for (int t = 1; t < n; ++t) {
+      window_offset_[t] = off;
+      off += (capacity_[t] * layers_[t - 1].row_floats() * 4 + 63) / 64 * 64;
+    }
+    for (const auto& [key, v] : variants_) scratch = std::max(scratch, v->scratchpad);
+    scratch_offset_ = off;
+    buffer_bytes_ = off + scratch;
+  }
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
+    const Layer& first = layers_.front();
+    const Layer& last = layers_.back();
+    const int64_t images = inputs[0]->dims()[0];
+    const int64_t in_image = first.H * first.W * first.C, out_image = last.OH * last.row_floats();
+    const int parts = static_cast<int>(schedules_.size());
+    for (int64_t img = 0; img < images; ++img) {
+      const float* x = static_cast<const float*>(inputs[0]->raw()) + img * in_image;
+      float* y = static_cast<float*>(outputs[0]->raw()) + img * out_image;
+      parallel_for(parts, parts, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) run_schedule(schedules_[t], inputs, img, x, y);
+      });
+    }
+  }
+
+ private:
+  // Input rows of layer l that output rows [a, b) read, before clipping to the tensor.
+  std::pair<int64_t, int64_t> input_rows(int l, int64_t a, int64_t b) const {
+    const Layer& L = layers_[l];
+    return {a * L.SH - L.PT, (b - 1) * L.SH - L.PT + L.KH};
+  }
+
+  int64_t window_bytes(int64_t rows) const {
+    int64_t bytes = 0;
+    for (int l = static_cast<int>(layers_.size()) - 1; l > 0; --l) {
+      const auto [lo, hi] = input_rows(l, 0, rows);
+      rows = std::min(hi - lo, layers_[l].H);
+      bytes += rows * layers_[l - 1].row_floats() * 4;
+    }
+    return bytes;
+  }
+
+  // The steps that compute output rows [r0, r1), band by band; windows start empty.
+  Schedule plan(int64_t r0, int64_t r1) {
+    const int n = static_cast<int>(layers_.size());
+    Schedule s;
+    std::vector<int64_t> have_lo(n, -1), have_hi(n, -1), need_lo(n + 1), need_hi(n + 1);
+    auto conv = [&](int l, int64_t a, int64_t b) {
+      const Layer& L = layers_[l];
+      const auto [lo, hi] = input_rows(l, a, b);
+      const int64_t in_lo = std::max<int64_t>(lo, 0), in_hi = std::min(hi, L.H);
+      Step st;
+      st.layer = l;
+      st.row = a;
+      st.rows = b - a;
+      st.src_offset = l == 0 ? in_lo : in_lo - have_lo[l];
+      st.dst_offset = l == n - 1 ? a : a - have_lo[l + 1];
+      st.v = variant(l, in_hi - in_lo, in_lo - lo, hi - in_hi, b - a);
+      s.steps.push_back(st);
+    };
+    for (int64_t o0 = r0; o0 < r1; o0 += band_) {
+      need_lo[n] = o0;
+      need_hi[n] = std::min(o0 + band_, r1);
+      for (int t = n - 1; t >= 1; --t) {
+        const auto [lo, hi] = input_rows(t, need_lo[t + 1], need_hi[t + 1]);
+        need_lo[t] = std::max<int64_t>(lo, 0);
+        need_hi[t] = std::min(hi, layers_[t].H);
+      }
+      for (int t = 1; t < n; ++t) {
+        if (have_lo[t] < 0) have_lo[t] = have_hi[t] = need_lo[t];
+        if (need_lo[t] > have_lo[t]) {
+          const int64_t keep = have_hi[t] - need_lo[t];
+          if (keep > 0) {
+            Step mv;
+            mv.window = t;
+            mv.rows = keep;
+            mv.shift = need_lo[t] - have_lo[t];
+            s.steps.push_back(mv);
+          }
+          have_lo[t] = need_lo[t];
+          have_hi[t] = std::max(have_hi[t], have_lo[t]);
+        }
+        if (need_hi[t] > have_hi[t]) {
+          const int64_t a = have_hi[t];
+          have_hi[t] = need_hi[t];
+          conv(t - 1, a, need_hi[t]);
+        }
+        capacity_[t] = std::max(capacity_[t], have_hi[t] - have_lo[t]);
+      }
+      conv(n - 1, need_lo[n], need_hi[n]);
+    }
+    return s;
+  }
+
+  const Variant* variant(int l, int64_t in_rows, int64_t pt, int64_t pb, int64_t out_rows) {
+    auto key = std::make_tuple(l, in_rows, pt, pb);
+    if (auto it = variants_.find(key); it != variants_.end()) return it->second.get();
+    const Layer& L = layers_[l];
+    auto& eng = dnnl_util::engine();
+    auto v = std::make_unique<Variant>();
+    v->src = memory::desc({1, L.C, in_rows, L.W}, dt::f32, tag::nhwc);
+    v->dst = memory::desc({1, L.OC, out_rows, L.OW}, dt::f32, tag::nhwc);
+    memory::desc w_any(L.w_plain.dims(), dt::f32, tag::any);
+    memory::desc b_md({L.OC}, dt::f32, tag::x);
+    const memory::dims st{L.SH, L.SW}, dl{0, 0}, pl{pt, L.PL}, pr{pb, L.PR};
+    const auto prop = dnnl::prop_kind::forward_inference;
+    const auto algo = dnnl::algorithm::convolution_direct;
+    auto desc = L.bias ? dnnl::convolution_forward::desc(prop, algo, v->src, w_any, b_md, v->dst, st, dl, pl, pr)
+                       : dnnl::convolution_forward::desc(prop, algo, v->src, w_any, v->dst, st, dl, pl, pr);
+    dnnl::convolution_forward::primitive_desc pd(desc, L.attr, eng);
+    v->prim = dnnl::convolution_forward(pd);
+    v->scratchpad = pd.scratchpad_desc().get_size();
+    // Variants of one layer share a prepacked weight layout where they agree on it.
+    for (auto& [w_md, w_mem] : weights_[l])
+      if (w_md == pd.weights_desc()) v->weights = w_mem;
+    if (!v->weights) {
+      memory src(L.w_plain, eng, const_cast<void*>(L.weights->constant().raw()));
+      memory dst(pd.weights_desc(), eng);
+      dnnl::stream s(eng);
+      dnnl::reorder(src, dst).execute(s, src, dst);
+      s.wait();
+      weights_[l].emplace_back(pd.weights_desc(), dst);
+      v->weights = dst;
+    }
+    return (variants_[key] = std::move(v)).get();
+  }
+
+  void run_schedule(const Schedule& sched, const std::vector<const Tensor*>& inputs, int64_t img, const float* x,
+                    float* y) const {
+    const int n = static_cast<int>(layers_.size());
+    char* buf = static_cast<char*>(dnnl_util::scratch(buffer_bytes_));
+    auto window = [&](int t) { return reinterpret_cast<float*>(buf + window_offset_[t]); };
+    auto& eng = dnnl_util::engine();
+    dnnl::stream s(eng);
+    // One argument map per variant for the whole schedule, its source and destination pointed
+    // at each step's rows: building maps and memory objects per step cost about 1 us a step.
+    std::unordered_map<const Variant*, std::unordered_map<int, memory>> args;
+    for (const Step& st : sched.steps) {
+      if (st.layer < 0) {
+        const int64_t row = layers_[st.window - 1].row_floats();
+        float* w = window(st.window);
+        std::memmove(w, w + st.shift * row, st.rows * row * sizeof(float));
+        continue;
+      }
+      const Layer& L = layers_[st.layer];
+      const float* src = (st.layer == 0 ? x : window(st.layer)) + st.src_offset * L.W * L.C;
+      float* dst = (st.layer == n - 1 ? y : window(st.layer + 1)) + st.dst_offset * L.row_floats();
+      const int64_t count = st.rows * L.row_floats();
+      if (L.z_input >= 0) {
+        const float* z = static_cast<const float*>(inputs[L.z_input]->raw()) + (img * L.OH + st.row) * L.row_floats();
+        if (z != dst) std::memcpy(dst, z, count * sizeof(float));
+      }
+      const Variant& v = *st.v;
+      auto [it, fresh] = args.try_emplace(&v);
+      std::unordered_map<int, memory>& a = it->second;
+      if (fresh) {
+        a = {{DNNL_ARG_SRC, memory(v.src, eng, const_cast<float*>(src))},
+             {DNNL_ARG_WEIGHTS, v.weights},
+             {DNNL_ARG_DST, memory(v.dst, eng, dst)}};
+        if (L.bias) a[DNNL_ARG_BIAS] = L.bias;
+        if (v.scratchpad)
+          a[DNNL_ARG_SCRATCHPAD] =
+              memory(memory::desc({static_cast<int64_t>(v.scratchpad)}, dt::u8, tag::x), eng, buf + scratch_offset_);
+      } else {
+        a[DNNL_ARG_SRC].set_data_handle(const_cast<float*>(src));
+        a[DNNL_ARG_DST].set_data_handle(dst);
+      }
+      v.prim.execute(s, a);
+      if (L.late.kind != ops::Activation::None) {
+        s.wait();
+        apply_activation(L.late, dst, count);
+      }
+    }
+    s.wait();
+  }
+
+  std::vector<Layer> layers_;
+  int64_t band_ = 1;
+  std::vector<int64_t> capacity_;  // rows of each intermediate window (index = tensor)
+  std::vector<size_t> window_offset_;
+  size_t scratch_offset_ = 0, buffer_bytes_ = 0;
+  std::map<std::tuple<int, int64_t, int64_t, int64_t>, std::unique_ptr<Variant>> variants_;
+  std::unordered_map<int, std::vector<std::pair<memory::desc, memory>>> weights_;
+  std::vector<Schedule> schedules_;
+};
+
+// The body's convs as layers, or an empty vector when one is outside what the kernel runs (the
+// lowering pass only forms chains it runs; this guards hand-made graphs).
+std::vector<Layer> read_layers(const ir::Node& node) {
+  auto it = node.attrs.find("body");
+  if (it == node.attrs.end() || !it->second.g || node.num_outputs() != 1) return {};
+  const ir::Graph& body = *it->second.g;
+  std::unordered_map<const ir::Value*, int> input_index;
+  for (size_t i = 0; i < body.inputs().size(); ++i) input_index[body.inputs()[i]] = static_cast<int>(i);
+  std::vector<Layer> layers;
+  const ir::Value* prev = nullptr;
+  for (const ir::Node* c : body.nodes()) {
+    if (c->domain() != "kiln" || c->op_type() != "FusedConv" || !c->attr_int("channels_last", 0)) return {};
+    if (c->num_inputs() < 2 || c->num_outputs() != 1) return {};
+    const ir::Value *x = c->input(0), *w = c->input(1), *b = c->input(2), *z = c->input(3), *y = c->output(0);
+    if (prev ? x != prev : !input_index.count(x)) return {};
+    if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return {};
+    if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return {};
+    if (c->attr_int("x_blocked", 0) || c->attr_int("y_blocked", 0) || c->attr_int("z_blocked", 0)) return {};
+    if (c->attr_string("auto_pad", "NOTSET") != "NOTSET") return {};
+    if (c->attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return {};
+    const auto xd = x->type.static_dims(), yd = y->type.static_dims(), wd = w->type.static_dims();
+    if (xd.size() != 4 || yd.size() != 4 || wd.size() != 4 || xd[0] != yd[0]) return {};
+    Layer L;
+    L.H = xd[1], L.W = xd[2], L.C = xd[3], L.OH = yd[1], L.OW = yd[2], L.OC = yd[3], L.KH = wd[2], L.KW = wd[3];
+    L.G = c->attr_int("group", 1);
+    const auto st = c->attr_ints("strides", {1, 1}), pads = c->attr_ints("pads", {0, 0, 0, 0});
+    if (st.size() != 2 || pads.size() != 4 || L.G < 1 || L.C % L.G || L.OC % L.G || wd[0] != L.OC ||
+        wd[1] != L.C / L.G)
+      return {};
+    L.SH = st[0], L.SW = st[1], L.PT = pads[0], L.PL = pads[1], L.PB = pads[2], L.PR = pads[3];
+    if (L.SH < 1 || L.SW < 1 || (L.H + L.PT + L.PB - L.KH) / L.SH + 1 != L.OH ||
+        (L.W + L.PL + L.PR - L.KW) / L.SW + 1 != L.OW)
+      return {};
+    if (z) {
+      if (!input_index.count(z) || z->type.static_dims() != yd) return {};
+      L.z_input = input_index.at(z);
+    }
+    L.w_plain = L.G == 1 ? memory::desc({L.OC, L.C, L.KH, L.KW}, dt::f32, tag::oihw)
+                         : memory::desc({L.G, L.OC / L.G, L.C / L.G, L.KH, L.KW}, dt::f32, tag::goihw);
+    L.weights = w;
+    if (b) {
+      if (b->type.static_dims() != std::vector<int64_t>{L.OC}) return {};
+      L.bias = memory(memory::desc({L.OC}, dt::f32, tag::x), dnnl_util::engine());  // owned: no pointer into the graph
+      std::memcpy(L.bias.get_data_handle(), b->constant().raw(), L.OC * sizeof(float));
+    }
+    dnnl::post_ops po;
+    if (z) po.append_sum(1.f);
+    if (dnnl_util::late_activation(*c)) L.late = ops::activation_of(*c);
+    else if (!dnnl_util::append_activation(*c, po)) return {};
+    L.attr.set_post_ops(po);
+    L.attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    layers.push_back(std::move(L));
+    prev = y;
+  }
+  if (layers.size() < 2 || body.outputs().size() != 1 || body.outputs()[0] != prev) return {};
+  return layers;
+}
+
+std::unique_ptr<Kernel> make_conv_chain(const ir::Node& node, int threads) {
+  std::vector<Layer> layers = read_layers(node);
+  if (layers.empty()) return nullptr;
+  try {
+    return std::make_unique<ConvChainKernel>(std::move(layers), threads, node.attr_int("band_rows", 0));
+  } catch (const dnnl::error&) {
+    return nullptr;  // a band shape oneDNN has no implementation for
+  }
+}
+
+}  // namespace
+
+void add_conv_chain_kernels(std::vector<KernelFactory>& table) {
+  table.push_back({"kiln", "ConvChain", make_conv_chain, "onednn_bands"});
+}
+
+}  // namespace kiln::backends::cpu

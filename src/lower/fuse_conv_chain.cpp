@@ -1,0 +1,68 @@
+#include "lower/fuse_conv_chain.h"
+
+#include <unordered_set>
+
+#include "lower/outline.h"
+#include "passes/graph_util.h"
+
+namespace kiln::lower {
+
+namespace {
+
+bool static_float4(const ir::Value* v) {
+  return v && v->type.is_tensor() && v->type.rank_known && v->type.rank() == 4 && v->type.is_static() &&
+         v->type.dtype == DType::Float;
+}
+
+// A FusedConv the banded kernel runs: channels-last and plain NHWC on every end, constant
+// weights and bias, explicit pads, no dilation. Not the 3x3 stride-1 dense convs, which run
+// oneDNN's Winograd form on blocked activations.
+bool member(const ir::Node* n) {
+  if (!n || n->domain() != "kiln" || n->op_type() != "FusedConv" || !n->attr_int("channels_last", 0)) return false;
+  if (n->num_inputs() < 2 || n->num_outputs() != 1 || !static_float4(n->output(0))) return false;
+  if (n->attr_int("x_blocked", 0) || n->attr_int("y_blocked", 0) || n->attr_int("z_blocked", 0)) return false;
+  if (!n->input(0) || n->input(0)->is_constant() || !static_float4(n->input(0))) return false;
+  if (!n->input(1) || !n->input(1)->is_constant() || (n->num_inputs() > 2 && n->input(2) && !n->input(2)->is_constant()))
+    return false;
+  if (n->num_inputs() > 3 && n->input(3) && (n->input(3)->is_constant() || !static_float4(n->input(3)))) return false;
+  if (n->attr_string("auto_pad", "NOTSET") != "NOTSET") return false;
+  if (n->attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return false;
+  const auto wd = n->input(1)->type.static_dims();
+  if (wd.size() != 4) return false;
+  const bool winograd = n->attr_int("group", 1) == 1 && wd[2] == 3 && wd[3] == 3 &&
+                        n->attr_ints("strides", {1, 1}) == std::vector<int64_t>{1, 1};
+  return !winograd;
+}
+
+// The conv after `n` in a chain: the only reader of n's output, reading it as its X, when that
+// output is big enough to be worth keeping in bands.
+ir::Node* next_link(const ir::Graph& g, const ir::Node* n, int64_t min_bytes) {
+  const ir::Value* y = n->output(0);
+  if (y->uses().size() != 1 || passes::is_graph_output(g, y)) return nullptr;
+  const ir::Use& u = y->uses()[0];
+  if (u.input_index != 0 || !member(u.node)) return nullptr;
+  int64_t bytes = 4;
+  for (int64_t d : y->type.static_dims()) bytes *= d;
+  return bytes >= min_bytes ? u.node : nullptr;
+}
+
+}  // namespace
+
+int fuse_conv_chains(ir::Graph& g, int64_t min_bytes) {
+  std::vector<std::vector<ir::Node*>> chains;
+  std::unordered_set<const ir::Node*> taken;
+  for (ir::Node* n : g.nodes()) {  // topological order: a chain is met at its first conv
+    if (taken.count(n) || !member(n)) continue;
+    std::vector<ir::Node*> chain{n};
+    while (ir::Node* next = next_link(g, chain.back(), min_bytes)) chain.push_back(next);
+    if (chain.size() < 2) continue;
+    taken.insert(chain.begin(), chain.end());
+    chains.push_back(std::move(chain));
+  }
+  for (const std::vector<ir::Node*>& c : chains)
+    outline(g, c, c.back()->output(0), "ConvChain", "conv_chain_" + c.front()->name());
+  if (!chains.empty()) g.topological_sort();
+  return static_cast<int>(chains.size());
+}
+
+}  // namespace kiln::lower

@@ -1,0 +1,21 @@
+// Conv chains run band by band: a run of channels-last FusedConvs, each feeding only the next
+// (mobilenet_v2's stem -> depthwise -> project -> expand -> depthwise -> project, an
+// inverted-residual block's expand -> depthwise -> project), whose intermediate tensors are too
+// big for the L2 cache, becomes one kiln.ConvChain node with the convs in its `body` graph
+// (src/ops/kiln_fused.cpp). The CPU backend (conv_chain.cpp) computes the last conv's output a
+// band of rows at a time, each intermediate kept only as the rows its consumer still needs, so
+// the wide tensors never leave the cache; the reference kernel runs the body node by node.
+#pragma once
+#include <cstdint>
+
+#include "ir/graph.h"
+
+namespace kiln::lower {
+
+// A link is formed where the intermediate tensor has at least this many bytes.
+constexpr int64_t kConvChainMinBytes = 1 << 20;
+
+// Rewrites a channels-last graph with static types; returns how many chains were formed.
+int fuse_conv_chains(ir::Graph& g, int64_t min_bytes = kConvChainMinBytes);
+
+}  // namespace kiln::lower

@@ -1,0 +1,83 @@
+// Conv chains: which runs of channels-last FusedConvs become kiln.ConvChain, and the same
+// numbers as before (the reference kernel runs the body node by node).
+#include "lower/fuse_conv_chain.h"
+
+#include "../passes/pass_test_util.h"
+#include "ir/verifier.h"
+
+namespace kiln::passes::testing {
+namespace {
+
+ir::Attributes conv(int64_t k, int64_t stride = 1, int64_t group = 1, const char* act = "Clip") {
+  const int64_t p = k / 2;
+  ir::Attributes a{{"pads", Is({p, p, p, p})},
+                   {"strides", Is({stride, stride})},
+                   {"channels_last", ir::Attribute::of_int(1)}};
+  if (group > 1) a["group"] = I(group);
+  if (*act) a["activation"] = ir::Attribute::of_string(act);
+  if (std::string(act) == "Clip") a["activation_params"] = ir::Attribute::of_floats({0.f, 6.f});
+  return a;
+}
+
+int fuse_and_compare(const std::function<void(Builder&)>& build, int expect_chains, int64_t min_bytes = 0) {
+  Builder ref, opt;
+  ref.g->opsets["kiln"] = opt.g->opsets["kiln"] = 1;
+  build(ref);
+  build(opt);
+  ops::ShapeInference().run(*ref.g);
+  ops::ShapeInference().run(*opt.g);
+  const int chains = lower::fuse_conv_chains(*opt.g, min_bytes);
+  EXPECT_EQ(chains, expect_chains);
+  ops::ShapeInference().run(*opt.g);
+  ir::verify(*opt.g);
+  EXPECT_EQ(count(*opt.g, "ConvChain"), expect_chains);
+  std::vector<Tensor> ins = random_inputs(*ref.g);
+  std::vector<Tensor> a = run(*ref.g, ins), b = run(*opt.g, ins);
+  EXPECT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) expect_close(b[i], a[i], 1e-5);
+  return chains;
+}
+
+// mobilenet_v2's inverted residual: expand 1x1 -> depthwise 3x3 -> project 1x1 + the block's
+// input, then a stride-2 block: one chain each.
+TEST(FuseConvChain, InvertedResiduals) {
+  fuse_and_compare(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 9, 7, 6});
+        ir::Value* e = b.op("FusedConv", {x, b.rand({18, 6, 1, 1}), b.rand({18})}, conv(1), "kiln");
+        ir::Value* d = b.op("FusedConv", {e, b.rand({18, 1, 3, 3}), b.rand({18})}, conv(3, 1, 18), "kiln");
+        ir::Value* p = b.op("FusedConv", {d, b.rand({6, 18, 1, 1}), b.rand({6}), x}, conv(1, 1, 1, ""), "kiln");
+        ir::Value* e2 = b.op("FusedConv", {p, b.rand({12, 6, 1, 1}), b.rand({12})}, conv(1, 1, 1, "SiLU"), "kiln");
+        ir::Value* d2 = b.op("FusedConv", {e2, b.rand({12, 1, 3, 3})}, conv(3, 2, 12, "SiLU"), "kiln");
+        b.out(b.op("FusedConv", {d2, b.rand({5, 12, 1, 1}), b.rand({5})}, conv(1, 1, 1, ""), "kiln"));
+      },
+      1);  // p feeds e2 only (its residual use is inside): all six convs chain
+}
+
+TEST(FuseConvChain, StopsWhereAValueIsReadTwiceOrSmall) {
+  // The expand output is also a graph output; the depthwise output feeds two convs; a 3x3
+  // stride-1 dense conv (Winograd) is not a member; a link below the size threshold is not
+  // formed.
+  fuse_and_compare(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 9, 7, 6});
+        ir::Value* e = b.op("FusedConv", {x, b.rand({18, 6, 1, 1})}, conv(1), "kiln");
+        b.out(e);
+        ir::Value* d = b.op("FusedConv", {e, b.rand({18, 1, 3, 3})}, conv(3, 1, 18), "kiln");
+        b.out(b.op("FusedConv", {d, b.rand({4, 18, 1, 1})}, conv(1), "kiln"));
+        b.out(b.op("FusedConv", {d, b.rand({5, 18, 1, 1})}, conv(1), "kiln"));
+        ir::Value* w = b.op("FusedConv", {x, b.rand({8, 6, 3, 3})}, conv(3), "kiln");
+        b.out(b.op("FusedConv", {w, b.rand({4, 8, 1, 1})}, conv(1), "kiln"));
+      },
+      0);
+  fuse_and_compare(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 9, 7, 6});
+        ir::Value* e = b.op("FusedConv", {x, b.rand({18, 6, 1, 1})}, conv(1), "kiln");
+        b.out(b.op("FusedConv", {e, b.rand({18, 1, 3, 3})}, conv(3, 1, 18), "kiln"));
+      },
+      0, 9 * 7 * 18 * 4 + 1);
+}
+
+}  // namespace
+}  // namespace kiln::passes::testing
