@@ -20,6 +20,7 @@ bool static_float4(const ir::Value* v) {
 bool member(const ir::Node* n) {
   if (!n || n->domain() != "kiln" || n->op_type() != "FusedConv" || !n->attr_int("channels_last", 0)) return false;
   if (n->num_inputs() < 2 || n->num_outputs() != 1 || !static_float4(n->output(0))) return false;
+  if (n->num_inputs() > 4 && n->input(4)) return false;  // a channel scale S
   if (n->attr_int("x_blocked", 0) || n->attr_int("y_blocked", 0) || n->attr_int("z_blocked", 0)) return false;
   if (!n->input(0) || n->input(0)->is_constant() || !static_float4(n->input(0))) return false;
   if (!n->input(1) || !n->input(1)->is_constant() || (n->num_inputs() > 2 && n->input(2) && !n->input(2)->is_constant()))

@@ -14,7 +14,9 @@ namespace {
 // over the output as one dense block (SiLU), and not in a blocked layout.
 bool slice_writer(const ir::Node* n) {
   if (!n || n->domain() != "kiln" || n->op_type() != "FusedConv" || !n->attr_int("channels_last", 0)) return false;
-  if (n->num_inputs() < 2 || n->num_outputs() != 1 || (n->num_inputs() > 3 && n->input(3))) return false;
+  if (n->num_inputs() < 2 || n->num_outputs() != 1) return false;
+  for (int i = 3; i < n->num_inputs(); ++i)  // a residual Z or channel scale S
+    if (n->input(i)) return false;
   if (n->attr_string("activation", "") == "SiLU") return false;
   if (n->attr_int("x_blocked", 0) || n->attr_int("y_blocked", 0)) return false;
   for (int i = 1; i < n->num_inputs(); ++i)

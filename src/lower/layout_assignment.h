@@ -13,6 +13,7 @@ struct LayoutStats {
   int blocked_values = 0;     // activations kept in nChw16c between convs (blocked_layout.h)
   int conv_concats = 0;       // Concats whose convs write their slices (fuse_conv_concat.h)
   int conv_chains = 0;        // conv chains run in bands of rows (fuse_conv_chain.h)
+  int channel_scales = 0;     // Muls folded into the next conv's weights (fold_channel_scale.h)
 };
 
 // Rewrites a graph whose types are static (a compiled plan's specialized clone). Types are

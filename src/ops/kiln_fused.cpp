@@ -4,9 +4,10 @@
 //       activation epilogue: `activation` = Relu | Clip | Sigmoid | Tanh | SiLU | Gelu |
 //       GeluTanh | HardSigmoid | HardSwish | LeakyRelu, or absent for none; `activation_params`
 //       = [min, max] for Clip, [alpha] for LeakyRelu, [alpha, beta] for HardSigmoid. Float32.
-//       FusedConv(X, W, B?, Z?) also adds a residual Z (the output's shape) before the
-//       activation: Y = act(conv(X, W) + B + Z), ORT's FusedConv. With `channels_last` = 1 its
-//       X, Z and Y are NHWC ([N, H, W, C]); W stays OIHW. Then `x_blocked` = 1 says X holds
+//       FusedConv(X, W, B?, Z?, S?) also adds a residual Z (the output's shape) before the
+//       activation: Y = act(conv(X * S, W) + B + Z), ORT's FusedConv; S (channels-last only)
+//       scales X's channels, [N or 1, 1, 1, C]: a squeeze-excitation's scale folded in by
+//       src/lower/fold_channel_scale.cpp. With `channels_last` = 1 its X, Z and Y are NHWC ([N, H, W, C]); W stays OIHW. Then `x_blocked` = 1 says X holds
 //       its elements in oneDNN's nChw16c order ([N, C/16, H, W, 16]) under the same NHWC type,
 //       `y_blocked` = 1 and `z_blocked` = 1 the same of Y and Z (src/lower/blocked_layout.cpp;
 //       C must be a multiple of 16). FusedMatMul(A, B, bias?) adds a
@@ -120,6 +121,23 @@ Tensor reorder_blocked16(const Tensor& x, bool to_blocked, const ir::Node& n) {
   return y;
 }
 
+// x [N, H, W, C] times s [N or 1, 1, 1, C], a new tensor.
+Tensor scale_channels(const Tensor& x, const Tensor& s, const ir::Node& n) {
+  if (x.dtype() != DType::Float || s.dtype() != DType::Float || x.rank() != 4 || s.rank() != 4 || s.dim(1) != 1 ||
+      s.dim(2) != 1 || s.dim(3) != x.dim(3) || (s.dim(0) != 1 && s.dim(0) != x.dim(0)))
+    throw Error(n.describe() + ": the channel scale S must be float32 [N or 1, 1, 1, C] for X of shape [N, H, W, C]");
+  Tensor y(DType::Float, x.dims());
+  const int64_t C = x.dim(3), pixels = x.dim(1) * x.dim(2);
+  const float* a = x.data<float>();
+  float* b = y.data<float>();
+  for (int64_t i = 0; i < x.dim(0); ++i) {
+    const float* sc = s.data<float>() + (s.dim(0) == 1 ? 0 : i * C);
+    for (int64_t p = 0; p < pixels; ++p)
+      for (int64_t c = 0; c < C; ++c, ++a, ++b) *b = *a * sc[c];
+  }
+  return y;
+}
+
 InferFn fused_infer(std::string base) {
   return [base](InferContext& ctx) {
     activation_of(ctx.node());
@@ -154,6 +172,20 @@ InferFn fused_infer(std::string base) {
           out.dims.back().is_static() && b.dims[0].value != out.dims.back().value)
         ctx.fail("the bias length must equal the output's last dim");
     }
+    if (ctx.num_inputs() > 4 && ctx.has_input(4)) {
+      const ir::TensorType& sc = ctx.input(4);
+      const ir::TensorType& x = ctx.input(0);
+      if (base != "Conv" || !nhwc) ctx.fail("a channel scale S applies to channels_last FusedConv only");
+      if (sc.dtype != DType::Float || (sc.rank_known && sc.rank() != 4))
+        ctx.fail("the channel scale S must be float32 [N, 1, 1, C]");
+      if (sc.rank_known && x.rank_known && x.rank() == 4)
+        for (int i = 0; i < 4; ++i) {
+          const ir::Dim &a = sc.dims[i], &b = x.dims[i];
+          const bool ok = !a.is_static() || (i == 1 || i == 2 ? a.value == 1
+                                                               : !b.is_static() || a.value == b.value || (i == 0 && a.value == 1));
+          if (!ok) ctx.fail("the channel scale S " + sc.str() + " must be [N or 1, 1, 1, C] for X " + x.str());
+        }
+    }
     if (ctx.num_inputs() > 3 && ctx.has_input(3)) {
       const ir::TensorType& z = ctx.input(3);
       if (z.dtype != DType::Float) ctx.fail("the residual input Z must be float32");
@@ -177,7 +209,9 @@ KernelFn fused_kernel(std::string base) {
     for (int i = 0; i < std::min(ctx.num_inputs(), n_base); ++i) ins.push_back(ctx.has_input(i) ? &ctx.input(i) : nullptr);
     Tensor x_nchw;
     if (nhwc) {
-      x_nchw = permute4(x_blocked(ctx.node()) ? reorder_blocked16(*ins[0], false, ctx.node()) : *ins[0], true, ctx.node());
+      Tensor x = x_blocked(ctx.node()) ? reorder_blocked16(*ins[0], false, ctx.node()) : *ins[0];
+      if (ctx.num_inputs() > 4 && ctx.has_input(4)) x = scale_channels(x, ctx.input(4), ctx.node());
+      x_nchw = permute4(x, true, ctx.node());
       ins[0] = &x_nchw;
     }
     KernelContext inner(ctx.node(), onnx_opset(ctx.node()), ins);
@@ -387,7 +421,7 @@ KILN_REGISTER_OPS(kiln_fused) {
            .kernel = fused_elementwise_kernel});
   for (const char* base : {"Conv", "Gemm", "MatMul"})
     reg.add({.name = std::string("Fused") + base, .domain = "kiln", .min_inputs = 2,
-             .max_inputs = std::string(base) == "Conv" ? 4 : 3,
+             .max_inputs = std::string(base) == "Conv" ? 5 : 3,
              .pattern = PatternKind::OutEWiseFusable, .infer = fused_infer(base), .kernel = fused_kernel(base)});
   for (std::string base : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
     reg.add({.name = "Nhwc" + base, .domain = "kiln", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,

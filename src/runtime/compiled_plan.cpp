@@ -11,6 +11,7 @@
 #include "ir/clone.h"
 #include "lower/blocked_layout.h"
 #include "lower/fuse_channel_shuffle.h"
+#include "lower/fold_channel_scale.h"
 #include "lower/fuse_conv_chain.h"
 #include "lower/fuse_conv_concat.h"
 #include "lower/kernel_selection.h"
@@ -80,7 +81,8 @@ void check_value_sizes(const ir::Graph& g) {
 }
 
 const std::vector<std::string>& lowering_pass_names() {
-  static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "conv_concat", "conv_chain", "blocked_layout"};
+  static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "channel_scale", "conv_concat", "conv_chain",
+                                                 "blocked_layout"};
   return names;
 }
 
@@ -118,6 +120,8 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
   // Then Concats of conv outputs (which must not be blocked: fused first), and after fusion,
   // which forms the residual convs whose Z the blocked-layout pass must see.
   if (backend && backend->prefers_channels_last() && keep.empty()) {
+    if (on("channel_scale") && (cp->layout.channel_scales = lower::fold_channel_scales(sg)) > 0)
+      ops::ShapeInference().run(sg);
     if (fusion_level > 0 && on("conv_concat") && (cp->layout.conv_concats = lower::fuse_conv_concat(sg)) > 0)
       ops::ShapeInference().run(sg);
     if (fusion_level > 0 && on("conv_chain") && (cp->layout.conv_chains = lower::fuse_conv_chains(sg)) > 0)

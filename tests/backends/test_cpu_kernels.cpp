@@ -265,6 +265,31 @@ TEST(CpuKernels, ConvConcatWritesSlices) {
   }
 }
 
+// FusedConv's channel scale S (src/lower/fold_channel_scale.cpp): the packed weights times S
+// in each run, with a residual and SiLU, 1x1 and 3x3, on both direct-conv candidates at 1 and 2
+// threads; the GEMV and Winograd decline it.
+TEST(CpuKernels, ConvChannelScale) {
+  for (int64_t k : {1, 3})
+    for (const char* impl : {"onednn", "onednn_alt_layout"})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(std::string(impl) + " k " + std::to_string(k) + " threads " + std::to_string(threads));
+        ir::Attributes a = conv_attrs({1, 1}, {k / 2, k / 2, k / 2, k / 2}, {1, 1}, 1);
+        a["channels_last"] = ir::Attribute::of_int(1);
+        a["activation"] = ir::Attribute::of_string("SiLU");
+        check({"FusedConv", "kiln", {{1, 9, 7, 19}, {21, 19, k, k}, {21}, {1, 9, 7, 21}, {1, 1, 1, 19}},
+               {false, true, true, false, false}, {1, 9, 7, 21}, a, impl, threads});
+      }
+  ir::Attributes a = conv_attrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  a["channels_last"] = ir::Attribute::of_int(1);
+  EXPECT_FALSE(check({"FusedConv", "kiln", {{1, 1, 1, 16}, {8, 16, 1, 1}, {8}, {1, 1, 1, 8}, {1, 1, 1, 16}},
+                      {false, true, true, false, false}, {1, 1, 1, 8}, a, "gemv"},
+                     false));
+  a["pads"] = ir::Attribute::of_ints({1, 1, 1, 1});
+  EXPECT_FALSE(check({"FusedConv", "kiln", {{1, 5, 5, 16}, {16, 16, 3, 3}, {16}, {1, 5, 5, 16}, {1, 1, 1, 16}},
+                      {false, true, true, false, false}, {1, 5, 5, 16}, a, "onednn_winograd"},
+                     false));
+}
+
 // kiln.ConvChain (src/lower/fuse_conv_chain.cpp) run band by band: a dense stride-2 stem with
 // asymmetric pads, a depthwise 3x3, a 1x1 project with SiLU, an expand, a stride-2 depthwise
 // and a 1x1 project adding a residual from outside the chain, on two odd-sized images, with

@@ -53,7 +53,7 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level) {
     j["fusion"] = {{"level", fusion_level}, {"fused_nodes", cp->fusion.fused_nodes}, {"nodes_folded", cp->fusion.nodes_folded}};
     j["layout"] = {{"channels_last_ops", cp->layout.channels_last_ops}, {"reorders", cp->layout.transposes},
                    {"blocked_values", cp->layout.blocked_values}, {"conv_concats", cp->layout.conv_concats},
-                   {"conv_chains", cp->layout.conv_chains}};
+                   {"conv_chains", cp->layout.conv_chains}, {"channel_scales", cp->layout.channel_scales}};
     j["instructions"] = nlohmann::json::array();
     for (const lower::Instruction& ins : p.instructions)
       j["instructions"].push_back({{"node", ins.node->name()}, {"op", ins.node->op_type()}, {"backend", ins.backend}});
@@ -71,7 +71,8 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level) {
             << " reorders (transposes) left, " << cp->layout.blocked_values
             << " activations nChw16c between Winograd convs, " << cp->layout.conv_concats
             << " Concats written in place by their convs, " << cp->layout.conv_chains
-            << " conv chains run in bands of rows\n\n";
+            << " conv chains run in bands of rows, " << cp->layout.channel_scales
+            << " channel scales folded into conv weights\n\n";
   std::cout << "instructions:\n";
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const lower::Instruction& ins = p.instructions[i];

@@ -286,7 +286,7 @@ std::vector<Layer> read_layers(const ir::Node& node) {
   const ir::Value* prev = nullptr;
   for (const ir::Node* c : body.nodes()) {
     if (c->domain() != "kiln" || c->op_type() != "FusedConv" || !c->attr_int("channels_last", 0)) return {};
-    if (c->num_inputs() < 2 || c->num_outputs() != 1) return {};
+    if (c->num_inputs() < 2 || c->num_outputs() != 1 || (c->num_inputs() > 4 && c->input(4))) return {};
     const ir::Value *x = c->input(0), *w = c->input(1), *b = c->input(2), *z = c->input(3), *y = c->output(0);
     if (prev ? x != prev : !input_index.count(x)) return {};
     if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return {};

@@ -133,7 +133,9 @@ std::unique_ptr<Kernel> make_gemv(const ir::Node& node, int threads) {
 // A 1x1 convolution of a 1x1 image (NCHW or channels-last, the same bytes): W [O, C, 1, 1] is
 // already [O, C] rows.
 std::unique_ptr<Kernel> make_gemv_conv(const ir::Node& node, int threads) {
-  if (node.num_inputs() < 2 || node.num_outputs() != 1 || (node.num_inputs() >= 4 && node.input(3))) return nullptr;
+  if (node.num_inputs() < 2 || node.num_outputs() != 1) return nullptr;
+  for (int i = 3; i < node.num_inputs(); ++i)  // a residual Z or channel scale S
+    if (node.input(i)) return nullptr;
   const ir::Value* x = node.input(0);
   const Tensor* w = float_constant(node.input(1));
   const ir::Value* b = node.num_inputs() >= 3 ? node.input(2) : nullptr;

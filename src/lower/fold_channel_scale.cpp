@@ -1,0 +1,73 @@
+#include "lower/fold_channel_scale.h"
+
+#include "passes/graph_util.h"
+
+namespace kiln::lower {
+
+namespace {
+
+bool static_float4(const ir::Value* v) {
+  return v && v->type.is_tensor() && v->type.rank_known && v->type.rank() == 4 && v->type.is_static() &&
+         v->type.dtype == DType::Float;
+}
+
+// The conv that would take Mul `m`'s scale: the only reader of its product, as its X; a
+// channels-last FusedConv with one group, plain NHWC X, constant weights and no scale yet.
+ir::Node* scaled_conv(const ir::Graph& g, const ir::Node* m) {
+  const ir::Value* v = m->output(0);
+  if (!v || v->uses().size() != 1 || passes::is_graph_output(g, v)) return nullptr;
+  ir::Node* c = v->uses()[0].node;
+  if (v->uses()[0].input_index != 0 || c->domain() != "kiln" || c->op_type() != "FusedConv") return nullptr;
+  if (!c->attr_int("channels_last", 0) || c->attr_int("x_blocked", 0) || c->attr_int("group", 1) != 1) return nullptr;
+  if (c->num_inputs() < 2 || c->num_inputs() > 4 || !c->input(1) || !c->input(1)->is_constant()) return nullptr;
+  if (!static_float4(c->input(1)) || !static_float4(c->output(0)) || passes::is_graph_output(g, c->output(0)))
+    return nullptr;
+  return c;
+}
+
+// X and S of Mul(X, S) or Mul(S, X): X [1, H, W, C], S [1, 1, 1, C] computed in the run.
+bool split(const ir::Node* m, ir::Value*& x, ir::Value*& s) {
+  if (m->domain() != "" || m->op_type() != "Mul" || m->num_inputs() != 2 || m->num_outputs() != 1) return false;
+  for (int i = 0; i < 2; ++i) {
+    ir::Value *a = m->input(i), *b = m->input(1 - i);
+    if (!static_float4(a) || !static_float4(b) || b->is_constant()) continue;
+    const auto ad = a->type.static_dims(), bd = b->type.static_dims();
+    if (ad[0] == 1 && bd == std::vector<int64_t>{1, 1, 1, ad[3]} && ad[1] * ad[2] > 1) {
+      x = a;
+      s = b;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+int fold_channel_scales(ir::Graph& g) {
+  int folded = 0;
+  for (ir::Node* m : g.nodes()) {
+    ir::Value *x = nullptr, *s = nullptr;
+    if (!split(m, x, s)) continue;
+    ir::Node* c = scaled_conv(g, m);
+    if (!c) continue;
+    // Worth it where the activation has at least twice the weights' elements: scaling a weight
+    // (read from a cold buffer, gathering its scale) costs about twice a Mul's element.
+    const auto xd = x->type.static_dims(), wd = c->input(1)->type.static_dims();
+    if (xd[1] * xd[2] * xd[3] < 2 * wd[0] * wd[1] * wd[2] * wd[3]) continue;
+    std::vector<ir::Value*> ins = c->inputs();
+    ins[0] = x;
+    ins.resize(4, nullptr);
+    ins.push_back(s);
+    ir::Value* y = c->output(0);
+    ir::Value* new_y = passes::add_value_like(g, y, y->name());
+    g.add_node("FusedConv", ins, {new_y}, c->attrs, g.unique_name(c->name()), "kiln");
+    g.replace_all_uses(y, new_y);
+    g.remove_node(c);
+    g.remove_node(m);
+    ++folded;
+  }
+  if (folded) g.topological_sort();  // each new conv went to the end
+  return folded;
+}
+
+}  // namespace kiln::lower

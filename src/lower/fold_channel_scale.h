@@ -1,0 +1,16 @@
+// Squeeze-excitation scales folded into the next conv: efficientnet's blocks multiply the
+// depthwise conv's output X [N, H, W, C] by a per-channel scale S [1, 1, 1, C] computed in the
+// same run, and only the 1x1 project conv reads the product. conv(X * S, W) = conv(X, W * S) with
+// S on W's input channels, so the Mul (a pass over the whole activation, read and written) is
+// replaced by scaling the conv's weights inside the run: FusedConv's fifth input S (src/ops/
+// kiln_fused.cpp). Done where the activation has more elements than the weights, the early
+// blocks; the deep ones (7x7 images, wide weights) keep the Mul.
+#pragma once
+#include "ir/graph.h"
+
+namespace kiln::lower {
+
+// Rewrites a channels-last graph with static types; returns how many Muls were folded.
+int fold_channel_scales(ir::Graph& g);
+
+}  // namespace kiln::lower

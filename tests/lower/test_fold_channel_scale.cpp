@@ -1,0 +1,76 @@
+// Squeeze-excitation scales folded into the next conv's weights: which Muls go, and the same
+// numbers as before (the reference FusedConv scales X's channels by its fifth input).
+#include "lower/fold_channel_scale.h"
+
+#include "../passes/pass_test_util.h"
+#include "ir/verifier.h"
+
+namespace kiln::passes::testing {
+namespace {
+
+ir::Attributes conv(int64_t k = 1, int64_t group = 1) {
+  ir::Attributes a{{"pads", Is({k / 2, k / 2, k / 2, k / 2})}, {"channels_last", I(1)}};
+  if (group > 1) a["group"] = I(group);
+  return a;
+}
+
+int fold_and_compare(const std::function<void(Builder&)>& build, int expect) {
+  Builder ref, opt;
+  ref.g->opsets["kiln"] = opt.g->opsets["kiln"] = 1;
+  build(ref);
+  build(opt);
+  ops::ShapeInference().run(*ref.g);
+  ops::ShapeInference().run(*opt.g);
+  const int folded = lower::fold_channel_scales(*opt.g);
+  EXPECT_EQ(folded, expect);
+  ops::ShapeInference().run(*opt.g);
+  ir::verify(*opt.g);
+  EXPECT_EQ(count(*opt.g, "Mul"), count(*ref.g, "Mul") - expect);
+  std::vector<Tensor> ins = random_inputs(*ref.g);
+  std::vector<Tensor> a = run(*ref.g, ins), b = run(*opt.g, ins);
+  EXPECT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) expect_close(b[i], a[i], 1e-5);
+  return folded;
+}
+
+// x -> GlobalAveragePool -> 1x1 convs -> Sigmoid = s; Mul(x, s) -> project: efficientnet's
+// block, once with the Mul's operands the other way round into a 3x3 conv with a residual.
+TEST(FoldChannelScale, SqueezeExcitation) {
+  fold_and_compare(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 9, 7, 12});
+        ir::Value* p = b.op("NhwcGlobalAveragePool", {x}, {}, "kiln");
+        ir::Attributes fc = conv();
+        fc["activation"] = S("Sigmoid");
+        ir::Value* s = b.op("FusedConv", {p, b.rand({12, 12, 1, 1}), b.rand({12})}, fc, "kiln");
+        ir::Value* m = b.op("Mul", {x, s});
+        ir::Value* y = b.op("FusedConv", {m, b.rand({5, 12, 1, 1}), b.rand({5})}, conv(), "kiln");
+        ir::Value* m2 = b.op("Mul", {s, x});
+        ir::Value* r = b.in("r", {1, 9, 7, 2});
+        b.out(b.op("Relu", {b.op("FusedConv", {m2, b.rand({2, 12, 3, 3}), b.rand({2}), r}, conv(3), "kiln")}));
+        b.out(b.op("Relu", {y}));
+      },
+      2);
+}
+
+TEST(FoldChannelScale, LeavesWhatDoesNotFit) {
+  // The product read twice; a grouped conv; a scale per pixel, not per channel; weights with
+  // more elements than half the activation.
+  fold_and_compare(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 5, 4, 8});
+        ir::Value* s = b.in("s", {1, 1, 1, 8});
+        ir::Value* m = b.op("Mul", {x, s});
+        b.out(b.op("FusedConv", {m, b.rand({4, 8, 1, 1})}, conv(), "kiln"));
+        b.out(m);
+        ir::Value* g = b.op("Mul", {x, s});
+        b.out(b.op("FusedConv", {g, b.rand({8, 2, 1, 1})}, conv(1, 4), "kiln"));
+        ir::Value* px = b.in("px", {1, 5, 4, 1});
+        b.out(b.op("FusedConv", {b.op("Mul", {x, px}), b.rand({4, 8, 1, 1})}, conv(), "kiln"));
+        b.out(b.op("FusedConv", {b.op("Mul", {x, s}), b.rand({24, 8, 1, 1})}, conv(), "kiln"));
+      },
+      0);
+}
+
+}  // namespace
+}  // namespace kiln::passes::testing
