@@ -265,6 +265,44 @@ TEST(CpuKernels, ConvConcatWritesSlices) {
   }
 }
 
+// kiln's channels-last depthwise conv (depthwise_conv.cpp) against the reference: channels a
+// multiple of 16 and not (masked blocks), 3x3 at strides 1 and 2 with asymmetric pads, a 2x2
+// and a 1x3 kernel (the generic path), images narrower than a block of pixels and wider, with
+// the activations it applies in registers and one it applies after, at 1 and 2 threads.
+TEST(CpuKernels, DepthwiseConv) {
+  struct Shape {
+    int64_t c, h, w, k_h, k_w, stride;
+    std::vector<int64_t> pads;
+  };
+  const Shape shapes[] = {{32, 9, 23, 3, 3, 1, {1, 1, 1, 1}}, {19, 11, 6, 3, 3, 2, {1, 0, 0, 1}},
+                          {48, 5, 3, 3, 3, 1, {0, 1, 2, 1}},  {21, 8, 17, 2, 2, 2, {0, 0, 1, 1}},
+                          {16, 7, 13, 1, 3, 1, {0, 1, 0, 1}}};
+  for (const Shape& sh : shapes)
+    for (const char* act : {"", "Relu", "Clip", "SiLU", "HardSwish"})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE("c " + std::to_string(sh.c) + " w " + std::to_string(sh.w) + " " + act + " threads " +
+                     std::to_string(threads));
+        ir::Attributes a = conv_attrs({sh.stride, sh.stride}, sh.pads, {1, 1}, sh.c);
+        a["channels_last"] = ir::Attribute::of_int(1);
+        if (*act) a["activation"] = ir::Attribute::of_string(act);
+        if (std::string(act) == "Clip") a["activation_params"] = ir::Attribute::of_floats({-0.2f, 0.3f});
+        const int64_t oh = (sh.h + sh.pads[0] + sh.pads[2] - sh.k_h) / sh.stride + 1;
+        const int64_t ow = (sh.w + sh.pads[1] + sh.pads[3] - sh.k_w) / sh.stride + 1;
+        check({"FusedConv", "kiln", {{2, sh.h, sh.w, sh.c}, {sh.c, 1, sh.k_h, sh.k_w}, {sh.c}}, {false, true, true},
+               {2, oh, ow, sh.c}, a, "kiln_depthwise", threads});
+      }
+  // 5x5 and a residual are oneDNN's.
+  ir::Attributes a = conv_attrs({1, 1}, {2, 2, 2, 2}, {1, 1}, 16);
+  a["channels_last"] = ir::Attribute::of_int(1);
+  EXPECT_FALSE(check({"FusedConv", "kiln", {{1, 7, 7, 16}, {16, 1, 5, 5}}, {false, true}, {1, 7, 7, 16}, a,
+                      "kiln_depthwise"},
+                     false));
+  a["pads"] = ir::Attribute::of_ints({1, 1, 1, 1});
+  EXPECT_FALSE(check({"FusedConv", "kiln", {{1, 7, 7, 16}, {16, 1, 3, 3}, {16}, {1, 7, 7, 16}}, {false, true, true, false},
+                      {1, 7, 7, 16}, a, "kiln_depthwise"},
+                     false));
+}
+
 // FusedConv's channel scale S (src/lower/fold_channel_scale.cpp): the packed weights times S
 // in each run, with a residual and SiLU, 1x1 and 3x3, on both direct-conv candidates at 1 and 2
 // threads; the GEMV and Winograd decline it.

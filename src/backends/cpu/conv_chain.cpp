@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends/cpu/activation_apply.h"
+#include "backends/cpu/depthwise_conv.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
@@ -45,6 +46,8 @@ struct Layer {
   memory::desc w_plain;
   const ir::Value* weights = nullptr;
   memory bias;
+  // A 3x3 depthwise layer runs on kiln's kernel (depthwise_conv.h) instead of a primitive.
+  std::shared_ptr<const DepthwiseConv> dw;
   int64_t row_floats() const { return OW * OC; }  // of its output
 };
 
@@ -63,6 +66,7 @@ struct Step {
   int64_t row = 0, rows = 0;
   int64_t src_offset = 0, dst_offset = 0;  // in rows: into the source window (or the input),
                                            // into the destination window (or the output)
+  int64_t src_row0 = 0;                    // the source row at the window's start
   int64_t shift = 0;
   const Variant* v = nullptr;
 };
@@ -145,7 +149,8 @@ class ConvChainKernel : public Kernel {
       st.rows = b - a;
       st.src_offset = l == 0 ? in_lo : in_lo - have_lo[l];
       st.dst_offset = l == n - 1 ? a : a - have_lo[l + 1];
-      st.v = variant(l, in_hi - in_lo, in_lo - lo, hi - in_hi, b - a);
+      st.src_row0 = l == 0 ? 0 : have_lo[l];
+      if (!L.dw) st.v = variant(l, in_hi - in_lo, in_lo - lo, hi - in_hi, b - a);
       s.steps.push_back(st);
     };
     for (int64_t o0 = r0; o0 < r1; o0 += band_) {
@@ -240,6 +245,10 @@ class ConvChainKernel : public Kernel {
         const float* z = static_cast<const float*>(inputs[L.z_input]->raw()) + (img * L.OH + st.row) * L.row_floats();
         if (z != dst) std::memcpy(dst, z, count * sizeof(float));
       }
+      if (L.dw) {  // reads the window's rows where they are, zero padding outside the image
+        L.dw->rows(st.layer == 0 ? x : window(st.layer), st.src_row0, dst, st.row, st.row + st.rows);
+        continue;
+      }
       const Variant& v = *st.v;
       auto [it, fresh] = args.try_emplace(&v);
       std::unordered_map<int, memory>& a = it->second;
@@ -321,8 +330,14 @@ std::vector<Layer> read_layers(const ir::Node& node) {
     }
     dnnl::post_ops po;
     if (z) po.append_sum(1.f);
-    if (dnnl_util::late_activation(*c)) L.late = ops::activation_of(*c);
-    else if (!dnnl_util::append_activation(*c, po)) return {};
+    if (std::unique_ptr<DepthwiseShape> ds = depthwise_shape(*c); ds && ds->KH * ds->KW <= 9) {
+      L.dw = std::make_shared<DepthwiseConv>(*ds, w->constant().data<float>(), b ? b->constant().data<float>() : nullptr,
+                                             ops::activation_of(*c));
+    } else if (dnnl_util::late_activation(*c)) {
+      L.late = ops::activation_of(*c);
+    } else if (!dnnl_util::append_activation(*c, po)) {
+      return {};
+    }
     L.attr.set_post_ops(po);
     L.attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     layers.push_back(std::move(L));

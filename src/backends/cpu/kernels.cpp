@@ -4,6 +4,7 @@ namespace kiln::backends::cpu {
 
 void add_onednn_conv_kernels(std::vector<KernelFactory>& table);
 void add_conv_chain_kernels(std::vector<KernelFactory>& table);
+void add_depthwise_kernels(std::vector<KernelFactory>& table);
 void add_onednn_pool_kernels(std::vector<KernelFactory>& table);
 void add_nhwc_global_pool_kernels(std::vector<KernelFactory>& table);
 void add_nhwc_pool_kernels(std::vector<KernelFactory>& table);
@@ -29,6 +30,7 @@ const std::vector<KernelFactory>& kernel_factories() {
   static const std::vector<KernelFactory> table = [] {
     std::vector<KernelFactory> t;
     add_gemv_kernels(t);  // before oneDNN: the rule takes the first that accepts
+    add_depthwise_kernels(t);  // before oneDNN: 2-3x faster on depthwise convs
     add_onednn_conv_kernels(t);
     add_conv_chain_kernels(t);
     add_nhwc_global_pool_kernels(t);  // before oneDNN: splits pixels, not channels

@@ -1,0 +1,295 @@
+// Channels-last depthwise convolution. For each block of 16 channels and each output row, eight
+// output pixels at a time accumulate in registers over the taps whose input row exists (zero
+// padding contributes nothing), the 16 channels of a pixel being one cache line; the epilogue
+// (bias, activation) runs on the registers before the store. Pixels whose taps cross the left
+// or right edge take the same path with those taps skipped. oneDNN 2.6's NHWC depthwise conv
+// measured 2-3x slower on mobilenet_v2's shapes with its input in L2 (the ConvChain bands) and
+// scaled poorly to two threads on 14x14 and 7x7 images, splitting channels where kiln splits rows.
+#include "backends/cpu/depthwise_conv.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cpu/activation_apply.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/onednn_common.h"
+#include "backends/cpu/parallel.h"
+#include "backends/cpu/silu_avx512.h"
+#include "backends/cpu/simd.h"
+
+namespace kiln::backends::cpu {
+
+namespace {
+
+const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
+
+bool in_registers(const ops::Activation& a) {
+  return a.kind == ops::Activation::None || a.kind == ops::Activation::Relu || a.kind == ops::Activation::Clip ||
+         a.kind == ops::Activation::SiLU;
+}
+
+// GCC 12 warns of the undefined pass-through operand inside its own _mm512_min_ps/_mm512_max_ps.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f"), always_inline)) inline __m512 finish(__m512 v, ops::Activation::Kind kind, __m512 lo,
+                                                                       __m512 hi) {
+  switch (kind) {
+    case ops::Activation::Relu: return _mm512_max_ps(v, lo);
+    case ops::Activation::Clip: return _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    case ops::Activation::SiLU: return silu_ps(v);
+    default: return v;
+  }
+}
+
+// P output pixels from ox on, all of whose taps lie inside the row, accumulated in registers.
+template <int P, int KH_, int KW_, int SW_, bool Full>
+__attribute__((target("avx512f"), always_inline)) inline void pixels(const DepthwiseShape& s, const float* wb, __m512 b,
+                                                                    __mmask16 m, ops::Activation::Kind kind, __m512 lo,
+                                                                    __m512 hi, const float* const* in, int64_t c0,
+                                                                    int64_t ox, float* y) {
+  const int64_t KH = KH_ ? KH_ : s.KH, KW = KW_ ? KW_ : s.KW, SW = SW_ ? SW_ : s.SW, C = s.C;
+  // R partial sums per pixel, over alternating kernel rows, so that P * R >= 4 chains hide the
+  // FMA latency when few pixels are left.
+  constexpr int R = P >= 8 ? 1 : P >= 4 ? 2 : 4;
+  __m512 acc[R][P];
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p) {
+    acc[0][p] = b;
+#pragma GCC unroll 4
+    for (int q = 1; q < R; ++q) acc[q][p] = _mm512_setzero_ps();
+  }
+  const int64_t ix0 = ox * SW - s.PL;
+#pragma GCC unroll 5
+  for (int64_t ky = 0; ky < KH; ++ky) {
+    if (!in[ky]) continue;
+    const float* r = in[ky] + ix0 * C + c0;
+    __m512* a = acc[ky % R];
+#pragma GCC unroll 5
+    for (int64_t kx = 0; kx < KW; ++kx) {
+      const __m512 wv = _mm512_loadu_ps(wb + (ky * KW + kx) * 16);
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p)
+        a[p] = _mm512_fmadd_ps(Full ? _mm512_loadu_ps(r + (p * SW + kx) * C) : _mm512_maskz_loadu_ps(m, r + (p * SW + kx) * C),
+                               wv, a[p]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p) {
+#pragma GCC unroll 4
+    for (int q = 1; q < R; ++q) acc[0][p] = _mm512_add_ps(acc[0][p], acc[q][p]);
+    if (Full) _mm512_storeu_ps(y + (ox + p) * C + c0, finish(acc[0][p], kind, lo, hi));
+    else _mm512_mask_storeu_ps(y + (ox + p) * C + c0, m, finish(acc[0][p], kind, lo, hi));
+  }
+}
+
+// One output pixel whose taps cross the left or right edge: only the taps inside the row.
+template <int KH_, int KW_, int SW_>
+__attribute__((target("avx512f"), always_inline)) inline void edge_pixel(const DepthwiseShape& s, const float* wb,
+                                                                        __m512 b, __mmask16 m, ops::Activation::Kind kind,
+                                                                        __m512 lo, __m512 hi, const float* const* in,
+                                                                        int64_t c0, int64_t ox, float* y) {
+  const int64_t KH = KH_ ? KH_ : s.KH, KW = KW_ ? KW_ : s.KW, SW = SW_ ? SW_ : s.SW, C = s.C;
+  const int64_t ix0 = ox * SW - s.PL;
+  const int64_t kx_lo = std::max<int64_t>(0, -ix0), kx_hi = std::min(KW, s.W - ix0);
+  // One accumulator per kernel row (up to four): a single chain of 25 FMAs would wait on the
+  // FMA latency at every step.
+  __m512 acc[4] = {b, _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t ky = 0; ky < KH; ++ky) {
+    if (!in[ky]) continue;
+    const float* r = in[ky] + ix0 * C + c0;
+    for (int64_t kx = kx_lo; kx < kx_hi; ++kx)
+      acc[ky & 3] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r + kx * C), _mm512_loadu_ps(wb + (ky * KW + kx) * 16),
+                                    acc[ky & 3]);
+  }
+  const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+  _mm512_mask_storeu_ps(y + ox * C + c0, m, finish(sum, kind, lo, hi));
+}
+
+// One output row, AVX-512. `in[ky]` is input row oy * SH - PT + ky, or nullptr outside the image.
+// KH_, KW_, SW_ > 0 fix the kernel size and horizontal stride at compile time (the taps unroll
+// and the weights stay in registers); 0 reads them from `s`. Full: every block has 16 channels,
+// so loads fold into the FMAs and stores are plain.
+template <int KH_, int KW_, int SW_, bool Full>
+__attribute__((target("avx512f"))) void row_avx512(const DepthwiseShape& s, const float* w, const float* bias,
+                                                   const ops::Activation& act, const float* const* in, float* y,
+                                                   int64_t c_begin, int64_t c_end) {
+  const int64_t KH = KH_ ? KH_ : s.KH, KW = KW_ ? KW_ : s.KW, SW = SW_ ? SW_ : s.SW;
+  const int64_t C = s.C, KK = KH * KW;
+  // Output pixels whose taps all lie inside the row: [ox_lo, ox_hi).
+  const int64_t ox_lo = std::min(s.OW, (s.PL + SW - 1) / SW);
+  const int64_t ox_hi = s.W + s.PL < KW ? ox_lo : std::max(ox_lo, std::min(s.OW, (s.W + s.PL - KW) / SW + 1));
+  const ops::Activation::Kind kind = act.kind;
+  const __m512 lo = _mm512_set1_ps(kind == ops::Activation::Relu ? 0.f : act.a);
+  const __m512 hi = _mm512_set1_ps(act.b);
+  for (int64_t c0 = c_begin; c0 < c_end; c0 += 16) {
+    const __mmask16 m = Full || C - c0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (C - c0)) - 1);
+    const float* wb = w + c0 * KK;  // [KK][16] for this block
+    const __m512 b = _mm512_loadu_ps(bias + c0);
+    int64_t ox = 0;
+    for (; ox < ox_lo; ++ox) edge_pixel<KH_, KW_, SW_>(s, wb, b, m, kind, lo, hi, in, c0, ox, y);
+    for (; ox + 8 <= ox_hi; ox += 8) pixels<8, KH_, KW_, SW_, Full>(s, wb, b, m, kind, lo, hi, in, c0, ox, y);
+    if (ox + 4 <= ox_hi) {
+      pixels<4, KH_, KW_, SW_, Full>(s, wb, b, m, kind, lo, hi, in, c0, ox, y);
+      ox += 4;
+    }
+    for (; ox < ox_hi; ++ox) pixels<1, KH_, KW_, SW_, Full>(s, wb, b, m, kind, lo, hi, in, c0, ox, y);
+    for (; ox < s.OW; ++ox) edge_pixel<KH_, KW_, SW_>(s, wb, b, m, kind, lo, hi, in, c0, ox, y);
+  }
+}
+
+#pragma GCC diagnostic pop
+
+using RowFn = void (*)(const DepthwiseShape&, const float*, const float*, const ops::Activation&, const float* const*,
+                       float*, int64_t, int64_t);
+
+template <bool Full>
+RowFn pick_row(const DepthwiseShape& s) {
+  if (s.KH == 3 && s.KW == 3 && s.SW == 1) return row_avx512<3, 3, 1, Full>;
+  if (s.KH == 3 && s.KW == 3 && s.SW == 2) return row_avx512<3, 3, 2, Full>;
+  if (s.KH == 5 && s.KW == 5 && s.SW == 1) return row_avx512<5, 5, 1, Full>;
+  if (s.KH == 5 && s.KW == 5 && s.SW == 2) return row_avx512<5, 5, 2, Full>;
+  return row_avx512<0, 0, 0, Full>;
+}
+
+RowFn pick_row(const DepthwiseShape& s) { return s.C % 16 == 0 ? pick_row<true>(s) : pick_row<false>(s); }
+
+// The same for CPUs without AVX-512, a channel at a time.
+KILN_SIMD void row_plain(const DepthwiseShape& s, const float* w, const float* bias, const float* const* in, float* y) {
+  const int64_t C = s.C, KK = s.KH * s.KW;
+  for (int64_t ox = 0; ox < s.OW; ++ox) {
+    float* out = y + ox * C;
+    for (int64_t c = 0; c < C; ++c) out[c] = bias[c];
+    for (int64_t ky = 0; ky < s.KH; ++ky) {
+      if (!in[ky]) continue;
+      for (int64_t kx = 0; kx < s.KW; ++kx) {
+        const int64_t ix = ox * s.SW - s.PL + kx;
+        if (ix < 0 || ix >= s.W) continue;
+        const float* px = in[ky] + ix * C;
+        const int64_t tap = ky * s.KW + kx;
+        for (int64_t c = 0; c < C; ++c) out[c] += px[c] * w[(c / 16 * KK + tap) * 16 + c % 16];
+      }
+    }
+  }
+}
+
+class DepthwiseKernel : public Kernel {
+ public:
+  DepthwiseKernel(DepthwiseConv conv, int64_t images, int threads)
+      : conv_(std::move(conv)), images_(images), threads_(threads) {}
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
+    const DepthwiseShape& s = conv_.shape();
+    const float* x = inputs[0]->data<float>();
+    float* y = outputs[0]->data<float>();
+    const int64_t in_image = s.H * s.W * s.C, out_row = s.OW * s.C;
+    // Rows split across the threads, as the convs before and after split pixels.
+    const int threads = s.OH * out_row >= kParallelMinElements ? threads_ : 1;
+    for (int64_t i = 0; i < images_; ++i)
+      parallel_for(s.OH, threads, [&](int64_t r0, int64_t r1) {
+        conv_.rows(x + i * in_image, 0, y + (i * s.OH + r0) * out_row, r0, r1);
+      });
+  }
+
+ private:
+  DepthwiseConv conv_;
+  int64_t images_;
+  int threads_;
+};
+
+std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads) {
+  std::unique_ptr<DepthwiseShape> s = depthwise_shape(node);
+  // 3x3 only: on efficientnet_b0's 5x5 convs (14x14 and 7x7 images) oneDNN's was faster
+  // (7x7x1152: 50 vs 73 us), most pixels there being edge pixels that reload all 25 weights.
+  if (!s || s->KH * s->KW > 9) return nullptr;
+  const ir::Value* b = node.input(2);
+  ops::Activation act{ops::Activation::None};
+  if (node.domain() == "kiln") {
+    try {
+      act = ops::activation_of(node);
+    } catch (const Error&) {
+      return nullptr;
+    }
+  }
+  DepthwiseConv conv(*s, node.input(1)->constant().data<float>(), b ? b->constant().data<float>() : nullptr, act);
+  return std::make_unique<DepthwiseKernel>(std::move(conv), node.input(0)->type.static_dims()[0], threads);
+}
+
+}  // namespace
+
+DepthwiseConv::DepthwiseConv(const DepthwiseShape& s, const float* weights, const float* bias, ops::Activation act)
+    : s_(s), act_(act) {
+  const int64_t C16 = (s.C + 15) / 16 * 16, KK = s.KH * s.KW;
+  w_.assign(static_cast<size_t>(C16 * KK), 0.f);
+  bias_.assign(static_cast<size_t>(C16), 0.f);
+  for (int64_t c = 0; c < s.C; ++c) {
+    for (int64_t t = 0; t < KK; ++t) w_[(c / 16 * KK + t) * 16 + c % 16] = weights[c * KK + t];
+    if (bias) bias_[c] = bias[c];
+  }
+}
+
+void DepthwiseConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1) const {
+  const int64_t row = s_.W * s_.C, out_row = s_.OW * s_.C;
+  std::vector<const float*> in(static_cast<size_t>(s_.KH));
+  auto inputs = [&](int64_t oy) {
+    for (int64_t ky = 0; ky < s_.KH; ++ky) {
+      const int64_t iy = oy * s_.SH - s_.PT + ky;
+      in[ky] = iy >= 0 && iy < s_.H ? x + (iy - x_row0) * row : nullptr;
+    }
+  };
+  if (!kHasAvx512) {
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+      inputs(oy);
+      float* yr = y + (oy - oy0) * out_row;
+      row_plain(s_, w_.data(), bias_.data(), in.data(), yr);
+      apply_activation(act_, yr, out_row);
+    }
+    return;
+  }
+  // Channel blocks outermost: a block's input rows (KH rows of W cache lines) stay in L1 from
+  // one output row to the next, where a row of all channels (mobilenet_v2's 28x28x192: 64 KiB
+  // for three rows) would not.
+  const RowFn fn = pick_row(s_);
+  const int64_t C16 = (s_.C + 15) / 16 * 16;
+  constexpr int64_t kBlocks = 4;  // channel blocks per sweep over the rows
+  for (int64_t c0 = 0; c0 < C16; c0 += 16 * kBlocks) {
+    const int64_t c1 = std::min(C16, c0 + 16 * kBlocks);
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+      inputs(oy);
+      fn(s_, w_.data(), bias_.data(), act_, in.data(), y + (oy - oy0) * out_row, c0, c1);
+    }
+  }
+  if (!in_registers(act_))
+    for (int64_t oy = oy0; oy < oy1; ++oy) apply_activation(act_, y + (oy - oy0) * out_row, out_row);
+}
+
+std::unique_ptr<DepthwiseShape> depthwise_shape(const ir::Node& node) {
+  const bool fused = node.domain() == "kiln" && node.op_type() == "FusedConv";
+  if (!fused || !node.attr_int("channels_last", 0)) return nullptr;
+  if (node.num_inputs() < 2 || node.num_outputs() != 1) return nullptr;
+  for (int i = 3; i < node.num_inputs(); ++i)  // a residual Z or channel scale S
+    if (node.input(i)) return nullptr;
+  if (node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0)) return nullptr;
+  const ir::Value *x = node.input(0), *w = node.input(1), *b = node.input(2), *y = node.output(0);
+  if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return nullptr;
+  if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return nullptr;
+  if (node.attr_string("auto_pad", "NOTSET") != "NOTSET") return nullptr;
+  if (node.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return nullptr;
+  const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
+  if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || xd[0] != yd[0]) return nullptr;
+  auto s = std::make_unique<DepthwiseShape>();
+  s->H = xd[1], s->W = xd[2], s->C = xd[3], s->OH = yd[1], s->OW = yd[2], s->KH = wd[2], s->KW = wd[3];
+  if (node.attr_int("group", 1) != s->C || wd[0] != s->C || wd[1] != 1 || yd[3] != s->C) return nullptr;
+  if (b && b->type.static_dims() != std::vector<int64_t>{s->C}) return nullptr;
+  const auto st = node.attr_ints("strides", {1, 1}), pads = node.attr_ints("pads", {0, 0, 0, 0});
+  if (st.size() != 2 || pads.size() != 4 || st[0] < 1 || st[1] < 1) return nullptr;
+  s->SH = st[0], s->SW = st[1], s->PT = pads[0], s->PL = pads[1];
+  if ((s->H + pads[0] + pads[2] - s->KH) / s->SH + 1 != s->OH || (s->W + pads[1] + pads[3] - s->KW) / s->SW + 1 != s->OW)
+    return nullptr;
+  return s;
+}
+
+void add_depthwise_kernels(std::vector<KernelFactory>& table) {
+  table.push_back({"kiln", "FusedConv", make_depthwise, "kiln_depthwise"});
+}
+
+}  // namespace kiln::backends::cpu

@@ -1,0 +1,43 @@
+// kiln's channels-last depthwise convolution (one filter per channel, NHWC), written for the
+// chains of mobilenet/efficientnet blocks: an output row at a time from whatever rows of the
+// input are at hand, so it runs on the line buffers of a ConvChain (conv_chain.cpp) as well as
+// on a whole tensor. Bias and the activation (Relu, Clip, SiLU in registers; others after each
+// row) are its epilogue.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ops/fused_activation.h"
+
+namespace kiln::backends::cpu {
+
+struct DepthwiseShape {
+  int64_t H = 0, W = 0, C = 0, OH = 0, OW = 0, KH = 0, KW = 0, SH = 1, SW = 1, PT = 0, PL = 0;
+};
+
+class DepthwiseConv {
+ public:
+  // weights: [C, 1, KH, KW] as in ONNX; bias: C floats or nullptr.
+  DepthwiseConv(const DepthwiseShape& s, const float* weights, const float* bias, ops::Activation act);
+
+  // Output rows [oy0, oy1) to y (row oy0 first, rows of OW * C floats). Input row r (of the
+  // H rows; the others are zero padding) is at x + (r - x_row0) * W * C: `x` may hold only the
+  // rows these outputs read.
+  void rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1) const;
+
+  const DepthwiseShape& shape() const { return s_; }
+
+ private:
+  DepthwiseShape s_;
+  std::vector<float> w_;     // [C16 / 16][KH * KW][16], channels zero-padded to C16
+  std::vector<float> bias_;  // [C16]
+  ops::Activation act_;
+};
+
+// The shape of a channels-last depthwise FusedConv/Conv that DepthwiseConv runs (one group per
+// channel, no residual or channel scale, no dilation, explicit pads), or nullptr.
+std::unique_ptr<DepthwiseShape> depthwise_shape(const ir::Node& node);
+
+}  // namespace kiln::backends::cpu
