@@ -50,7 +50,8 @@ struct SessionOptions {
   bool tune = false;
   std::string tune_cache;
   // Lowering rewrites of the cpu backend to skip, by name: "channels_last" (layout
-  // assignment), "channel_shuffle", "conv_concat", "blocked_layout" (docs/architecture.md).
+  // assignment), "channel_shuffle", "channel_scale", "conv_concat", "conv_chain",
+  // "blocked_layout" (docs/architecture.md).
   // For isolating a problem or measuring what one rewrite is worth (`kiln bench --pair-disable`).
   std::vector<std::string> disabled_passes;
   // Largest single allocation the model may cause (an initializer, a value's tensor, a run's

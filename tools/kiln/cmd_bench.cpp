@@ -38,7 +38,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--fusion", args->fusion, "Operator fusion level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
   cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
   cmd->add_option("--dim", args->dims, "SYMBOL=N: extent of a symbolic input dim (default 1)");
-  cmd->add_option("--disable", args->disable, "A lowering rewrite to skip (channels_last, channel_shuffle, conv_concat, blocked_layout)");
+  cmd->add_option("--disable", args->disable, "A lowering rewrite to skip (channels_last, channel_shuffle, channel_scale, conv_concat, conv_chain, blocked_layout)");
   cmd->add_option("--pair-disable", args->pair_disable,
                   "Also time a session without this rewrite, in alternating runs; print the paired ratio");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");

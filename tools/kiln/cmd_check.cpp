@@ -34,7 +34,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--fusion", args->fusion, "Operator fusion level 0..3 (0 none, 3 all)")
       ->check(CLI::Range(0, 3))
       ->capture_default_str();
-  cmd->add_option("--disable", args->disable, "A lowering rewrite to skip (channels_last, channel_shuffle, conv_concat, blocked_layout)");
+  cmd->add_option("--disable", args->disable, "A lowering rewrite to skip (channels_last, channel_shuffle, channel_scale, conv_concat, conv_chain, blocked_layout)");
   args->limits.add_to(cmd);
   cmd->callback([args, &exit_code] {
     LimitsScope limits(args->limits.limits);
