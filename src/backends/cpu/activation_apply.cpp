@@ -1,7 +1,7 @@
 #include "backends/cpu/activation_apply.h"
 
 #include "backends/cpu/parallel.h"
-#include "backends/cpu/silu_avx512.h"
+#include "backends/cpu/avx512_activation.h"
 #include "backends/cpu/simd.h"
 
 namespace kiln::backends::cpu {

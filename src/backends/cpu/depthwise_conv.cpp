@@ -11,10 +11,10 @@
 #include <cstring>
 
 #include "backends/cpu/activation_apply.h"
+#include "backends/cpu/avx512_activation.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
-#include "backends/cpu/silu_avx512.h"
 #include "backends/cpu/simd.h"
 
 namespace kiln::backends::cpu {
@@ -23,23 +23,10 @@ namespace {
 
 const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 
-bool in_registers(const ops::Activation& a) {
-  return a.kind == ops::Activation::None || a.kind == ops::Activation::Relu || a.kind == ops::Activation::Clip ||
-         a.kind == ops::Activation::SiLU;
-}
 
 // GCC 12 warns of the undefined pass-through operand inside its own _mm512_min_ps/_mm512_max_ps.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-__attribute__((target("avx512f"), always_inline)) inline __m512 finish(__m512 v, ops::Activation::Kind kind, __m512 lo,
-                                                                       __m512 hi) {
-  switch (kind) {
-    case ops::Activation::Relu: return _mm512_max_ps(v, lo);
-    case ops::Activation::Clip: return _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-    case ops::Activation::SiLU: return silu_ps(v);
-    default: return v;
-  }
-}
 
 // P output pixels from ox on, all of whose taps lie inside the row, accumulated in registers.
 template <int P, int KH_, int KW_, int SW_, bool Full>
@@ -77,8 +64,8 @@ __attribute__((target("avx512f"), always_inline)) inline void pixels(const Depth
   for (int p = 0; p < P; ++p) {
 #pragma GCC unroll 4
     for (int q = 1; q < R; ++q) acc[0][p] = _mm512_add_ps(acc[0][p], acc[q][p]);
-    if (Full) _mm512_storeu_ps(y + (ox + p) * C + c0, finish(acc[0][p], kind, lo, hi));
-    else _mm512_mask_storeu_ps(y + (ox + p) * C + c0, m, finish(acc[0][p], kind, lo, hi));
+    if (Full) _mm512_storeu_ps(y + (ox + p) * C + c0, activation_ps(acc[0][p], kind, lo, hi));
+    else _mm512_mask_storeu_ps(y + (ox + p) * C + c0, m, activation_ps(acc[0][p], kind, lo, hi));
   }
 }
 
@@ -102,7 +89,7 @@ __attribute__((target("avx512f"), always_inline)) inline void edge_pixel(const D
                                     acc[ky & 3]);
   }
   const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
-  _mm512_mask_storeu_ps(y + ox * C + c0, m, finish(sum, kind, lo, hi));
+  _mm512_mask_storeu_ps(y + ox * C + c0, m, activation_ps(sum, kind, lo, hi));
 }
 
 // One output row, AVX-512. `in[ky]` is input row oy * SH - PT + ky, or nullptr outside the image.
@@ -119,8 +106,7 @@ __attribute__((target("avx512f"))) void row_avx512(const DepthwiseShape& s, cons
   const int64_t ox_lo = std::min(s.OW, (s.PL + SW - 1) / SW);
   const int64_t ox_hi = s.W + s.PL < KW ? ox_lo : std::max(ox_lo, std::min(s.OW, (s.W + s.PL - KW) / SW + 1));
   const ops::Activation::Kind kind = act.kind;
-  const __m512 lo = _mm512_set1_ps(kind == ops::Activation::Relu ? 0.f : act.a);
-  const __m512 hi = _mm512_set1_ps(act.b);
+  const __m512 lo = activation_lo(act), hi = activation_hi(act);
   for (int64_t c0 = c_begin; c0 < c_end; c0 += 16) {
     const __mmask16 m = Full || C - c0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (C - c0)) - 1);
     const float* wb = w + c0 * KK;  // [KK][16] for this block
@@ -258,7 +244,7 @@ void DepthwiseConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, 
       fn(s_, w_.data(), bias_.data(), act_, in.data(), y + (oy - oy0) * out_row, c0, c1);
     }
   }
-  if (!in_registers(act_))
+  if (!activation_in_registers(act_))
     for (int64_t oy = oy0; oy < oy1; ++oy) apply_activation(act_, y + (oy - oy0) * out_row, out_row);
 }
 
