@@ -35,6 +35,12 @@ bool member(const ir::Node* n) {
   return !winograd;
 }
 
+int64_t bytes_of(const ir::Value* v) {
+  int64_t bytes = 4;
+  for (int64_t d : v->type.static_dims()) bytes *= d;
+  return bytes;
+}
+
 // The conv after `n` in a chain: the only reader of n's output, reading it as its X, when that
 // output is big enough to be worth keeping in bands.
 ir::Node* next_link(const ir::Graph& g, const ir::Node* n, int64_t min_bytes) {
@@ -42,9 +48,16 @@ ir::Node* next_link(const ir::Graph& g, const ir::Node* n, int64_t min_bytes) {
   if (y->uses().size() != 1 || passes::is_graph_output(g, y)) return nullptr;
   const ir::Use& u = y->uses()[0];
   if (u.input_index != 0 || !member(u.node)) return nullptr;
-  int64_t bytes = 4;
-  for (int64_t d : y->type.static_dims()) bytes *= d;
-  return bytes >= min_bytes ? u.node : nullptr;
+  return bytes_of(y) >= min_bytes ? u.node : nullptr;
+}
+
+// The global average pool of `y`, channels-last, if one reads it.
+ir::Node* pool_of(const ir::Value* y) {
+  for (const ir::Use& u : y->uses())
+    if (u.node->domain() == "kiln" && u.node->op_type() == "NhwcGlobalAveragePool" && u.input_index == 0 &&
+        u.node->num_outputs() == 1 && static_float4(u.node->output(0)))
+      return u.node;
+  return nullptr;
 }
 
 }  // namespace
@@ -56,12 +69,21 @@ int fuse_conv_chains(ir::Graph& g, int64_t min_bytes) {
     if (taken.count(n) || !member(n)) continue;
     std::vector<ir::Node*> chain{n};
     while (ir::Node* next = next_link(g, chain.back(), min_bytes)) chain.push_back(next);
-    if (chain.size() < 2) continue;
+    // A global average pool of the last output joins (efficientnet's squeeze-excitation): the
+    // kernel sums each band while it is in cache instead of reading the tensor again. Then one
+    // conv with a big output is a chain too.
+    ir::Node* pool = pool_of(chain.back()->output(0));
+    if (chain.size() < 2 && !(pool && bytes_of(n->output(0)) >= min_bytes)) continue;
     taken.insert(chain.begin(), chain.end());
+    if (pool) chain.push_back(pool);
     chains.push_back(std::move(chain));
   }
-  for (const std::vector<ir::Node*>& c : chains)
-    outline(g, c, c.back()->output(0), "ConvChain", "conv_chain_" + c.front()->name());
+  for (const std::vector<ir::Node*>& c : chains) {
+    const bool pooled = c.back()->op_type() == "NhwcGlobalAveragePool";
+    std::vector<ir::Value*> results{c[c.size() - (pooled ? 2 : 1)]->output(0)};
+    if (pooled) results.push_back(c.back()->output(0));
+    outline(g, c, results, "ConvChain", "conv_chain_" + c.front()->name());
+  }
   if (!chains.empty()) g.topological_sort();
   return static_cast<int>(chains.size());
 }

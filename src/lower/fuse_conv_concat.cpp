@@ -46,7 +46,7 @@ void fuse(ir::Graph& g, ir::Node* concat) {
   std::vector<ir::Node*> nodes;
   for (ir::Value* v : concat->inputs()) nodes.push_back(v->producer());
   nodes.push_back(concat);
-  outline(g, nodes, concat->output(0), "ConvConcat", "conv_concat_" + concat->name());
+  outline(g, nodes, {concat->output(0)}, "ConvConcat", "conv_concat_" + concat->name());
 }
 
 }  // namespace

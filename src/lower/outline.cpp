@@ -7,8 +7,8 @@
 
 namespace kiln::lower {
 
-ir::Node* outline(ir::Graph& g, const std::vector<ir::Node*>& nodes, ir::Value* result, const std::string& op,
-                  const std::string& name) {
+ir::Node* outline(ir::Graph& g, const std::vector<ir::Node*>& nodes, const std::vector<ir::Value*>& results,
+                  const std::string& op, const std::string& name) {
   auto body = std::make_shared<ir::Graph>();
   body->name = name;
   body->parent = &g;
@@ -39,13 +39,15 @@ ir::Node* outline(ir::Graph& g, const std::vector<ir::Node*>& nodes, ir::Value* 
     }
     body->add_node(n->op_type(), ins, outs, n->attrs, n->name(), n->domain());
   }
-  body->add_output(map.at(result));
-
-  ir::Value* new_result = passes::add_value_like(g, result, result->name());
+  std::vector<ir::Value*> new_results;
+  for (ir::Value* r : results) {
+    body->add_output(map.at(r));
+    new_results.push_back(passes::add_value_like(g, r, r->name()));
+  }
   passes::use_kiln_domain(g);
-  ir::Node* fused = g.add_node(op, ext_in, {new_result}, {{"body", ir::Attribute::of_graph(body)}},
+  ir::Node* fused = g.add_node(op, ext_in, new_results, {{"body", ir::Attribute::of_graph(body)}},
                                g.unique_name(name), "kiln");
-  g.replace_all_uses(result, new_result);
+  for (size_t i = 0; i < results.size(); ++i) g.replace_all_uses(results[i], new_results[i]);
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) g.remove_node(*it);
   return fused;
 }

@@ -24,9 +24,10 @@
 //   ConvConcat(inputs...) -> output   channels-last FusedConvs and the Concat of their outputs
 //       along the channel axis, held in its `body` graph as for FusedElementwise; the CPU
 //       backend writes each conv's output into its slice of the result.
-//   ConvChain(inputs...) -> output   channels-last FusedConvs each feeding only the next, held
-//       in its `body` graph (src/lower/fuse_conv_chain.cpp); the last conv's output is the
-//       node's. The CPU backend computes it in bands of rows, intermediates kept in the cache;
+//   ConvChain(inputs...) -> output, pooled?   channels-last FusedConvs each feeding only the
+//       next, held in its `body` graph (src/lower/fuse_conv_chain.cpp); the last conv's output
+//       is the node's first, and an NhwcGlobalAveragePool of it, when the body ends in one, its
+//       second. The CPU backend computes it in bands of rows, intermediates kept in the cache;
 //       `band_rows` > 0 fixes the rows per band (else sized to the cache).
 //   SiLU(x) = x * sigmoid(x)
 //   Attention(Q, K_T, V, mask?) = softmax(Q · K_T * scale + mask) · V, softmax over the last
@@ -417,7 +418,7 @@ KILN_REGISTER_OPS(kiln_fused) {
            .kernel = fused_elementwise_kernel});
   // Convolutions each feeding the next, run band by band (src/lower/fuse_conv_chain.cpp).
   reg.add({.name = "ConvChain", .domain = "kiln", .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
-           .max_outputs = 1, .pattern = PatternKind::Opaque, .infer = infer_fused_elementwise,
+           .max_outputs = 2, .pattern = PatternKind::Opaque, .infer = infer_fused_elementwise,
            .kernel = fused_elementwise_kernel});
   for (const char* base : {"Conv", "Gemm", "MatMul"})
     reg.add({.name = std::string("Fused") + base, .domain = "kiln", .min_inputs = 2,

@@ -332,59 +332,73 @@ TEST(CpuKernels, ConvChannelScale) {
 // asymmetric pads, a depthwise 3x3, a 1x1 project with SiLU, an expand, a stride-2 depthwise
 // and a 1x1 project adding a residual from outside the chain, on two odd-sized images, with
 // bands of 1, 2 and 3 rows and one band for all, at 1 and 2 threads, against the body on the
-// reference kernels.
+// reference kernels; then with the output's global average pool joined as a second output.
 TEST(CpuKernels, ConvChainBands) {
-  std::mt19937 rng(13);
-  ir::Graph g;
-  g.opsets[""] = 17;
-  g.opsets["kiln"] = 1;
-  ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {2, 23, 18, 3}));
-  ir::Value* r = g.add_input("r", ir::TensorType::from_dims(DType::Float, {2, 6, 4, 7}));
-  int id = 0;
-  auto conv = [&](ir::Value* in, int64_t oc, int64_t c_per_group, int64_t k, int64_t stride,
-                  std::vector<int64_t> pads, const char* act, ir::Value* z = nullptr) {
-    const std::string name = "c" + std::to_string(id++);
-    ir::Attributes a = conv_attrs({stride, stride}, pads, {1, 1}, c_per_group == 1 && oc > 1 ? oc : 1);
-    a["channels_last"] = ir::Attribute::of_int(1);
-    if (*act) a["activation"] = ir::Attribute::of_string(act);
-    if (std::string(act) == "Clip") a["activation_params"] = ir::Attribute::of_floats({0.f, 6.f});
-    std::vector<ir::Value*> ins{in, g.add_constant(name + "_w", random_tensor({oc, c_per_group, k, k}, rng)),
-                                g.add_constant(name + "_b", random_tensor({oc}, rng))};
-    if (z) ins.push_back(z);
-    ir::Value* y = g.add_value(name);
-    g.add_node("FusedConv", ins, {y}, a, name, "kiln");
-    return y;
-  };
-  ir::Value* v = conv(x, 8, 3, 3, 2, {1, 0, 1, 1}, "Relu");  // [2, 12, 9, 8]
-  v = conv(v, 8, 1, 3, 1, {1, 1, 1, 1}, "Clip");             // depthwise
-  v = conv(v, 5, 8, 1, 1, {0, 0, 0, 0}, "SiLU");
-  v = conv(v, 15, 5, 1, 1, {0, 0, 0, 0}, "Clip");
-  v = conv(v, 15, 1, 3, 2, {0, 1, 1, 0}, "SiLU");  // depthwise, stride 2: [2, 6, 4, 15]
-  v = conv(v, 7, 15, 1, 1, {0, 0, 0, 0}, "", r);
-  g.add_output(v);
-  ops::ShapeInference().run(g);
-  ASSERT_EQ(v->type.static_dims(), (std::vector<int64_t>{2, 6, 4, 7}));
-  ASSERT_EQ(lower::fuse_conv_chains(g, 0), 1);
-  ops::ShapeInference().run(g);
-  ir::Node* n = g.nodes().back();
-  ASSERT_EQ(n->op_type(), "ConvChain");
-  Tensor in = random_tensor({2, 23, 18, 3}, rng), res = random_tensor({2, 6, 4, 7}, rng);
-  const bool x_first = n->input(0)->name() == "x";
-  std::vector<const Tensor*> args = x_first ? std::vector<const Tensor*>{&in, &res} : std::vector<const Tensor*>{&res, &in};
-  const Tensor expected = ops::run_reference(*n, args)[0];
-  for (int64_t band : {1, 2, 3, 0})
-    for (int threads : {1, 2}) {
-      n->attrs["band_rows"] = ir::Attribute::of_int(band);
-      auto kernel = backends::make_cpu_backend(threads)->create(*n);
-      ASSERT_TRUE(kernel);
-      Tensor actual(DType::Float, expected.dims());
-      kernel->run(args, {&actual});
-      for (int64_t i = 0; i < expected.numel(); ++i) {
-        const float e = expected.data<float>()[i];
-        ASSERT_NEAR(actual.data<float>()[i], e, 1e-4 * std::max(1.f, std::fabs(e)))
-            << "band " << band << " threads " << threads << " at " << i;
-      }
+  for (bool pooled : {false, true}) {
+  SCOPED_TRACE(pooled ? "pooled" : "plain");
+    std::mt19937 rng(13);
+    ir::Graph g;
+    g.opsets[""] = 17;
+    g.opsets["kiln"] = 1;
+    ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {2, 23, 18, 3}));
+    ir::Value* r = g.add_input("r", ir::TensorType::from_dims(DType::Float, {2, 6, 4, 7}));
+    int id = 0;
+    auto conv = [&](ir::Value* in, int64_t oc, int64_t c_per_group, int64_t k, int64_t stride,
+                    std::vector<int64_t> pads, const char* act, ir::Value* z = nullptr) {
+      const std::string name = "c" + std::to_string(id++);
+      ir::Attributes a = conv_attrs({stride, stride}, pads, {1, 1}, c_per_group == 1 && oc > 1 ? oc : 1);
+      a["channels_last"] = ir::Attribute::of_int(1);
+      if (*act) a["activation"] = ir::Attribute::of_string(act);
+      if (std::string(act) == "Clip") a["activation_params"] = ir::Attribute::of_floats({0.f, 6.f});
+      std::vector<ir::Value*> ins{in, g.add_constant(name + "_w", random_tensor({oc, c_per_group, k, k}, rng)),
+                                  g.add_constant(name + "_b", random_tensor({oc}, rng))};
+      if (z) ins.push_back(z);
+      ir::Value* y = g.add_value(name);
+      g.add_node("FusedConv", ins, {y}, a, name, "kiln");
+      return y;
+    };
+    ir::Value* v = conv(x, 8, 3, 3, 2, {1, 0, 1, 1}, "Relu");  // [2, 12, 9, 8]
+    v = conv(v, 8, 1, 3, 1, {1, 1, 1, 1}, "Clip");             // depthwise
+    v = conv(v, 5, 8, 1, 1, {0, 0, 0, 0}, "SiLU");
+    v = conv(v, 15, 5, 1, 1, {0, 0, 0, 0}, "Clip");
+    v = conv(v, 15, 1, 3, 2, {0, 1, 1, 0}, "SiLU");  // depthwise, stride 2: [2, 6, 4, 15]
+    v = conv(v, 7, 15, 1, 1, {0, 0, 0, 0}, "", r);
+    g.add_output(v);
+    if (pooled) {  // the global average pool of the output joins as a second output
+      ir::Value* p = g.add_value("pool");
+      g.add_node("NhwcGlobalAveragePool", {v}, {p}, {}, "gap", "kiln");
+      g.add_output(p);
     }
+    ops::ShapeInference().run(g);
+    ASSERT_EQ(v->type.static_dims(), (std::vector<int64_t>{2, 6, 4, 7}));
+    ASSERT_EQ(lower::fuse_conv_chains(g, 0), 1);
+    ops::ShapeInference().run(g);
+    ir::Node* n = g.nodes().back();
+    ASSERT_EQ(n->op_type(), "ConvChain");
+    Tensor in = random_tensor({2, 23, 18, 3}, rng), res = random_tensor({2, 6, 4, 7}, rng);
+    const bool x_first = n->input(0)->name() == "x";
+    std::vector<const Tensor*> args = x_first ? std::vector<const Tensor*>{&in, &res} : std::vector<const Tensor*>{&res, &in};
+    const std::vector<Tensor> expected_all = ops::run_reference(*n, args);
+    ASSERT_EQ(expected_all.size(), pooled ? 2u : 1u);
+    const Tensor& expected = expected_all[0];
+    for (int64_t band : {1, 2, 3, 0})
+      for (int threads : {1, 2}) {
+        n->attrs["band_rows"] = ir::Attribute::of_int(band);
+        auto kernel = backends::make_cpu_backend(threads)->create(*n);
+        ASSERT_TRUE(kernel);
+        Tensor actual(DType::Float, expected.dims()), pool(DType::Float, {2, 1, 1, 7});
+        kernel->run(args, pooled ? std::vector<Tensor*>{&actual, &pool} : std::vector<Tensor*>{&actual});
+        if (pooled) {
+          for (int64_t i = 0; i < pool.numel(); ++i)
+            ASSERT_NEAR(pool.data<float>()[i], expected_all[1].data<float>()[i], 1e-4f) << "pool channel " << i;
+        }
+        for (int64_t i = 0; i < expected.numel(); ++i) {
+          const float e = expected.data<float>()[i];
+          ASSERT_NEAR(actual.data<float>()[i], e, 1e-4 * std::max(1.f, std::fabs(e)))
+              << "band " << band << " threads " << threads << " at " << i;
+        }
+      }
+  }
 }
 
 // Winograd weights from 256x256x3x3 up are transformed in the background while the direct conv

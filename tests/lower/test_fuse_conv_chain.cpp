@@ -54,6 +54,23 @@ TEST(FuseConvChain, InvertedResiduals) {
       1);  // p feeds e2 only (its residual use is inside): all six convs chain
 }
 
+// A global average pool of the chain's output joins it as a second output (efficientnet's
+// squeeze-excitation reads the depthwise output twice: the pool and the scale); so does one of
+// a single conv, which is then a chain of one.
+TEST(FuseConvChain, GlobalPoolJoins) {
+  fuse_and_compare(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 9, 7, 6});
+        ir::Value* e = b.op("FusedConv", {x, b.rand({18, 6, 1, 1})}, conv(1, 1, 1, "SiLU"), "kiln");
+        ir::Value* d = b.op("FusedConv", {e, b.rand({18, 1, 3, 3})}, conv(3, 2, 18, "SiLU"), "kiln");
+        ir::Value* p = b.op("NhwcGlobalAveragePool", {d}, {}, "kiln");
+        b.out(b.op("Mul", {d, p}));
+        ir::Value* single = b.op("FusedConv", {x, b.rand({6, 1, 3, 3})}, conv(3, 1, 6), "kiln");
+        b.out(b.op("Mul", {single, b.op("NhwcGlobalAveragePool", {single}, {}, "kiln")}));
+      },
+      2);
+}
+
 TEST(FuseConvChain, StopsWhereAValueIsReadTwiceOrSmall) {
   // The expand output is also a graph output; the depthwise output feeds two convs; a 3x3
   // stride-1 dense conv (Winograd) is not a member; a link below the size threshold is not

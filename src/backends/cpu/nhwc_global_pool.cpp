@@ -10,15 +10,13 @@
 #include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/nhwc_global_pool.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/simd.h"
 
 namespace kiln::backends::cpu {
 
-namespace {
-
-// acc[c] (+|max)= x[p * C + c] over pixels p in [0, n).
 KILN_SIMD void sum_pixels(const float* __restrict x, int64_t n, int64_t C, float* __restrict acc) {
   int64_t p = 0;
   for (; p + 4 <= n; p += 4) {
@@ -29,6 +27,9 @@ KILN_SIMD void sum_pixels(const float* __restrict x, int64_t n, int64_t C, float
     for (int64_t k = 0; k < C; ++k) acc[k] += x[p * C + k];
 }
 
+namespace {
+
+// acc[c] = max(acc[c], x[p * C + c]) over pixels p in [0, n).
 KILN_SIMD void max_pixels(const float* __restrict x, int64_t n, int64_t C, float* __restrict acc) {
   for (int64_t p = 0; p < n; ++p)
     for (int64_t k = 0; k < C; ++k) acc[k] = std::max(acc[k], x[p * C + k]);
