@@ -44,7 +44,12 @@ bool split(const ir::Node* m, ir::Value*& x, ir::Value*& s) {
 }  // namespace
 
 int fold_channel_scales(ir::Graph& g) {
-  int folded = 0;
+  // Found first, rewritten after: a rewrite removes the conv, which the scan would meet later.
+  struct Fold {
+    ir::Node *mul, *conv;
+    ir::Value *x, *s;
+  };
+  std::vector<Fold> folds;
   for (ir::Node* m : g.nodes()) {
     ir::Value *x = nullptr, *s = nullptr;
     if (!split(m, x, s)) continue;
@@ -54,20 +59,22 @@ int fold_channel_scales(ir::Graph& g) {
     // (read from a cold buffer, gathering its scale) costs about twice a Mul's element.
     const auto xd = x->type.static_dims(), wd = c->input(1)->type.static_dims();
     if (xd[1] * xd[2] * xd[3] < 2 * wd[0] * wd[1] * wd[2] * wd[3]) continue;
-    std::vector<ir::Value*> ins = c->inputs();
-    ins[0] = x;
-    ins.resize(4, nullptr);
-    ins.push_back(s);
-    ir::Value* y = c->output(0);
-    ir::Value* new_y = passes::add_value_like(g, y, y->name());
-    g.add_node("FusedConv", ins, {new_y}, c->attrs, g.unique_name(c->name()), "kiln");
-    g.replace_all_uses(y, new_y);
-    g.remove_node(c);
-    g.remove_node(m);
-    ++folded;
+    folds.push_back({m, c, x, s});
   }
-  if (folded) g.topological_sort();  // each new conv went to the end
-  return folded;
+  for (const Fold& f : folds) {
+    std::vector<ir::Value*> ins = f.conv->inputs();
+    ins[0] = f.x;
+    ins.resize(4, nullptr);
+    ins.push_back(f.s);
+    ir::Value* y = f.conv->output(0);
+    ir::Value* new_y = passes::add_value_like(g, y, y->name());
+    g.add_node("FusedConv", ins, {new_y}, f.conv->attrs, g.unique_name(f.conv->name()), "kiln");
+    g.replace_all_uses(y, new_y);
+    g.remove_node(f.conv);
+    g.remove_node(f.mul);
+  }
+  if (!folds.empty()) g.topological_sort();  // each new conv went to the end
+  return static_cast<int>(folds.size());
 }
 
 }  // namespace kiln::lower
