@@ -332,7 +332,8 @@ TEST(CpuKernels, ConvChannelScale) {
 // asymmetric pads, a depthwise 3x3, a 1x1 project with SiLU, an expand, a stride-2 depthwise
 // and a 1x1 project adding a residual from outside the chain, on two odd-sized images, with
 // bands of 1, 2 and 3 rows and one band for all, at 1 and 2 threads, against the body on the
-// reference kernels; then with the output's global average pool joined as a second output.
+// reference kernels, and from two callers at once; then with the output's global average pool
+// joined as a second output.
 TEST(CpuKernels, ConvChainBands) {
   for (bool pooled : {false, true}) {
   SCOPED_TRACE(pooled ? "pooled" : "plain");
@@ -398,6 +399,25 @@ TEST(CpuKernels, ConvChainBands) {
               << "band " << band << " threads " << threads << " at " << i;
         }
       }
+    // Two callers at once (sessions share kernels): each run's windows are its own threads'.
+    n->attrs["band_rows"] = ir::Attribute::of_int(2);
+    auto kernel = backends::make_cpu_backend(2)->create(*n);
+    ASSERT_TRUE(kernel);
+    std::vector<Tensor> outs[2];
+    auto work = [&](int t) {
+      for (int i = 0; i < 3; ++i) {
+        outs[t].emplace_back(DType::Float, expected.dims());
+        Tensor pool(DType::Float, {2, 1, 1, 7});
+        kernel->run(args, pooled ? std::vector<Tensor*>{&outs[t].back(), &pool} : std::vector<Tensor*>{&outs[t].back()});
+      }
+    };
+    std::thread t0(work, 0), t1(work, 1);
+    t0.join();
+    t1.join();
+    for (const auto& runs : outs)
+      for (const Tensor& o : runs)
+        for (int64_t i = 0; i < expected.numel(); ++i)
+          ASSERT_NEAR(o.data<float>()[i], expected.data<float>()[i], 1e-4 * std::max(1.f, std::fabs(expected.data<float>()[i])));
   }
 }
 
