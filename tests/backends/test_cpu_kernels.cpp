@@ -328,17 +328,21 @@ TEST(CpuKernels, ConvChannelScale) {
                      false));
 }
 
-// kiln.ConvChain (src/lower/fuse_conv_chain.cpp) run band by band: a dense stride-2 stem with
-// asymmetric pads, a depthwise 3x3, a 1x1 project with SiLU, an expand, a stride-2 depthwise
-// and a 1x1 project adding a residual from outside the chain, on two odd-sized images, with
-// bands of 1, 2 and 3 rows and one band for all, at 1 and 2 threads, against the body on the
-// reference kernels, and from two callers at once; then with the output's global average pool
-// joined as a second output.
-TEST(CpuKernels, ConvChainBands) {
-  for (bool pooled : {false, true}) {
-  SCOPED_TRACE(pooled ? "pooled" : "plain");
+// A kiln.ConvChain (src/lower/fuse_conv_chain.cpp) for the tests below: a dense stride-2 stem
+// with asymmetric pads, a depthwise 3x3, a 1x1 project with SiLU, an expand, a stride-2
+// depthwise and a 1x1 project adding a residual from outside the chain, on two odd-sized images;
+// `pooled` adds the output's global average pool, which joins as a second output. Holds the
+// inputs and the body's results on the reference kernels.
+struct ChainCase {
+  ir::Graph g;
+  ir::Node* node = nullptr;
+  Tensor in, res;
+  std::vector<const Tensor*> args;
+  std::vector<Tensor> expected;
+  bool pooled;
+
+  explicit ChainCase(bool pool) : pooled(pool) {
     std::mt19937 rng(13);
-    ir::Graph g;
     g.opsets[""] = 17;
     g.opsets["kiln"] = 1;
     ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {2, 23, 18, 3}));
@@ -365,59 +369,70 @@ TEST(CpuKernels, ConvChainBands) {
     v = conv(v, 15, 1, 3, 2, {0, 1, 1, 0}, "SiLU");  // depthwise, stride 2: [2, 6, 4, 15]
     v = conv(v, 7, 15, 1, 1, {0, 0, 0, 0}, "", r);
     g.add_output(v);
-    if (pooled) {  // the global average pool of the output joins as a second output
+    if (pooled) {
       ir::Value* p = g.add_value("pool");
       g.add_node("NhwcGlobalAveragePool", {v}, {p}, {}, "gap", "kiln");
       g.add_output(p);
     }
     ops::ShapeInference().run(g);
-    ASSERT_EQ(v->type.static_dims(), (std::vector<int64_t>{2, 6, 4, 7}));
-    ASSERT_EQ(lower::fuse_conv_chains(g, 0), 1);
+    EXPECT_EQ(v->type.static_dims(), (std::vector<int64_t>{2, 6, 4, 7}));
+    EXPECT_EQ(lower::fuse_conv_chains(g, 0), 1);
     ops::ShapeInference().run(g);
-    ir::Node* n = g.nodes().back();
-    ASSERT_EQ(n->op_type(), "ConvChain");
-    Tensor in = random_tensor({2, 23, 18, 3}, rng), res = random_tensor({2, 6, 4, 7}, rng);
-    const bool x_first = n->input(0)->name() == "x";
-    std::vector<const Tensor*> args = x_first ? std::vector<const Tensor*>{&in, &res} : std::vector<const Tensor*>{&res, &in};
-    const std::vector<Tensor> expected_all = ops::run_reference(*n, args);
-    ASSERT_EQ(expected_all.size(), pooled ? 2u : 1u);
-    const Tensor& expected = expected_all[0];
+    node = g.nodes().back();
+    EXPECT_EQ(node->op_type(), "ConvChain");
+    in = random_tensor({2, 23, 18, 3}, rng);
+    res = random_tensor({2, 6, 4, 7}, rng);
+    args = node->input(0)->name() == "x" ? std::vector<const Tensor*>{&in, &res} : std::vector<const Tensor*>{&res, &in};
+    expected = ops::run_reference(*node, args);
+    EXPECT_EQ(expected.size(), pooled ? 2u : 1u);
+  }
+
+  // Runs `kernel` and compares both outputs with the reference.
+  void check(const backends::Kernel& kernel, const std::string& what) const {
+    Tensor actual(DType::Float, expected[0].dims()), pool(DType::Float, {2, 1, 1, 7});
+    kernel.run(args, pooled ? std::vector<Tensor*>{&actual, &pool} : std::vector<Tensor*>{&actual});
+    if (pooled) {
+      for (int64_t i = 0; i < pool.numel(); ++i)
+        EXPECT_NEAR(pool.data<float>()[i], expected[1].data<float>()[i], 1e-4f) << what << ", pool channel " << i;
+    }
+    for (int64_t i = 0; i < actual.numel(); ++i) {
+      const float e = expected[0].data<float>()[i];
+      ASSERT_NEAR(actual.data<float>()[i], e, 1e-4 * std::max(1.f, std::fabs(e))) << what << " at " << i;
+    }
+  }
+};
+
+// The chain band by band: bands of 1, 2 and 3 rows and one band for all, at 1 and 2 threads,
+// plain and pooled.
+TEST(CpuKernels, ConvChainBands) {
+  for (bool pooled : {false, true}) {
+    ChainCase c(pooled);
     for (int64_t band : {1, 2, 3, 0})
       for (int threads : {1, 2}) {
-        n->attrs["band_rows"] = ir::Attribute::of_int(band);
-        auto kernel = backends::make_cpu_backend(threads)->create(*n);
+        c.node->attrs["band_rows"] = ir::Attribute::of_int(band);
+        auto kernel = backends::make_cpu_backend(threads)->create(*c.node);
         ASSERT_TRUE(kernel);
-        Tensor actual(DType::Float, expected.dims()), pool(DType::Float, {2, 1, 1, 7});
-        kernel->run(args, pooled ? std::vector<Tensor*>{&actual, &pool} : std::vector<Tensor*>{&actual});
-        if (pooled) {
-          for (int64_t i = 0; i < pool.numel(); ++i)
-            ASSERT_NEAR(pool.data<float>()[i], expected_all[1].data<float>()[i], 1e-4f) << "pool channel " << i;
-        }
-        for (int64_t i = 0; i < expected.numel(); ++i) {
-          const float e = expected.data<float>()[i];
-          ASSERT_NEAR(actual.data<float>()[i], e, 1e-4 * std::max(1.f, std::fabs(e)))
-              << "band " << band << " threads " << threads << " at " << i;
-        }
+        c.check(*kernel, std::string(pooled ? "pooled" : "plain") + " band " + std::to_string(band) + " threads " +
+                             std::to_string(threads));
       }
-    // Two callers at once (sessions share kernels): each run's windows are its own threads'.
-    n->attrs["band_rows"] = ir::Attribute::of_int(2);
-    auto kernel = backends::make_cpu_backend(2)->create(*n);
+  }
+}
+
+// Two callers of one kernel at once (sessions share kernels): each run's line buffers belong to
+// its own thread. One thread per run, so ThreadSanitizer (make tsan) sees every synchronization
+// (libgomp's team is not instrumented).
+TEST(CpuKernels, ConvChainConcurrentCallers) {
+  for (bool pooled : {false, true}) {
+    ChainCase c(pooled);
+    c.node->attrs["band_rows"] = ir::Attribute::of_int(2);
+    auto kernel = backends::make_cpu_backend(1)->create(*c.node);
     ASSERT_TRUE(kernel);
-    std::vector<Tensor> outs[2];
-    auto work = [&](int t) {
-      for (int i = 0; i < 3; ++i) {
-        outs[t].emplace_back(DType::Float, expected.dims());
-        Tensor pool(DType::Float, {2, 1, 1, 7});
-        kernel->run(args, pooled ? std::vector<Tensor*>{&outs[t].back(), &pool} : std::vector<Tensor*>{&outs[t].back()});
-      }
+    auto work = [&] {
+      for (int i = 0; i < 3; ++i) c.check(*kernel, pooled ? "pooled, concurrent" : "plain, concurrent");
     };
-    std::thread t0(work, 0), t1(work, 1);
+    std::thread t0(work), t1(work);
     t0.join();
     t1.join();
-    for (const auto& runs : outs)
-      for (const Tensor& o : runs)
-        for (int64_t i = 0; i < expected.numel(); ++i)
-          ASSERT_NEAR(o.data<float>()[i], expected.data<float>()[i], 1e-4 * std::max(1.f, std::fabs(expected.data<float>()[i])));
   }
 }
 
