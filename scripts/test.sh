@@ -33,7 +33,7 @@ else
   failures+=("conformance ratchet")
 fi
 
-echo "== model checks (cpu backend at fusion levels 0-3 and optimizer levels 0/3; reference backend)"
+echo "== model checks (cpu backend at fusion levels 0-3, optimizer levels 0/3 and 2 threads; reference backend)"
 check() {  # check NAME DIR ARGS...
   local label=$1 dir=$2
   shift 2
@@ -53,6 +53,7 @@ for dir in models/*/ "$SHARED_MODELS"/*/; do
   check "$name" "$dir"
   for f in 0 1 2; do check "$name --fusion $f" "$dir" --fusion "$f"; done
   check "$name --level 0 --fusion 3" "$dir" --level 0 --fusion 3
+  check "$name --threads 2" "$dir" --threads 2
   check "$name --backend reference" "$dir" --backend reference
 done
 

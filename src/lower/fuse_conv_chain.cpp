@@ -1,5 +1,6 @@
 #include "lower/fuse_conv_chain.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "lower/outline.h"
@@ -41,14 +42,21 @@ int64_t bytes_of(const ir::Value* v) {
   return bytes;
 }
 
+bool small_kernel(const ir::Node* c) {
+  const auto wd = c->input(1)->type.static_dims();
+  return wd[2] * wd[3] <= 9;
+}
+
 // The conv after `n` in a chain: the only reader of n's output, reading it as its X, when that
-// output is big enough to be worth keeping in bands.
-ir::Node* next_link(const ir::Graph& g, const ir::Node* n, int64_t min_bytes) {
+// output is big enough to be worth keeping in bands (`light_min_bytes` between two convs of at
+// most 3x3 taps).
+ir::Node* next_link(const ir::Graph& g, const ir::Node* n, int64_t min_bytes, int64_t light_min_bytes) {
   const ir::Value* y = n->output(0);
   if (y->uses().size() != 1 || passes::is_graph_output(g, y)) return nullptr;
   const ir::Use& u = y->uses()[0];
   if (u.input_index != 0 || !member(u.node)) return nullptr;
-  return bytes_of(y) >= min_bytes ? u.node : nullptr;
+  const int64_t min = small_kernel(n) && small_kernel(u.node) ? std::min(min_bytes, light_min_bytes) : min_bytes;
+  return bytes_of(y) >= min ? u.node : nullptr;
 }
 
 // The global average pool of `y`, channels-last, if one reads it.
@@ -62,13 +70,13 @@ ir::Node* pool_of(const ir::Value* y) {
 
 }  // namespace
 
-int fuse_conv_chains(ir::Graph& g, int64_t min_bytes) {
+int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes) {
   std::vector<std::vector<ir::Node*>> chains;
   std::unordered_set<const ir::Node*> taken;
   for (ir::Node* n : g.nodes()) {  // topological order: a chain is met at its first conv
     if (taken.count(n) || !member(n)) continue;
     std::vector<ir::Node*> chain{n};
-    while (ir::Node* next = next_link(g, chain.back(), min_bytes)) chain.push_back(next);
+    while (ir::Node* next = next_link(g, chain.back(), min_bytes, light_min_bytes)) chain.push_back(next);
     // A global average pool of the last output joins (efficientnet's squeeze-excitation): the
     // kernel sums each band while it is in cache instead of reading the tensor again. Then one
     // conv with a big output is a chain too.

@@ -19,14 +19,15 @@ ir::Attributes conv(int64_t k, int64_t stride = 1, int64_t group = 1, const char
   return a;
 }
 
-int fuse_and_compare(const std::function<void(Builder&)>& build, int expect_chains, int64_t min_bytes = 0) {
+int fuse_and_compare(const std::function<void(Builder&)>& build, int expect_chains, int64_t min_bytes = 0,
+                     int64_t light_min_bytes = 0) {
   Builder ref, opt;
   ref.g->opsets["kiln"] = opt.g->opsets["kiln"] = 1;
   build(ref);
   build(opt);
   ops::ShapeInference().run(*ref.g);
   ops::ShapeInference().run(*opt.g);
-  const int chains = lower::fuse_conv_chains(*opt.g, min_bytes);
+  const int chains = lower::fuse_conv_chains(*opt.g, min_bytes, light_min_bytes);
   EXPECT_EQ(chains, expect_chains);
   ops::ShapeInference().run(*opt.g);
   ir::verify(*opt.g);
@@ -93,7 +94,23 @@ TEST(FuseConvChain, StopsWhereAValueIsReadTwiceOrSmall) {
         ir::Value* e = b.op("FusedConv", {x, b.rand({18, 6, 1, 1})}, conv(1), "kiln");
         b.out(b.op("FusedConv", {e, b.rand({18, 1, 3, 3})}, conv(3, 1, 18), "kiln"));
       },
-      0, 9 * 7 * 18 * 4 + 1);
+      0, 9 * 7 * 18 * 4 + 1, 9 * 7 * 18 * 4 + 1);
+}
+
+// With a lower threshold for convs of at most 3x3 taps (the 2-thread setting), small links
+// between them form and a 5x5 link still needs the full size.
+TEST(FuseConvChain, LightLinksBetweenSmallKernels) {
+  auto build = [](int64_t k) {
+    return [k](Builder& b) {
+      ir::Value* x = b.in("x", {1, 9, 7, 6});
+      ir::Value* e = b.op("FusedConv", {x, b.rand({18, 6, 1, 1})}, conv(1), "kiln");
+      b.out(b.op("FusedConv", {e, b.rand({18, 1, k, k})}, conv(k, 1, 18), "kiln"));
+    };
+  };
+  const int64_t bytes = 9 * 7 * 18 * 4;
+  fuse_and_compare(build(3), 1, bytes + 1, bytes);
+  fuse_and_compare(build(5), 0, bytes + 1, bytes);
+  fuse_and_compare(build(3), 0, bytes + 1, bytes + 1);
 }
 
 }  // namespace

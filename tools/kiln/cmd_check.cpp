@@ -20,6 +20,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     double rtol = 1e-3, atol = 1e-4;
     int level = 3;
     int fusion = 3;
+    int threads = 1;
     bool tune = false;
     std::string backend = "cpu";
     std::vector<std::string> disable;
@@ -30,6 +31,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--atol", args->atol, "Absolute tolerance")->capture_default_str();
   cmd->add_option("--level", args->level, "Graph optimization level 0..3")->capture_default_str();
   cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
+  cmd->add_option("--threads", args->threads, "Threads of the cpu backend (kernels and lowering differ by count)")
+      ->capture_default_str();
   cmd->add_flag("--tune", args->tune, "Time the candidate kernels of each node once and keep the fastest (cached)");
   cmd->add_option("--fusion", args->fusion, "Operator fusion level 0..3 (0 none, 3 all)")
       ->check(CLI::Range(0, 3))
@@ -50,6 +53,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     args->limits.apply(opts);
     opts.opt_level = args->level;
     opts.fusion_level = args->fusion;
+    opts.threads = args->threads;
     opts.tune = args->tune;
     opts.backend = args->backend;
     opts.disabled_passes = args->disable;
