@@ -5,11 +5,12 @@
 // twice; the windows stay in the L2 cache where the whole tensors (mobilenet_v2's 112x112x96:
 // 4.8 MB) would go to L3 and back. Each conv runs as a oneDNN primitive on a band (variants by
 // rows and edge padding, built at creation), with kiln's late activations applied to each band
-// while it is in cache. With more threads, each thread runs the whole chain on its own share
+// while it is in cache, or, for 3x3 depthwise layers, on kiln's depthwise kernel reading the
+// window in place. With more threads, each thread runs the whole chain on its own share
 // of the output rows (recomputing the few rows where two shares meet), its windows in its own
 // buffer and oneDNN's primitives running single-threaded inside the team. A pooled chain sums
 // each band of its output into per-thread channel sums right after writing it, for the global
-// average pool that joined the chain (efficientnet_b0: 0.976x the time at 1 thread, paired).
+// average pool that joined the chain (efficientnet_b0: 0.978x the time at 1 thread, paired).
 #include <omp.h>
 
 #include <algorithm>
@@ -22,8 +23,8 @@
 
 #include "backends/cpu/activation_apply.h"
 #include "backends/cpu/depthwise_conv.h"
-#include "backends/cpu/nhwc_global_pool.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/nhwc_global_pool.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
 
