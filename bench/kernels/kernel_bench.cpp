@@ -123,15 +123,23 @@ int register_all() {
     add(std::string("Expand1x1_16to96_112_") + (*act ? act : "none"),
         {"FusedConv", "kiln", {{1, 112, 112, 16}, {96, 16, 1, 1}, {96}}, {false, true, true}, a}, 4);
   }
-  // efficientnet_b0's first depthwise conv (3x3, 32 channels on 112x112).
+  // efficientnet_b0's first depthwise conv (3x3, 32 channels on 112x112), and mobilenet_v2's
+  // on 14x14x576: each candidate (kiln's depthwise kernel, then oneDNN's).
   for (const char* act : {"SiLU", ""}) {
     ir::Attributes a = {{"channels_last", ir::Attribute::of_int(1)},
                         {"group", ir::Attribute::of_int(32)},
                         {"pads", ir::Attribute::of_ints({1, 1, 1, 1})}};
     if (*act) a["activation"] = ir::Attribute::of_string(act);
     add(std::string("Depthwise3x3_32x112_") + (*act ? act : "none"),
-        {"FusedConv", "kiln", {{1, 112, 112, 32}, {32, 1, 3, 3}, {32}}, {false, true, true}, a}, 4);
+        {"FusedConv", "kiln", {{1, 112, 112, 32}, {32, 1, 3, 3}, {32}}, {false, true, true}, a}, 5);
   }
+  const ir::Attributes dw576 = {{"channels_last", ir::Attribute::of_int(1)},
+                                {"group", ir::Attribute::of_int(576)},
+                                {"pads", ir::Attribute::of_ints({1, 1, 1, 1})},
+                                {"activation", ir::Attribute::of_string("Clip")},
+                                {"activation_params", ir::Attribute::of_floats({0.f, 6.f})}};
+  add("Depthwise3x3_576x14_Clip", {"FusedConv", "kiln", {{1, 14, 14, 576}, {576, 1, 3, 3}, {576}}, {false, true, true}, dw576},
+      5);
   // resnet18's 3x3 convs (channels-last, bias, Relu): each candidate (brgconv NHWC, NCHW/any,
   // Winograd).
   const ir::Attributes r18 = {{"channels_last", ir::Attribute::of_int(1)},
