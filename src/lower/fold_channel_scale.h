@@ -3,8 +3,8 @@
 // same run, and only the 1x1 project conv reads the product. conv(X * S, W) = conv(X, W * S) with
 // S on W's input channels, so the Mul (a pass over the whole activation, read and written) is
 // replaced by scaling the conv's weights inside the run: FusedConv's fifth input S (src/ops/
-// kiln_fused.cpp). Done where the activation has more elements than the weights, the early
-// blocks; the deep ones (7x7 images, wide weights) keep the Mul.
+// kiln_fused.cpp). Done where the activation has at least twice the weights' elements (the
+// early blocks; efficientnet_b0: 8 of 16); the deep ones (7x7 images, wide weights) keep the Mul.
 #pragma once
 #include "ir/graph.h"
 
