@@ -3,7 +3,6 @@
 #include "lower/fuse_conv_chain.h"
 
 #include "../passes/pass_test_util.h"
-#include "ir/verifier.h"
 
 namespace kiln::passes::testing {
 namespace {
@@ -19,24 +18,12 @@ ir::Attributes conv(int64_t k, int64_t stride = 1, int64_t group = 1, const char
   return a;
 }
 
-int fuse_and_compare(const std::function<void(Builder&)>& build, int expect_chains, int64_t min_bytes = 0,
-                     int64_t light_min_bytes = 0) {
-  Builder ref, opt;
-  ref.g->opsets["kiln"] = opt.g->opsets["kiln"] = 1;
-  build(ref);
-  build(opt);
-  ops::ShapeInference().run(*ref.g);
-  ops::ShapeInference().run(*opt.g);
-  const int chains = lower::fuse_conv_chains(*opt.g, min_bytes, light_min_bytes);
-  EXPECT_EQ(chains, expect_chains);
-  ops::ShapeInference().run(*opt.g);
-  ir::verify(*opt.g);
-  EXPECT_EQ(count(*opt.g, "ConvChain"), expect_chains);
-  std::vector<Tensor> ins = random_inputs(*ref.g);
-  std::vector<Tensor> a = run(*ref.g, ins), b = run(*opt.g, ins);
-  EXPECT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) expect_close(b[i], a[i], 1e-5);
-  return chains;
+void fuse_and_compare(const std::function<void(Builder&)>& build, int expect_chains, int64_t min_bytes = 0,
+                      int64_t light_min_bytes = 0) {
+  auto g = check_lowering(
+      build, [&](ir::Graph& graph) { return lower::fuse_conv_chains(graph, min_bytes, light_min_bytes); },
+      expect_chains);
+  EXPECT_EQ(count(*g, "ConvChain"), expect_chains);
 }
 
 // mobilenet_v2's inverted residual: expand 1x1 -> depthwise 3x3 -> project 1x1 + the block's

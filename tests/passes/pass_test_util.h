@@ -89,6 +89,14 @@ inline void expect_close(const Tensor& a, const Tensor& b, double tol) {
   }
 }
 
+// Both graphs give the same outputs on the same random inputs (reference kernels).
+inline void expect_same_outputs(const ir::Graph& ref, const ir::Graph& opt, double tol) {
+  std::vector<Tensor> ins = random_inputs(ref);
+  std::vector<Tensor> a = run(ref, ins), b = run(opt, ins);
+  EXPECT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) expect_close(b[i], a[i], tol);
+}
+
 // Builds the graph twice, optimizes one copy with `passes` (verifier on, to a fixed point)
 // and compares outputs on random inputs. Returns the optimized graph for count checks.
 inline std::unique_ptr<ir::Graph> check_rewrite(const std::function<void(Builder&)>& build,
@@ -107,10 +115,25 @@ inline std::unique_ptr<ir::Graph> check_rewrite(const std::function<void(Builder
   restore_output_names(*opt.g, names);
   ir::verify(*opt.g);
   for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(opt.g->outputs()[i]->name(), names[i]);
-  std::vector<Tensor> ins = random_inputs(*ref.g);
-  std::vector<Tensor> a = run(*ref.g, ins), b = run(*opt.g, ins);
-  EXPECT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) expect_close(b[i], a[i], tol);
+  expect_same_outputs(*ref.g, *opt.g, tol);
+  return std::move(opt.g);
+}
+
+// The same for a lowering rewrite (src/lower/): `rewrite` runs once on the second copy (with the
+// kiln domain declared) and returns how many rewrites it made, which must be `expect`.
+inline std::unique_ptr<ir::Graph> check_lowering(const std::function<void(Builder&)>& build,
+                                                 const std::function<int(ir::Graph&)>& rewrite, int expect,
+                                                 double tol = 1e-5) {
+  Builder ref, opt;
+  ref.g->opsets["kiln"] = opt.g->opsets["kiln"] = 1;
+  build(ref);
+  build(opt);
+  ops::ShapeInference().run(*ref.g);
+  ops::ShapeInference().run(*opt.g);
+  EXPECT_EQ(rewrite(*opt.g), expect);
+  ops::ShapeInference().run(*opt.g);
+  ir::verify(*opt.g);
+  expect_same_outputs(*ref.g, *opt.g, tol);
   return std::move(opt.g);
 }
 

@@ -35,6 +35,15 @@ KILN_SIMD void apply_activation(const ops::Activation& act, float* y, int64_t n)
   }
 }
 
+std::optional<ops::Activation> epilogue_of(const ir::Node& node) {
+  if (node.domain() != "kiln") return ops::Activation{ops::Activation::None};
+  try {
+    return ops::activation_of(node);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
 void apply_activation_parallel(const ops::Activation& act, float* y, int64_t n, int threads) {
   if (act.kind == ops::Activation::None) return;
   // 16K floats = 64 KiB per piece: enough work to amortize the split, small enough that

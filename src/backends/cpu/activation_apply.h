@@ -3,10 +3,17 @@
 // 2.6 computes slowly as a post-op (see onednn_conv.cpp).
 #pragma once
 #include <cstdint>
+#include <optional>
+
+#include "ir/graph.h"
 
 #include "ops/fused_activation.h"
 
 namespace kiln::backends::cpu {
+
+// The activation epilogue a kernel applies for `node`: a kiln fused op's `activation`, none for
+// an ai.onnx op, nullopt when the attribute names one kiln does not know (the kernel declines).
+std::optional<ops::Activation> epilogue_of(const ir::Node& node);
 
 // y[i] = act(y[i]) for i in [0, n).
 void apply_activation(const ops::Activation& act, float* y, int64_t n);

@@ -10,6 +10,7 @@
 #include "backends/cpu/depthwise_conv.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "backends/cpu/activation_apply.h"
@@ -190,15 +191,9 @@ std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads) {
   // (7x7x1152: 50 vs 73 us), most pixels there being edge pixels that reload all 25 weights.
   if (!s || s->KH * s->KW > 9) return nullptr;
   const ir::Value* b = node.input(2);
-  ops::Activation act{ops::Activation::None};
-  if (node.domain() == "kiln") {
-    try {
-      act = ops::activation_of(node);
-    } catch (const Error&) {
-      return nullptr;
-    }
-  }
-  DepthwiseConv conv(*s, node.input(1)->constant().data<float>(), b ? b->constant().data<float>() : nullptr, act);
+  const std::optional<ops::Activation> act = epilogue_of(node);
+  if (!act) return nullptr;
+  DepthwiseConv conv(*s, node.input(1)->constant().data<float>(), b ? b->constant().data<float>() : nullptr, *act);
   return std::make_unique<DepthwiseKernel>(std::move(conv), node.input(0)->type.static_dims()[0], threads);
 }
 
@@ -206,6 +201,7 @@ std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads) {
 
 DepthwiseConv::DepthwiseConv(const DepthwiseShape& s, const float* weights, const float* bias, ops::Activation act)
     : s_(s), act_(act) {
+  if (s.KH < 1 || s.KH > kMaxKernelRows) throw Error("depthwise conv: kernel height out of range");
   const int64_t C16 = (s.C + 15) / 16 * 16, KK = s.KH * s.KW;
   w_.assign(static_cast<size_t>(C16 * KK), 0.f);
   bias_.assign(static_cast<size_t>(C16), 0.f);
@@ -217,7 +213,7 @@ DepthwiseConv::DepthwiseConv(const DepthwiseShape& s, const float* weights, cons
 
 void DepthwiseConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1) const {
   const int64_t row = s_.W * s_.C, out_row = s_.OW * s_.C;
-  std::vector<const float*> in(static_cast<size_t>(s_.KH));
+  std::array<const float*, kMaxKernelRows> in{};  // rows() runs per band of a chain: no allocation
   auto inputs = [&](int64_t oy) {
     for (int64_t ky = 0; ky < s_.KH; ++ky) {
       const int64_t iy = oy * s_.SH - s_.PT + ky;
@@ -269,7 +265,7 @@ std::unique_ptr<DepthwiseShape> depthwise_shape(const ir::Node& node) {
   if (node.attr_int("group", 1) != s->C || wd[0] != s->C || wd[1] != 1 || yd[3] != s->C) return nullptr;
   if (b && b->type.static_dims() != std::vector<int64_t>{s->C}) return nullptr;
   const auto st = node.attr_ints("strides", {1, 1}), pads = node.attr_ints("pads", {0, 0, 0, 0});
-  if (st.size() != 2 || pads.size() != 4 || st[0] < 1 || st[1] < 1) return nullptr;
+  if (st.size() != 2 || pads.size() != 4 || st[0] < 1 || st[1] < 1 || s->KH > kMaxKernelRows) return nullptr;
   s->SH = st[0], s->SW = st[1], s->PT = pads[0], s->PL = pads[1];
   if ((s->H + pads[0] + pads[2] - s->KH) / s->SH + 1 != s->OH || (s->W + pads[1] + pads[3] - s->KW) / s->SW + 1 != s->OW)
     return nullptr;

@@ -13,6 +13,9 @@
 
 namespace kiln::backends::cpu {
 
+// Kernel heights DepthwiseConv takes (depthwise_shape declines taller ones).
+constexpr int64_t kMaxKernelRows = 16;
+
 struct DepthwiseShape {
   int64_t H = 0, W = 0, C = 0, OH = 0, OW = 0, KH = 0, KW = 0, SH = 1, SW = 1, PT = 0, PL = 0;
 };
@@ -37,7 +40,8 @@ class DepthwiseConv {
 };
 
 // The shape of a channels-last depthwise FusedConv/Conv that DepthwiseConv runs (one group per
-// channel, no residual or channel scale, no dilation, explicit pads), or nullptr.
+// channel, no residual or channel scale, no dilation, explicit pads, at most kMaxKernelRows
+// kernel rows), or nullptr.
 std::unique_ptr<DepthwiseShape> depthwise_shape(const ir::Node& node);
 
 }  // namespace kiln::backends::cpu

@@ -154,16 +154,10 @@ std::unique_ptr<Kernel> make_gemv_conv(const ir::Node& node, int threads) {
     if (!bt || bt->numel() != O) return nullptr;
     bias.assign(bt->data<float>(), bt->data<float>() + O);
   }
-  ops::Activation act{ops::Activation::None};
-  if (node.domain() == "kiln") {
-    try {
-      act = ops::activation_of(node);
-    } catch (const Error&) {
-      return nullptr;
-    }
-  }
+  const std::optional<ops::Activation> act = epilogue_of(node);
+  if (!act) return nullptr;
   std::vector<float> rows(w->data<float>(), w->data<float>() + O * C);
-  return std::make_unique<GemvKernel>(rows, std::move(bias), O, C, threads, act);
+  return std::make_unique<GemvKernel>(rows, std::move(bias), O, C, threads, *act);
 }
 
 }  // namespace
