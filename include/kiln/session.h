@@ -54,6 +54,10 @@ struct SessionOptions {
   // "blocked_layout" (docs/architecture.md).
   // For isolating a problem or measuring what one rewrite is worth (`kiln bench --pair-disable`).
   std::vector<std::string> disabled_passes;
+  // Kernel implementations of the cpu backend to skip, by name ("kiln_pointwise",
+  // "kiln_depthwise", "gemv", "onednn_winograd", ...: `kiln bench --disable` lists them); the
+  // node falls to the next candidate, at worst the reference kernel.
+  std::vector<std::string> disabled_kernels;
   // Largest single allocation the model may cause (an initializer, a value's tensor, a run's
   // arena), checked before allocating: at load, when shapes are known (session creation and
   // each new input-shape signature) and at run time. See kiln/limits.h for the default.

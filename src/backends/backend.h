@@ -54,6 +54,11 @@ class Backend {
   virtual int threads() const { return 1; }
   const TuneOptions& tuning() const { return tune_; }
   void set_tuning(TuneOptions t) { tune_ = std::move(t); }
+  // The names of the implementations this backend may pick (KernelCandidate::name), and those
+  // it must not (SessionOptions::disabled_kernels: measuring what one kernel is worth).
+  virtual std::vector<std::string> kernel_names() const { return {name()}; }
+  const std::vector<std::string>& disabled_kernels() const { return disabled_; }
+  void set_disabled_kernels(std::vector<std::string> names) { disabled_ = std::move(names); }
   // Whether convolutions and pooling should run on NHWC activations (src/lower/layout_assignment.h).
   virtual bool prefers_channels_last() const { return false; }
   // Whether this node may join a fused group this backend runs as one kernel: a
@@ -65,6 +70,7 @@ class Backend {
 
  private:
   TuneOptions tune_;
+  std::vector<std::string> disabled_;
 };
 
 // The optimized CPU backend (oneDNN and kiln's own kernels). `threads` = intra-op threads.

@@ -139,6 +139,18 @@ struct Session::Impl {
     if (opts.backend == "cpu") backend = backends::make_cpu_backend(opts.threads);
     else if (opts.backend != "reference") throw Error("unknown backend '" + opts.backend + "' (use cpu or reference)");
     if (backend) backend->set_tuning({opts.tune, opts.tune_cache});
+    if (!opts.disabled_kernels.empty()) {
+      const std::vector<std::string> known = backend ? backend->kernel_names() : std::vector<std::string>{};
+      for (const std::string& name : opts.disabled_kernels)
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+          std::string passes, kernels;
+          for (const std::string& k : runtime::lowering_pass_names()) passes += (passes.empty() ? "" : ", ") + k;
+          for (const std::string& k : known) kernels += (kernels.empty() ? "" : ", ") + k;
+          throw Error("unknown lowering pass or kernel '" + name + "' to disable (lowering passes: " + passes +
+                      "; kernels of the " + opts.backend + " backend: " + (kernels.empty() ? "none" : kernels) + ")");
+        }
+      backend->set_disabled_kernels(opts.disabled_kernels);
+    }
     if (opts.fusion_level < 0 || opts.fusion_level > 3)
       throw Error("fusion level must be 0..3, got " + std::to_string(opts.fusion_level));
     fusion_level = opts.fusion_level;

@@ -104,8 +104,15 @@ TEST(Cli, DisabledLoweringPasses) {
   EXPECT_NE(r.output.find("\"ratio_median\""), std::string::npos) << r.output;
   r = run_kiln({"bench", dir + "/model.onnx", "--runs", "1", "--disable", "no_such_pass"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("unknown lowering pass 'no_such_pass' to disable (known: channels_last"), std::string::npos)
+  EXPECT_NE(r.output.find("unknown lowering pass or kernel 'no_such_pass' to disable (lowering passes: channels_last"),
+            std::string::npos)
       << r.output;
+  // A kernel implementation: the node falls to the next candidate.
+  r = run_kiln({"check", dir, "--disable", "onednn_winograd", "--disable", "kiln_pointwise"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = run_kiln({"bench", dir + "/model.onnx", "--runs", "3", "--warmup", "0", "--pair-disable", "onednn_winograd", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"paired\":{\"disabled\":[\"onednn_winograd\"]"), std::string::npos) << r.output;
 }
 
 TEST(Cli, ConformanceRunsFilteredNodeTests) {

@@ -1,7 +1,7 @@
 // kiln bench MODEL.onnx: session-creation time, then latency over repeated runs on random
 // inputs (median/min/max), and the arena size. --json prints exactly one JSON object.
-// --pair-disable PASS also builds a second session without that lowering rewrite and times the
-// two in alternating runs: on a machine whose speed drifts, the median of the per-pair ratios
+// --pair-disable NAME also builds a second session without that lowering rewrite (or kernel
+// implementation) and times the two in alternating runs: on a machine whose speed drifts, the median of the per-pair ratios
 // says what the rewrite is worth far more steadily than two separate benchmarks.
 #include <kiln/session.h>
 #include <sys/resource.h>
@@ -38,9 +38,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--fusion", args->fusion, "Operator fusion level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
   cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
   cmd->add_option("--dim", args->dims, "SYMBOL=N: extent of a symbolic input dim (default 1)");
-  cmd->add_option("--disable", args->disable, "A lowering rewrite to skip (channels_last, channel_shuffle, channel_scale, conv_concat, conv_chain, blocked_layout)");
+  cmd->add_option("--disable", args->disable, kDisableHelp);
   cmd->add_option("--pair-disable", args->pair_disable,
-                  "Also time a session without this rewrite, in alternating runs; print the paired ratio");
+                  "Also time a session without this rewrite or kernel, in alternating runs; print the paired ratio");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   args->limits.add_to(cmd);
   cmd->callback([args, &exit_code] {
@@ -52,7 +52,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     opts.fusion_level = args->fusion;
     opts.tune = args->tune;
     opts.backend = args->backend;
-    opts.disabled_passes = args->disable;
+    add_disabled(opts, args->disable);
     auto t0 = std::chrono::steady_clock::now();
     auto session = Session::create(args->model, opts);
     double create_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -74,7 +74,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     std::unique_ptr<Session> other;  // --pair-disable: the same model without those rewrites
     if (!args->pair_disable.empty()) {
       SessionOptions o = opts;
-      o.disabled_passes.insert(o.disabled_passes.end(), args->pair_disable.begin(), args->pair_disable.end());
+      add_disabled(o, args->pair_disable);
       other = Session::create(args->model, o);
       other->wait_ready();
       for (int i = 0; i < args->warmup; ++i) other->run(feeds);

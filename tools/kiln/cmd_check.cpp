@@ -37,7 +37,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--fusion", args->fusion, "Operator fusion level 0..3 (0 none, 3 all)")
       ->check(CLI::Range(0, 3))
       ->capture_default_str();
-  cmd->add_option("--disable", args->disable, "A lowering rewrite to skip (channels_last, channel_shuffle, channel_scale, conv_concat, conv_chain, blocked_layout)");
+  cmd->add_option("--disable", args->disable, kDisableHelp);
   args->limits.add_to(cmd);
   cmd->callback([args, &exit_code] {
     LimitsScope limits(args->limits.limits);
@@ -56,7 +56,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     opts.threads = args->threads;
     opts.tune = args->tune;
     opts.backend = args->backend;
-    opts.disabled_passes = args->disable;
+    add_disabled(opts, args->disable);
     auto session = Session::create(model.string(), opts);
     auto sets = testdata::find_data_sets(dir);
     if (sets.empty()) throw Error("no test_data_set_* folder in '" + dir.string() + "'");

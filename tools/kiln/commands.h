@@ -27,6 +27,14 @@ struct LimitOptions {
   }
 };
 
+// --disable NAME (check, bench): a lowering rewrite of the cpu backend (its names in
+// runtime::lowering_pass_names()) or, for any other name, a kernel implementation; the session
+// says when a name is neither.
+void add_disabled(SessionOptions& o, const std::vector<std::string>& names);
+inline constexpr const char* kDisableHelp =
+    "A lowering rewrite (channels_last, channel_shuffle, channel_scale, conv_concat, conv_chain, blocked_layout) "
+    "or a kernel (kiln_pointwise, kiln_depthwise, gemv, onednn_winograd, ...) to skip";
+
 // Each sets `exit_code` when its subcommand runs.
 void add_run_command(CLI::App& app, int& exit_code);
 void add_check_command(CLI::App& app, int& exit_code);

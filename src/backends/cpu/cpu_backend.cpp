@@ -31,19 +31,31 @@ class CpuBackend : public Backend {
   void enter_run() const override { omp_set_num_threads(std::max(1, threads_)); }
   std::unique_ptr<Kernel> create(const ir::Node& node) const override {
     for (const auto& f : cpu::kernel_factories())
-      if (f.domain == node.domain() && f.op == node.op_type())
+      if (f.domain == node.domain() && f.op == node.op_type() && !disabled(f))
         if (auto k = f.make(node, threads_)) return k;
     return nullptr;
   }
   std::vector<KernelCandidate> candidates(const ir::Node& node) const override {
     std::vector<KernelCandidate> c;
     for (const auto& f : cpu::kernel_factories())
-      if (f.domain == node.domain() && f.op == node.op_type())
-        c.push_back({f.name.empty() ? "kiln" : f.name, [&f, &node, t = threads_] { return f.make(node, t); }});
+      if (f.domain == node.domain() && f.op == node.op_type() && !disabled(f))
+        c.push_back({name_of(f), [&f, &node, t = threads_] { return f.make(node, t); }});
     return c;
+  }
+  std::vector<std::string> kernel_names() const override {
+    std::vector<std::string> names;
+    for (const auto& f : cpu::kernel_factories())
+      if (std::find(names.begin(), names.end(), name_of(f)) == names.end()) names.push_back(name_of(f));
+    return names;
   }
 
  private:
+  static std::string name_of(const cpu::KernelFactory& f) { return f.name.empty() ? "kiln" : f.name; }
+  bool disabled(const cpu::KernelFactory& f) const {
+    const auto& d = disabled_kernels();
+    return !d.empty() && std::find(d.begin(), d.end(), name_of(f)) != d.end();
+  }
+
   int threads_;
 };
 

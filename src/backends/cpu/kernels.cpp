@@ -5,6 +5,7 @@ namespace kiln::backends::cpu {
 void add_onednn_conv_kernels(std::vector<KernelFactory>& table);
 void add_conv_chain_kernels(std::vector<KernelFactory>& table);
 void add_depthwise_kernels(std::vector<KernelFactory>& table);
+void add_pointwise_conv_kernels(std::vector<KernelFactory>& table);
 void add_onednn_pool_kernels(std::vector<KernelFactory>& table);
 void add_nhwc_global_pool_kernels(std::vector<KernelFactory>& table);
 void add_nhwc_pool_kernels(std::vector<KernelFactory>& table);
@@ -31,6 +32,7 @@ const std::vector<KernelFactory>& kernel_factories() {
     std::vector<KernelFactory> t;
     add_gemv_kernels(t);  // before oneDNN: the rule takes the first that accepts
     add_depthwise_kernels(t);  // before oneDNN: 2-3x faster on depthwise convs
+    add_pointwise_conv_kernels(t);  // before oneDNN: few pixels, weights from L3
     add_onednn_conv_kernels(t);
     add_conv_chain_kernels(t);
     add_nhwc_global_pool_kernels(t);  // before oneDNN: splits pixels, not channels

@@ -1,0 +1,84 @@
+// kiln's 1x1 conv for few pixels (pointwise_conv.cpp) against the reference kernel: pixel
+// counts off the row tiles, output counts of 1-5 vectors (every block width), input channels
+// across the 128-channel ranges, bias, residual and each kind of activation, two images, one
+// and two threads; and the forms it leaves to oneDNN.
+#include "kernel_check.h"
+
+namespace kiln {
+namespace {
+
+using kernel_check::Case;
+using kernel_check::check;
+
+ir::Attributes pointwise_attrs(const std::string& act) {
+  ir::Attributes a = {{"channels_last", ir::Attribute::of_int(1)}};
+  if (!act.empty()) a["activation"] = ir::Attribute::of_string(act);
+  if (act == "Clip") a["activation_params"] = ir::Attribute::of_floats({-0.2f, 0.3f});
+  return a;
+}
+
+// The name of the kernel the cpu backend picks for a 1x1 FusedConv of these shapes.
+std::string chosen(std::vector<int64_t> x, int64_t n, ir::Attributes a = pointwise_attrs(""), int64_t group = 1) {
+  ir::Graph g;
+  g.opsets[""] = 17;
+  g.opsets["kiln"] = 1;
+  ir::Value* xv = g.add_input("x", ir::TensorType::from_dims(DType::Float, x));
+  ir::Value* w = g.add_constant("w", Tensor(DType::Float, {n, x[3] / group, 1, 1}));
+  ir::Value* y = g.add_value("y");
+  ir::Node* node = g.add_node("FusedConv", {xv, w}, {y}, a, "n", "kiln");
+  g.add_output(y);
+  ops::ShapeInference().run(g);
+  auto backend = backends::make_cpu_backend(1);
+  for (const auto& c : backend->candidates(*node))
+    if (c.make()) return c.name;
+  return "";
+}
+
+TEST(PointwiseConv, IsChosenForFewPixels) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
+  EXPECT_EQ(chosen({1, 7, 7, 320}, 1280), "kiln_pointwise");
+  EXPECT_EQ(chosen({1, 14, 14, 96}, 576), "kiln_pointwise");
+  EXPECT_NE(chosen({1, 28, 28, 32}, 192), "kiln_pointwise");  // 784 pixels: oneDNN
+  EXPECT_NE(chosen({1, 7, 7, 32}, 40), "kiln_pointwise");     // outputs not a multiple of 16
+  ir::Attributes strided = pointwise_attrs("");
+  strided["strides"] = ir::Attribute::of_ints({2, 2});
+  EXPECT_NE(chosen({1, 7, 7, 32}, 64, strided), "kiln_pointwise");
+  ir::Attributes grouped = pointwise_attrs("");
+  grouped["group"] = ir::Attribute::of_int(2);
+  EXPECT_NE(chosen({1, 7, 7, 32}, 64, grouped, 2), "kiln_pointwise");
+}
+
+TEST(PointwiseConv, MatchesTheReference) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
+  struct Shape {
+    int64_t h, w, k, n;
+  };
+  // Pixels: 1, 13 (a tile and a tail at every width), 49, 5 x 11; outputs: 16 to 208 (blocks of
+  // 1-4 vectors and a tail block); input channels: 1, 7, 128 exactly, 300 (three ranges).
+  const Shape shapes[] = {{1, 1, 7, 16}, {1, 13, 300, 48}, {7, 7, 128, 208}, {5, 11, 1, 32}, {7, 7, 130, 80}};
+  for (const Shape& s : shapes)
+    for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid"})
+      for (bool residual : {false, true})
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE(std::to_string(s.h) + "x" + std::to_string(s.w) + " " + std::to_string(s.k) + " -> " +
+                       std::to_string(s.n) + " " + act + (residual ? " residual" : "") + " threads " +
+                       std::to_string(threads));
+          Case c{"FusedConv", "kiln", {{2, s.h, s.w, s.k}, {s.n, s.k, 1, 1}, {s.n}}, {false, true, true},
+                 {{2, s.h, s.w, s.n}}, pointwise_attrs(act)};
+          if (residual) {
+            c.in_dims.push_back({2, s.h, s.w, s.n});
+            c.constant.push_back(false);
+          }
+          c.threads = threads;
+          c.tol = 2e-4f;  // sums of up to 300 products in another order
+          check(c);
+        }
+}
+
+TEST(PointwiseConv, NoBias) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
+  check({"FusedConv", "kiln", {{1, 3, 5, 40}, {64, 40, 1, 1}}, {false, true}, {{1, 3, 5, 64}}, pointwise_attrs("Relu")});
+}
+
+}  // namespace
+}  // namespace kiln
