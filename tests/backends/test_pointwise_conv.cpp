@@ -1,5 +1,5 @@
 // kiln's 1x1 conv for few pixels (pointwise_conv.cpp) against the reference kernel: pixel
-// counts off the row tiles, output counts of 1-5 vectors (every block width), input channels
+// counts off the row tiles, output counts of 1-13 vectors and partial vectors, input channels
 // across the 128-channel ranges, bias, residual and each kind of activation, two images, one
 // and two threads; and the forms it leaves to oneDNN.
 #include "kernel_check.h"
@@ -39,7 +39,7 @@ TEST(PointwiseConv, IsChosenForFewPixels) {
   EXPECT_EQ(chosen({1, 7, 7, 320}, 1280), "kiln_pointwise");
   EXPECT_EQ(chosen({1, 14, 14, 96}, 576), "kiln_pointwise");
   EXPECT_NE(chosen({1, 28, 28, 32}, 192), "kiln_pointwise");  // 784 pixels: oneDNN
-  EXPECT_NE(chosen({1, 7, 7, 32}, 40), "kiln_pointwise");     // outputs not a multiple of 16
+  EXPECT_EQ(chosen({1, 13, 13, 512}, 1000), "kiln_pointwise");  // squeezenet's classifier
   ir::Attributes strided = pointwise_attrs("");
   strided["strides"] = ir::Attribute::of_ints({2, 2});
   EXPECT_NE(chosen({1, 7, 7, 32}, 64, strided), "kiln_pointwise");
@@ -53,9 +53,11 @@ TEST(PointwiseConv, MatchesTheReference) {
   struct Shape {
     int64_t h, w, k, n;
   };
-  // Pixels: 1, 13 (a tile and a tail at every width), 49, 5 x 11; outputs: 16 to 208 (blocks of
-  // 1-4 vectors and a tail block); input channels: 1, 7, 128 exactly, 300 (three ranges).
-  const Shape shapes[] = {{1, 1, 7, 16}, {1, 13, 300, 48}, {7, 7, 128, 208}, {5, 11, 1, 32}, {7, 7, 130, 80}};
+  // Pixels: 1, 13 (a tile and a tail at every width), 49, 5 x 11; outputs: 9 to 208 (blocks of
+  // 1-4 vectors, a last block of fewer, a last vector of 9 or 8 outputs); input channels: 1, 7,
+  // 128 exactly, 300 (three ranges).
+  const Shape shapes[] = {{1, 1, 7, 16}, {1, 13, 300, 48}, {7, 7, 128, 208}, {5, 11, 1, 9},
+                          {7, 7, 130, 80}, {1, 13, 20, 40},  {3, 3, 64, 200}};
   for (const Shape& s : shapes)
     for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid"})
       for (bool residual : {false, true})

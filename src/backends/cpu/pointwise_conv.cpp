@@ -34,15 +34,29 @@ const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 // Up to this many pixels: beyond, the weights are reused enough that oneDNN's blocking wins.
 constexpr int64_t kMaxPixels = 256;
 
+constexpr int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+
 struct Aligned {
   void operator()(float* p) const { std::free(p); }
 };
 
 struct Epilogue {
-  const float* bias;  // [N], zero when the node has none
+  const float* bias;  // [N rounded up to 16], zero when the node has none
   const float* z;     // residual [M][N] or nullptr
   ops::Activation act;
 };
+
+// Loads and stores of a tile's vector v: the last vector of the last block may be partial
+// (N not a multiple of 16), so it goes through `tail`, all ones elsewhere.
+template <int NV>
+__attribute__((target("avx512f"), always_inline)) inline __m512 load_out(const float* p, int v, __mmask16 tail) {
+  return v == NV - 1 ? _mm512_maskz_loadu_ps(tail, p) : _mm512_loadu_ps(p);
+}
+template <int NV>
+__attribute__((target("avx512f"), always_inline)) inline void store_out(float* p, int v, __mmask16 tail, __m512 x) {
+  if (v == NV - 1) _mm512_mask_storeu_ps(p, tail, x);
+  else _mm512_storeu_ps(p, x);
+}
 
 // Rows per tile for NV output vectors: R * NV accumulators, NV weight vectors and the broadcast
 // input within the 32 registers (7 x 4 spilled one accumulator).
@@ -63,7 +77,8 @@ constexpr int64_t kDepth = 128;
 template <int R, int NV>
 __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x, int64_t K, int64_t k0, int64_t kc,
                                                       const float* __restrict w, float* __restrict y, int64_t N,
-                                                      int64_t n0, const Epilogue& e, int64_t m, bool prefetch) {
+                                                      int64_t n0, const Epilogue& e, int64_t m, bool prefetch,
+                                                      __mmask16 tail) {
   constexpr int W = NV * 16;
   __m512 acc[R][NV];
   if (k0 == 0) {
@@ -77,7 +92,7 @@ __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_loadu_ps(y + r * N + n0 + 16 * v);
+      for (int v = 0; v < NV; ++v) acc[r][v] = load_out<NV>(y + r * N + n0 + 16 * v, v, tail);
   }
   const float* xk = x + k0;
   const float* wk = w + k0 * W;
@@ -104,7 +119,7 @@ __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_loadu_ps(z + r * N + 16 * v));
+        for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_add_ps(acc[r][v], load_out<NV>(z + r * N + 16 * v, v, tail));
     }
     if (e.act.kind != ops::Activation::None) {
       const __m512 lo = activation_lo(e.act), hi = activation_hi(e.act);
@@ -117,14 +132,14 @@ __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(y + r * N + n0 + 16 * v, acc[r][v]);
+    for (int v = 0; v < NV; ++v) store_out<NV>(y + r * N + n0 + 16 * v, v, tail, acc[r][v]);
 }
 
 #pragma GCC diagnostic pop
 
 template <int NV>
 using TileFn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, float*, int64_t, int64_t,
-                        const Epilogue&, int64_t, bool);
+                        const Epilogue&, int64_t, bool, __mmask16);
 
 // tile<r, NV> for r in [1, kRows<NV>].
 template <int NV, int... Rs>
@@ -137,20 +152,22 @@ constexpr auto kTiles = tiles_of<NV>(std::make_integer_sequence<int, kRows<NV>>{
 // Outputs [n0, n0 + NV * 16) of pixels [m0, m1), from the block's weights w ([K][NV * 16]).
 template <int NV>
 void column_block(const float* x, int64_t m0, int64_t m1, int64_t K, const float* w, float* y, int64_t N,
-                  const Epilogue& e, int64_t n0) {
+                  const Epilogue& e, int64_t n0, __mmask16 tail) {
   constexpr int R = kRows<NV>;
   for (int64_t k0 = 0; k0 < K; k0 += kDepth) {
     const int64_t kc = std::min(kDepth, K - k0);
     for (int64_t m = m0; m < m1; m += R) {
       const int64_t rows = std::min<int64_t>(R, m1 - m);
-      kTiles<NV>[rows - 1](x + m * K, K, k0, kc, w, y + m * N, N, n0, e, m, m == m0);
+      kTiles<NV>[rows - 1](x + m * K, K, k0, kc, w, y + m * N, N, n0, e, m, m == m0, tail);
     }
   }
 }
 
-// A block of up to 64 output channels, its weights packed [K][width] at `offset`.
+// A block of up to 64 output channels, its weights packed [K][nv * 16] at `offset` (zeros past
+// N); `tail` masks its last vector's outputs.
 struct Block {
   int64_t n0, nv, offset;
+  __mmask16 tail;
 };
 
 class PointwiseConvKernel : public Kernel {
@@ -160,14 +177,15 @@ class PointwiseConvKernel : public Kernel {
   PointwiseConvKernel(int64_t images, int64_t pixels, int64_t K, int64_t N, const float* w, const float* bias,
                       ops::Activation act, int threads)
       : images_(images), M_(pixels), K_(K), N_(N), act_(act), threads_(std::max(1, threads)),
-        packed_(static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(K * N) * sizeof(float)))),
-        bias_(static_cast<size_t>(N), 0.f) {
+        packed_(static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(K * round16(N)) * sizeof(float)))),
+        bias_(static_cast<size_t>(round16(N)), 0.f) {
     if (!packed_) throw Error("pointwise conv: out of memory packing the weights");
     for (int64_t n0 = 0; n0 < N; n0 += 64) {
-      const Block b{n0, std::min<int64_t>(64, N - n0) / 16, n0 * K};
-      const int64_t width = b.nv * 16;
+      const int64_t valid = std::min<int64_t>(64, N - n0), width = round16(valid), last = valid - (width - 16);
+      const Block b{n0, width / 16, n0 * K, static_cast<__mmask16>((1u << last) - 1)};
       for (int64_t k = 0; k < K; ++k)
-        for (int64_t l = 0; l < width; ++l) packed_.get()[b.offset + k * width + l] = w[(n0 + l) * K + k];
+        for (int64_t l = 0; l < width; ++l)
+          packed_.get()[b.offset + k * width + l] = l < valid ? w[(n0 + l) * K + k] : 0.f;
       blocks_.push_back(b);
     }
     if (bias) std::copy(bias, bias + N, bias_.begin());
@@ -203,10 +221,10 @@ class PointwiseConvKernel : public Kernel {
   void block(const float* x, int64_t m0, int64_t m1, const Block& b, float* y, const Epilogue& e) const {
     const float* w = packed_.get() + b.offset;
     switch (b.nv) {
-      case 4: return column_block<4>(x, m0, m1, K_, w, y, N_, e, b.n0);
-      case 3: return column_block<3>(x, m0, m1, K_, w, y, N_, e, b.n0);
-      case 2: return column_block<2>(x, m0, m1, K_, w, y, N_, e, b.n0);
-      default: return column_block<1>(x, m0, m1, K_, w, y, N_, e, b.n0);
+      case 4: return column_block<4>(x, m0, m1, K_, w, y, N_, e, b.n0, b.tail);
+      case 3: return column_block<3>(x, m0, m1, K_, w, y, N_, e, b.n0, b.tail);
+      case 2: return column_block<2>(x, m0, m1, K_, w, y, N_, e, b.n0, b.tail);
+      default: return column_block<1>(x, m0, m1, K_, w, y, N_, e, b.n0, b.tail);
     }
   }
 
@@ -242,7 +260,7 @@ std::unique_ptr<Kernel> make_pointwise(const ir::Node& node, int threads) {
   if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || wd[2] != 1 || wd[3] != 1) return nullptr;
   const int64_t K = xd[3], N = wd[0], pixels = xd[1] * xd[2];
   if (wd[1] != K || yd != std::vector<int64_t>{xd[0], xd[1], xd[2], N}) return nullptr;
-  if (K < 1 || N % 16 != 0 || N == 0 || pixels < 1 || pixels > kMaxPixels) return nullptr;
+  if (K < 1 || N < 1 || pixels < 1 || pixels > kMaxPixels) return nullptr;
   if (b && b->type.static_dims() != std::vector<int64_t>{N}) return nullptr;
   const std::optional<ops::Activation> act = epilogue_of(node);
   if (!act) return nullptr;
