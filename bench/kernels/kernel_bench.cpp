@@ -110,6 +110,7 @@ int register_all() {
   add("SeMul_14x14x672", {"Mul", "", {{1, 14, 14, 672}, {1, 1, 1, 672}}, {false, false}});
   add("NhwcGap_112x112x32", {"NhwcGlobalAveragePool", "kiln", {{1, 112, 112, 32}}, {false}}, 2);
   add("NhwcGap_14x14x672", {"NhwcGlobalAveragePool", "kiln", {{1, 14, 14, 672}}, {false}}, 2);
+  add("NhwcGap_7x7x1280", {"NhwcGlobalAveragePool", "kiln", {{1, 7, 7, 1280}}, {false}}, 1);
   // efficientnet_b0's squeeze-excitation convs on a 1x1 image: gemv, then oneDNN.
   const ir::Attributes se = {{"channels_last", ir::Attribute::of_int(1)},
                              {"activation", ir::Attribute::of_string("SiLU")}};
