@@ -36,6 +36,18 @@ bool member(const ir::Node* n) {
   return !winograd;
 }
 
+// A channels-last max or average pool the banded kernel runs after a conv (squeezenet's and
+// resnet18's stem: a 3 MB conv output that only the pool reads).
+bool pool_member(const ir::Node* n) {
+  if (!n || n->domain() != "kiln" || (n->op_type() != "NhwcMaxPool" && n->op_type() != "NhwcAveragePool")) return false;
+  if (n->num_inputs() != 1 || n->num_outputs() != 1 || !static_float4(n->input(0)) || !static_float4(n->output(0)))
+    return false;
+  if (n->input(0)->is_constant() || n->attr_string("auto_pad", "NOTSET") != "NOTSET") return false;
+  if (n->attr_ints("kernel_shape").size() != 2 || n->attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1})
+    return false;
+  return n->attr_ints("strides", {1, 1}).size() == 2 && n->attr_ints("pads", {0, 0, 0, 0}).size() == 4;
+}
+
 int64_t bytes_of(const ir::Value* v) {
   int64_t bytes = 4;
   for (int64_t d : v->type.static_dims()) bytes *= d;
@@ -43,18 +55,22 @@ int64_t bytes_of(const ir::Value* v) {
 }
 
 bool small_kernel(const ir::Node* c) {
+  if (pool_member(c)) {
+    const auto k = c->attr_ints("kernel_shape");
+    return k[0] * k[1] <= 9;
+  }
   const auto wd = c->input(1)->type.static_dims();
   return wd[2] * wd[3] <= 9;
 }
 
-// The conv after `n` in a chain: the only reader of n's output, reading it as its X, when that
-// output is big enough to be worth keeping in bands (`light_min_bytes` between two convs of at
-// most 3x3 taps).
+// The conv or pool after `n` in a chain: the only reader of n's output, reading it as its X,
+// when that output is big enough to be worth keeping in bands (`light_min_bytes` between two
+// layers of at most 3x3 taps).
 ir::Node* next_link(const ir::Graph& g, const ir::Node* n, int64_t min_bytes, int64_t light_min_bytes) {
   const ir::Value* y = n->output(0);
   if (y->uses().size() != 1 || passes::is_graph_output(g, y)) return nullptr;
   const ir::Use& u = y->uses()[0];
-  if (u.input_index != 0 || !member(u.node)) return nullptr;
+  if (u.input_index != 0 || !(member(u.node) || pool_member(u.node))) return nullptr;
   const int64_t min = small_kernel(n) && small_kernel(u.node) ? std::min(min_bytes, light_min_bytes) : min_bytes;
   return bytes_of(y) >= min ? u.node : nullptr;
 }
@@ -74,7 +90,7 @@ int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes) {
   std::vector<std::vector<ir::Node*>> chains;
   std::unordered_set<const ir::Node*> taken;
   for (ir::Node* n : g.nodes()) {  // topological order: a chain is met at its first conv
-    if (taken.count(n) || !member(n)) continue;
+    if (taken.count(n) || !member(n)) continue;  // (a pool joins after a conv, never first)
     std::vector<ir::Node*> chain{n};
     while (ir::Node* next = next_link(g, chain.back(), min_bytes, light_min_bytes)) chain.push_back(next);
     // A global average pool of the last output joins (efficientnet's squeeze-excitation): the

@@ -5,7 +5,9 @@
 // (src/ops/kiln_fused.cpp). The CPU backend (conv_chain.cpp) computes the last conv's output a
 // band of rows at a time, each intermediate kept only as the rows its consumer still needs, so
 // the wide tensors never leave the cache; the reference kernel runs the body node by node.
-// A channels-last global average pool of the last output joins the chain as its second output
+// A channels-last max or average pool may follow a conv as a layer of the chain (squeezenet's
+// and resnet18's stem -> max pool: the 3 MB stem output stays in bands), never start one. A
+// channels-last global average pool of the last output joins the chain as its second output
 // (summed band by band), and then a single conv with a big output forms a chain as well.
 #pragma once
 #include <cstdint>

@@ -24,9 +24,9 @@
 //   ConvConcat(inputs...) -> output   channels-last FusedConvs and the Concat of their outputs
 //       along the channel axis, held in its `body` graph as for FusedElementwise; the CPU
 //       backend writes each conv's output into its slice of the result.
-//   ConvChain(inputs...) -> output, pooled?   channels-last FusedConvs each feeding only the
-//       next, held in its `body` graph (src/lower/fuse_conv_chain.cpp); the last conv's output
-//       is the node's first, and an NhwcGlobalAveragePool of it, when the body ends in one, its
+//   ConvChain(inputs...) -> output, pooled?   channels-last FusedConvs (and, after the first,
+//       NhwcMaxPool / NhwcAveragePool) each feeding only the next, held in its `body` graph
+//       (src/lower/fuse_conv_chain.cpp); the last layer's output is the node's first, and an NhwcGlobalAveragePool of it, when the body ends in one, its
 //       second. The CPU backend computes it in bands of rows, intermediates kept in the cache;
 //       `band_rows` > 0 fixes the rows per band (else sized to the cache).
 //   SiLU(x) = x * sigmoid(x)

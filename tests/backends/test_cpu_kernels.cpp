@@ -418,6 +418,64 @@ TEST(CpuKernels, ConvChainBands) {
   }
 }
 
+// Pools inside a chain (squeezenet's and resnet18's stem -> max pool): a stride-2 conv, a 3x3
+// stride-2 max pool whose last window hangs over the input (ceil_mode), a 1x1 conv, and a 2x2
+// average pool counting its padding as the last layer; band by band at 1 and 2 threads.
+TEST(CpuKernels, ConvChainPools) {
+  std::mt19937 rng(5);
+  ir::Graph g;
+  g.opsets[""] = 17;
+  g.opsets["kiln"] = 1;
+  ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {2, 29, 20, 3}));
+  auto conv = [&](ir::Value* in, int64_t oc, int64_t ic, int64_t k, int64_t stride, std::vector<int64_t> pads,
+                  const std::string& name) {
+    ir::Attributes a = conv_attrs({stride, stride}, pads, {1, 1}, 1);
+    a["channels_last"] = ir::Attribute::of_int(1);
+    a["activation"] = ir::Attribute::of_string("Relu");
+    ir::Value* y = g.add_value(name);
+    g.add_node("FusedConv", {in, g.add_constant(name + "_w", random_tensor({oc, ic, k, k}, rng)),
+                             g.add_constant(name + "_b", random_tensor({oc}, rng))},
+               {y}, a, name, "kiln");
+    return y;
+  };
+  auto pool = [&](const char* op, ir::Value* in, int64_t k, int64_t stride, std::vector<int64_t> pads,
+                  ir::Attributes a, const std::string& name) {
+    a["kernel_shape"] = ir::Attribute::of_ints({k, k});
+    a["strides"] = ir::Attribute::of_ints({stride, stride});
+    a["pads"] = ir::Attribute::of_ints(pads);
+    ir::Value* y = g.add_value(name);
+    g.add_node(op, {in}, {y}, a, name, "kiln");
+    return y;
+  };
+  ir::Value* v = conv(x, 17, 3, 3, 2, {0, 1, 0, 1}, "stem");                                       // [2, 14, 10, 17]
+  v = pool("NhwcMaxPool", v, 3, 2, {0, 0, 0, 0}, {{"ceil_mode", ir::Attribute::of_int(1)}}, "max");  // [2, 7, 5, 17]
+  v = conv(v, 9, 17, 1, 1, {0, 0, 0, 0}, "squeeze");
+  v = pool("NhwcAveragePool", v, 2, 1, {1, 0, 0, 1}, {{"count_include_pad", ir::Attribute::of_int(1)}}, "avg");
+  g.add_output(v);
+  ops::ShapeInference().run(g);
+  ASSERT_EQ(v->type.static_dims(), (std::vector<int64_t>{2, 7, 5, 9}));
+  ASSERT_EQ(lower::fuse_conv_chains(g, 0), 1);
+  ops::ShapeInference().run(g);
+  ir::Node* node = g.nodes().back();
+  ASSERT_EQ(node->op_type(), "ConvChain");
+  const Tensor in = random_tensor({2, 29, 20, 3}, rng);
+  const std::vector<const Tensor*> args{&in};
+  const Tensor expected = ops::run_reference(*node, args)[0];
+  for (int64_t band : {1, 2, 3, 0})
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE("band " + std::to_string(band) + " threads " + std::to_string(threads));
+      node->attrs["band_rows"] = ir::Attribute::of_int(band);
+      auto kernel = backends::make_cpu_backend(threads)->create(*node);
+      ASSERT_TRUE(kernel);
+      Tensor actual(DType::Float, expected.dims());
+      kernel->run(args, {&actual});
+      for (int64_t i = 0; i < actual.numel(); ++i) {
+        const float e = expected.data<float>()[i];
+        ASSERT_NEAR(actual.data<float>()[i], e, 1e-4 * std::max(1.f, std::fabs(e))) << " at " << i;
+      }
+    }
+}
+
 // Two callers of one kernel at once (sessions share kernels): each run's line buffers belong to
 // its own thread. One thread per run, so ThreadSanitizer (make tsan) sees every synchronization
 // (libgomp's team is not instrumented).

@@ -84,6 +84,26 @@ TEST(FuseConvChain, StopsWhereAValueIsReadTwiceOrSmall) {
       0, 9 * 7 * 18 * 4 + 1, 9 * 7 * 18 * 4 + 1);
 }
 
+// A max or average pool joins after a conv (squeezenet's and resnet18's stem -> max pool), in
+// the middle of a chain or at its end; a pool never starts one.
+TEST(FuseConvChain, PoolsJoinAfterAConv) {
+  auto pool_attrs = [](int64_t k, int64_t stride, int64_t pad) {
+    return ir::Attributes{{"kernel_shape", Is({k, k})}, {"strides", Is({stride, stride})}, {"pads", Is({pad, pad, pad, pad})}};
+  };
+  fuse_and_compare(
+      [&](Builder& b) {
+        ir::Value* x = b.in("x", {1, 19, 17, 3});
+        ir::Value* s = b.op("FusedConv", {x, b.rand({8, 3, 3, 3}), b.rand({8})}, conv(3, 2, 1, "Relu"), "kiln");
+        ir::Value* m = b.op("NhwcMaxPool", {s}, pool_attrs(3, 2, 1), "kiln");
+        ir::Value* q = b.op("FusedConv", {m, b.rand({4, 8, 1, 1})}, conv(1, 1, 1, "Relu"), "kiln");
+        b.out(b.op("NhwcAveragePool", {q}, pool_attrs(2, 1, 0), "kiln"));
+        // A pool of the input, then a conv: no chain starts at the pool.
+        ir::Value* p = b.op("NhwcMaxPool", {x}, pool_attrs(3, 1, 1), "kiln");
+        b.out(b.op("FusedConv", {p, b.rand({4, 3, 1, 1})}, conv(1), "kiln"));
+      },
+      1);
+}
+
 // With a lower threshold for convs of at most 3x3 taps (the 2-thread setting), small links
 // between them form and a 5x5 link still needs the full size.
 TEST(FuseConvChain, LightLinksBetweenSmallKernels) {
