@@ -30,6 +30,7 @@ class CpuBackend : public Backend {
   // the one that made the session would otherwise get one thread per core.
   void enter_run() const override { omp_set_num_threads(std::max(1, threads_)); }
   std::unique_ptr<Kernel> create(const ir::Node& node) const override {
+    cpu::DisabledKernels scope(&disabled_kernels());
     for (const auto& f : cpu::kernel_factories())
       if (f.domain == node.domain() && f.op == node.op_type() && !disabled(f))
         if (auto k = f.make(node, threads_)) return k;
@@ -39,7 +40,10 @@ class CpuBackend : public Backend {
     std::vector<KernelCandidate> c;
     for (const auto& f : cpu::kernel_factories())
       if (f.domain == node.domain() && f.op == node.op_type() && !disabled(f))
-        c.push_back({name_of(f), [&f, &node, t = threads_] { return f.make(node, t); }});
+        c.push_back({name_of(f), [this, &f, &node] {
+                       cpu::DisabledKernels scope(&disabled_kernels());
+                       return f.make(node, threads_);
+                     }});
     return c;
   }
   std::vector<std::string> kernel_names() const override {

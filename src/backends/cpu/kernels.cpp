@@ -1,11 +1,14 @@
 #include "backends/cpu/kernels.h"
 
+#include <algorithm>
+
 namespace kiln::backends::cpu {
 
 void add_onednn_conv_kernels(std::vector<KernelFactory>& table);
 void add_conv_chain_kernels(std::vector<KernelFactory>& table);
 void add_depthwise_kernels(std::vector<KernelFactory>& table);
 void add_pointwise_conv_kernels(std::vector<KernelFactory>& table);
+void add_kiln_winograd_kernels(std::vector<KernelFactory>& table);
 void add_onednn_pool_kernels(std::vector<KernelFactory>& table);
 void add_nhwc_global_pool_kernels(std::vector<KernelFactory>& table);
 void add_nhwc_pool_kernels(std::vector<KernelFactory>& table);
@@ -26,6 +29,19 @@ void add_skip_layernorm_kernels(std::vector<KernelFactory>& table);
 void add_fused_reduce_kernels(std::vector<KernelFactory>& table);
 void add_channel_shuffle_kernels(std::vector<KernelFactory>& table);
 
+namespace {
+thread_local const std::vector<std::string>* disabled_names = nullptr;
+}  // namespace
+
+bool kernel_enabled(const std::string& name) {
+  return !disabled_names || std::find(disabled_names->begin(), disabled_names->end(), name) == disabled_names->end();
+}
+
+DisabledKernels::DisabledKernels(const std::vector<std::string>* names) : previous_(disabled_names) {
+  disabled_names = names;
+}
+DisabledKernels::~DisabledKernels() { disabled_names = previous_; }
+
 // Kernels register here as they are written (see docs/architecture.md, "Backends").
 const std::vector<KernelFactory>& kernel_factories() {
   static const std::vector<KernelFactory> table = [] {
@@ -33,6 +49,7 @@ const std::vector<KernelFactory>& kernel_factories() {
     add_gemv_kernels(t);  // before oneDNN: the rule takes the first that accepts
     add_depthwise_kernels(t);  // before oneDNN: 2-3x faster on depthwise convs
     add_pointwise_conv_kernels(t);  // before oneDNN: few pixels, weights from L3
+    add_kiln_winograd_kernels(t);
     add_onednn_conv_kernels(t);
     add_conv_chain_kernels(t);
     add_nhwc_global_pool_kernels(t);  // before oneDNN: splits pixels, not channels

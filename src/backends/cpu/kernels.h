@@ -21,4 +21,19 @@ struct KernelFactory {
 
 const std::vector<KernelFactory>& kernel_factories();
 
+// Whether a kernel implementation may be used (not in SessionOptions::disabled_kernels), for
+// composite kernels choosing their members' implementations (kiln.ConvConcat): the cpu backend
+// holds a DisabledKernels scope around each factory call.
+bool kernel_enabled(const std::string& name);
+class DisabledKernels {
+ public:
+  explicit DisabledKernels(const std::vector<std::string>* names);
+  ~DisabledKernels();
+  DisabledKernels(const DisabledKernels&) = delete;
+  DisabledKernels& operator=(const DisabledKernels&) = delete;
+
+ private:
+  const std::vector<std::string>* previous_;
+};
+
 }  // namespace kiln::backends::cpu

@@ -24,6 +24,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/pointwise_conv.h"
 
 namespace kiln::backends::cpu {
 
@@ -31,8 +32,6 @@ namespace {
 
 const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 
-// Up to this many pixels: beyond, the weights are reused enough that oneDNN's blocking wins.
-constexpr int64_t kMaxPixels = 256;
 
 constexpr int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
@@ -42,7 +41,8 @@ struct Aligned {
 
 struct Epilogue {
   const float* bias;  // [N rounded up to 16], zero when the node has none
-  const float* z;     // residual [M][N] or nullptr
+  const float* z;     // residual [M][N] (rows N apart) or nullptr
+  int64_t N;
   ops::Activation act;
 };
 
@@ -70,7 +70,8 @@ constexpr int64_t kDepth = 128;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// y[R rows][NV * 16 outputs from n0] (+)= x[R rows][k0, k0 + kc) * w[k0, k0 + kc), w being the
+// y[R rows][NV * 16 outputs from n0] (+)= x[R rows][k0, k0 + kc) * w[k0, k0 + kc) (y's rows `N`
+// floats apart: a channel slice of a wider tensor in a kiln.ConvConcat), w being the
 // block's weights [K][NV * 16]. The first range of k starts from the bias, the others from the
 // partial sums in y; the last applies the residual and the activation. One function per shape
 // (noinline) keeps the k loop's registers to itself.
@@ -115,11 +116,11 @@ __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x
   }
   if (k0 + kc >= K) {
     if (e.z) {
-      const float* z = e.z + m * N + n0;
+      const float* z = e.z + m * e.N + n0;
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_add_ps(acc[r][v], load_out<NV>(z + r * N + 16 * v, v, tail));
+        for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_add_ps(acc[r][v], load_out<NV>(z + r * e.N + 16 * v, v, tail));
     }
     if (e.act.kind != ops::Activation::None) {
       const __m512 lo = activation_lo(e.act), hi = activation_hi(e.act);
@@ -174,9 +175,10 @@ class PointwiseConvKernel : public Kernel {
  public:
   // Weights `w` are ONNX's [N, K, 1, 1]; they are packed in blocks of up to 64 outputs, each
   // [K][width], one after the other.
+  // `ldy` >= N: floats between output pixels (a channel slice of a wider tensor).
   PointwiseConvKernel(int64_t images, int64_t pixels, int64_t K, int64_t N, const float* w, const float* bias,
-                      ops::Activation act, int threads)
-      : images_(images), M_(pixels), K_(K), N_(N), act_(act), threads_(std::max(1, threads)),
+                      ops::Activation act, int threads, int64_t ldy)
+      : images_(images), M_(pixels), K_(K), N_(N), ldy_(ldy), act_(act), threads_(std::max(1, threads)),
         packed_(static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(K * round16(N)) * sizeof(float)))),
         bias_(static_cast<size_t>(round16(N)), 0.f) {
     if (!packed_) throw Error("pointwise conv: out of memory packing the weights");
@@ -206,11 +208,12 @@ class PointwiseConvKernel : public Kernel {
         const int64_t r0 = rows * p / team, r1 = rows * (p + 1) / team;
         for (int64_t r = r0; r < r1;) {
           const int64_t img = r / M_, m0 = r % M_, m1 = std::min(M_, m0 + (r1 - r));
-          const Epilogue e{bias_.data(), z ? z + img * M_ * N_ : nullptr, act_};
+          const Epilogue e{bias_.data(), z ? z + img * M_ * N_ : nullptr, N_, act_};
           const float* xi = x + img * M_ * K_;
-          float* yi = y + img * M_ * N_;
+          float* yi = y + img * M_ * ldy_;
           for (const Block& b : blocks_) block(xi, m0, m1, b, yi, e);
-          if (!activation_in_registers(act_)) apply_activation(act_, yi + m0 * N_, (m1 - m0) * N_);
+          if (!activation_in_registers(act_))
+            for (int64_t m = m0; m < m1; ++m) apply_activation(act_, yi + m * ldy_, N_);
           r += m1 - m0;
         }
       }
@@ -221,14 +224,14 @@ class PointwiseConvKernel : public Kernel {
   void block(const float* x, int64_t m0, int64_t m1, const Block& b, float* y, const Epilogue& e) const {
     const float* w = packed_.get() + b.offset;
     switch (b.nv) {
-      case 4: return column_block<4>(x, m0, m1, K_, w, y, N_, e, b.n0, b.tail);
-      case 3: return column_block<3>(x, m0, m1, K_, w, y, N_, e, b.n0, b.tail);
-      case 2: return column_block<2>(x, m0, m1, K_, w, y, N_, e, b.n0, b.tail);
-      default: return column_block<1>(x, m0, m1, K_, w, y, N_, e, b.n0, b.tail);
+      case 4: return column_block<4>(x, m0, m1, K_, w, y, ldy_, e, b.n0, b.tail);
+      case 3: return column_block<3>(x, m0, m1, K_, w, y, ldy_, e, b.n0, b.tail);
+      case 2: return column_block<2>(x, m0, m1, K_, w, y, ldy_, e, b.n0, b.tail);
+      default: return column_block<1>(x, m0, m1, K_, w, y, ldy_, e, b.n0, b.tail);
     }
   }
 
-  int64_t images_, M_, K_, N_;
+  int64_t images_, M_, K_, N_, ldy_;
   ops::Activation act_;
   int threads_;
   std::unique_ptr<float, Aligned> packed_;
@@ -236,7 +239,10 @@ class PointwiseConvKernel : public Kernel {
   std::vector<Block> blocks_;
 };
 
-std::unique_ptr<Kernel> make_pointwise(const ir::Node& node, int threads) {
+}  // namespace
+
+std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, int64_t out_channels_total,
+                                            int64_t max_pixels) {
   if (!kHasAvx512 || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
   if (!node.attr_int("channels_last", 0) || node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0) ||
       node.attr_int("z_blocked", 0))
@@ -260,18 +266,19 @@ std::unique_ptr<Kernel> make_pointwise(const ir::Node& node, int threads) {
   if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || wd[2] != 1 || wd[3] != 1) return nullptr;
   const int64_t K = xd[3], N = wd[0], pixels = xd[1] * xd[2];
   if (wd[1] != K || yd != std::vector<int64_t>{xd[0], xd[1], xd[2], N}) return nullptr;
-  if (K < 1 || N < 1 || pixels < 1 || pixels > kMaxPixels) return nullptr;
+  if (K < 1 || N < 1 || pixels < 1 || pixels > max_pixels || (out_channels_total > 0 && out_channels_total < N))
+    return nullptr;
   if (b && b->type.static_dims() != std::vector<int64_t>{N}) return nullptr;
   const std::optional<ops::Activation> act = epilogue_of(node);
   if (!act) return nullptr;
   return std::make_unique<PointwiseConvKernel>(xd[0], pixels, K, N, w->constant().data<float>(),
-                                               b ? b->constant().data<float>() : nullptr, *act, threads);
+                                               b ? b->constant().data<float>() : nullptr, *act, threads,
+                                               out_channels_total > 0 ? out_channels_total : N);
 }
 
-}  // namespace
-
 void add_pointwise_conv_kernels(std::vector<KernelFactory>& table) {
-  table.push_back({"kiln", "FusedConv", make_pointwise, "kiln_pointwise"});
+  table.push_back({"kiln", "FusedConv", [](const ir::Node& n, int t) { return make_kiln_pointwise(n, t, 0, kMaxPixels); },
+                   "kiln_pointwise"});
 }
 
 }  // namespace kiln::backends::cpu

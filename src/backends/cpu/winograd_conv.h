@@ -1,0 +1,46 @@
+// kiln's Winograd F(2x2, 3x3) convolution on channels-last activations (winograd_conv.cpp):
+// 3x3 stride-1 dense convs, written for few input channels (squeezenet1_1's expand convs).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backends/backend.h"
+#include "ops/fused_activation.h"
+
+namespace kiln::backends::cpu {
+
+struct WinogradShape {
+  int64_t H = 0, W = 0, C = 0, OH = 0, OW = 0, OC = 0, KH = 3, KW = 3, PT = 0, PL = 0;
+};
+
+class WinogradConv {
+ public:
+  // weights: [OC, C, 3, 3] as in ONNX; bias: OC floats or nullptr. Needs AVX-512.
+  WinogradConv(const WinogradShape& s, const float* weights, const float* bias, ops::Activation act, int threads);
+
+  // One image: x is [H, W, C]; output pixel (oy, ox) goes to y + (oy * OW + ox) * ldc, its OC
+  // channels contiguous (ldc >= OC: a channel slice of a wider tensor).
+  void run(const float* x, float* y, int64_t ldc) const;
+
+  const WinogradShape& shape() const { return s_; }
+
+ private:
+  size_t scratch_floats() const;
+  // Output tile rows [ty0, ty1) (2 output rows each), with the thread's scratch v and m.
+  void block(const float* x, float* y, int64_t ldc, int64_t ty0, int64_t ty1, float* v, float* m) const;
+
+  WinogradShape s_;
+  ops::Activation act_;
+  int threads_;
+  int64_t C16_ = 0, OC16_ = 0, block_rows_ = 1;
+  std::vector<float> u_;     // transformed weights [16][OC16 / 64][C16][64] (last block narrower)
+  std::vector<float> bias_;  // [OC16]
+};
+
+// The kernel for a channels-last 3x3 stride-1 FusedConv (group 1, no residual or channel
+// scale), or nullptr; `out_channels_total` > 0 makes its output a channel slice of a tensor
+// with that many channels.
+std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, int64_t out_channels_total = 0);
+
+}  // namespace kiln::backends::cpu
