@@ -32,8 +32,6 @@ const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 
 constexpr int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
-// Tiles per block at least: the GEMMs' row count.
-constexpr int64_t kMinBlockTiles = 24;
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -53,7 +51,7 @@ __attribute__((target("avx512f"), always_inline)) inline void gemm_tile_inline(c
   for (int64_t k = 0; k < K; ++k) {
     __m512 b[NV];
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) b[j] = _mm512_loadu_ps(u + k * W + 16 * j);
+    for (int j = 0; j < NV; ++j) b[j] = _mm512_load_ps(u + k * W + 16 * j);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m512 a = _mm512_set1_ps(v[r * K + k]);
@@ -132,41 +130,51 @@ std::array<float, 16> weight_transform(const float* g) {
 }  // namespace
 
 WinogradConv::WinogradConv(const WinogradShape& s, const float* weights, const float* bias, ops::Activation act,
-                           int threads)
+                           int threads, int64_t min_block_tiles)
     : s_(s), act_(act), threads_(std::max(1, threads)) {
   if (s.KH != 3 || s.KW != 3) throw Error("winograd conv: 3x3 kernels only");
   C16_ = round16(s.C);
   OC16_ = round16(s.OC);
   const int64_t TW = (s.OW + 1) / 2;
-  block_rows_ = std::max<int64_t>(1, (kMinBlockTiles + TW - 1) / TW);
+  // Blocks of consecutive tiles (row-major), as many as fit `min_block_tiles` each and a multiple
+  // of the threads, so every thread gets the same number of tiles.
+  const int64_t tiles = TW * ((s.OH + 1) / 2);
+  blocks_ = std::max<int64_t>(1, tiles / std::max<int64_t>(1, min_block_tiles));
+  blocks_ = (blocks_ + threads_ - 1) / threads_ * threads_;
+  blocks_ = std::min(blocks_, tiles);
+  max_block_tiles_ = (tiles + blocks_ - 1) / blocks_;
   // u[pos][block of 64 outputs][C16][width]: each block as the GEMM reads it.
-  u_.assign(static_cast<size_t>(16 * C16_ * OC16_), 0.f);
+  const size_t floats = static_cast<size_t>(16 * C16_ * OC16_);
+  u_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, floats * sizeof(float))), Free());
+  if (!u_) throw Error("winograd conv: out of memory transforming the weights");
+  std::fill(u_.get(), u_.get() + floats, 0.f);
   for (int64_t oc = 0; oc < s.OC; ++oc)
     for (int64_t c = 0; c < s.C; ++c) {
       const std::array<float, 16> t = weight_transform(weights + (oc * s.C + c) * 9);
       const int64_t n0 = oc / 64 * 64, width = std::min<int64_t>(64, OC16_ - n0);
-      for (int p = 0; p < 16; ++p) u_[p * C16_ * OC16_ + n0 * C16_ + c * width + (oc - n0)] = t[p];
+      for (int p = 0; p < 16; ++p) u_.get()[p * C16_ * OC16_ + n0 * C16_ + c * width + (oc - n0)] = t[p];
     }
   bias_.assign(static_cast<size_t>(OC16_), 0.f);
   if (bias) std::copy(bias, bias + s.OC, bias_.begin());
 }
 
+void WinogradConv::Free::operator()(float* p) const { std::free(p); }
+
 size_t WinogradConv::scratch_floats() const {
-  const int64_t T = block_rows_ * ((s_.OW + 1) / 2);
-  return static_cast<size_t>(16 * T * (C16_ + OC16_));
+  return static_cast<size_t>(16 * max_block_tiles_ * (C16_ + OC16_));
 }
 
 // GCC 12 warns of the undefined pass-through operand inside its own _mm512_min_ps/_mm512_max_ps.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-__attribute__((target("avx512f"))) void WinogradConv::block(const float* x, float* y, int64_t ldc, int64_t ty0,
-                                                            int64_t ty1, float* v, float* m) const {
+__attribute__((target("avx512f"))) void WinogradConv::block(const float* x, float* y, int64_t ldc, int64_t t0,
+                                                            int64_t t1, float* v, float* m) const {
   const WinogradShape& s = s_;
-  const int64_t TW = (s.OW + 1) / 2, T = (ty1 - ty0) * TW;
+  const int64_t TW = (s.OW + 1) / 2, T = t1 - t0;
   // Input transform: v[pos][t][C16].
-  for (int64_t ty = ty0; ty < ty1; ++ty)
-    for (int64_t tx = 0; tx < TW; ++tx) {
-      const int64_t t = (ty - ty0) * TW + tx, iy0 = 2 * ty - s.PT, ix0 = 2 * tx - s.PL;
+  for (int64_t tile = t0; tile < t1; ++tile) {
+      const int64_t ty = tile / TW, tx = tile % TW;
+      const int64_t t = tile - t0, iy0 = 2 * ty - s.PT, ix0 = 2 * tx - s.PL;
       for (int64_t c0 = 0; c0 < C16_; c0 += 16) {
         const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, s.C - c0)) - 1);
         __m512 d[4][4];
@@ -188,7 +196,7 @@ __attribute__((target("avx512f"))) void WinogradConv::block(const float* x, floa
     for (int64_t n0 = 0; n0 < OC16_; n0 += 64) {
       const int64_t nv = std::min<int64_t>(4, (OC16_ - n0) / 16);
       const float* vp = v + p * T * C16_;
-      const float* up = u_.data() + p * C16_ * OC16_ + n0 * C16_;
+      const float* up = u_.get() + p * C16_ * OC16_ + n0 * C16_;
       float* mp = m + p * T * OC16_ + n0;
       switch (nv) {
         case 4: gemm_block<4>(vp, T, C16_, up, mp, OC16_); break;
@@ -200,9 +208,8 @@ __attribute__((target("avx512f"))) void WinogradConv::block(const float* x, floa
   // Output transform A^T m A, A^T = [[1, 1, 1, 0], [0, 1, -1, -1]], then bias and activation.
   const bool in_registers = activation_in_registers(act_);
   const __m512 lo = activation_lo(act_), hi = activation_hi(act_);
-  for (int64_t ty = ty0; ty < ty1; ++ty)
-    for (int64_t tx = 0; tx < TW; ++tx) {
-      const int64_t t = (ty - ty0) * TW + tx, oy = 2 * ty, ox = 2 * tx;
+  for (int64_t tile = t0; tile < t1; ++tile) {
+      const int64_t t = tile - t0, oy = 2 * (tile / TW), ox = 2 * (tile % TW);
       for (int64_t n0 = 0; n0 < OC16_; n0 += 16) {
         const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, s.OC - n0)) - 1);
         __m512 q[4][2];  // A^T applied to the columns: rows i of m -> 2 rows
@@ -226,19 +233,19 @@ __attribute__((target("avx512f"))) void WinogradConv::block(const float* x, floa
       }
     }
   if (!in_registers)
-    for (int64_t oy = 2 * ty0; oy < std::min(2 * ty1, s.OH); ++oy)
-      for (int64_t ox = 0; ox < s.OW; ++ox) apply_activation(act_, y + (oy * s.OW + ox) * ldc, s.OC);
+    for (int64_t tile = t0; tile < t1; ++tile)
+      for (int64_t oy = 2 * (tile / TW); oy < std::min(2 * (tile / TW) + 2, s.OH); ++oy)
+        for (int64_t ox = 2 * (tile % TW); ox < std::min(2 * (tile % TW) + 2, s.OW); ++ox)
+          apply_activation(act_, y + (oy * s.OW + ox) * ldc, s.OC);
 }
 #pragma GCC diagnostic pop
 
 void WinogradConv::run(const float* x, float* y, int64_t ldc) const {
-  const int64_t TH = (s_.OH + 1) / 2;
-  const int64_t blocks = (TH + block_rows_ - 1) / block_rows_;
-  parallel_for(blocks, threads_, [&](int64_t b0, int64_t b1) {
+  const int64_t tiles = ((s_.OW + 1) / 2) * ((s_.OH + 1) / 2);
+  parallel_for(blocks_, threads_, [&](int64_t b0, int64_t b1) {
     float* v = static_cast<float*>(dnnl_util::scratch(scratch_floats() * sizeof(float)));
-    const int64_t T = block_rows_ * ((s_.OW + 1) / 2);
-    float* m = v + 16 * T * C16_;
-    for (int64_t b = b0; b < b1; ++b) block(x, y, ldc, b * block_rows_, std::min(TH, (b + 1) * block_rows_), v, m);
+    float* m = v + 16 * max_block_tiles_ * C16_;
+    for (int64_t b = b0; b < b1; ++b) block(x, y, ldc, tiles * b / blocks_, tiles * (b + 1) / blocks_, v, m);
   });
 }
 

@@ -14,10 +14,14 @@ struct WinogradShape {
   int64_t H = 0, W = 0, C = 0, OH = 0, OW = 0, OC = 0, KH = 3, KW = 3, PT = 0, PL = 0;
 };
 
+// Output tiles per block at least (the GEMMs' rows).
+constexpr int64_t kWinogradBlockTiles = 24;
+
 class WinogradConv {
  public:
   // weights: [OC, C, 3, 3] as in ONNX; bias: OC floats or nullptr. Needs AVX-512.
-  WinogradConv(const WinogradShape& s, const float* weights, const float* bias, ops::Activation act, int threads);
+  WinogradConv(const WinogradShape& s, const float* weights, const float* bias, ops::Activation act, int threads,
+               int64_t min_block_tiles = kWinogradBlockTiles);
 
   // One image: x is [H, W, C]; output pixel (oy, ox) goes to y + (oy * OW + ox) * ldc, its OC
   // channels contiguous (ldc >= OC: a channel slice of a wider tensor).
@@ -27,14 +31,18 @@ class WinogradConv {
 
  private:
   size_t scratch_floats() const;
-  // Output tile rows [ty0, ty1) (2 output rows each), with the thread's scratch v and m.
-  void block(const float* x, float* y, int64_t ldc, int64_t ty0, int64_t ty1, float* v, float* m) const;
+  // Output tiles [t0, t1) (2x2 pixels each, row-major over the image), with the thread's
+  // scratch v and m.
+  void block(const float* x, float* y, int64_t ldc, int64_t t0, int64_t t1, float* v, float* m) const;
 
   WinogradShape s_;
   ops::Activation act_;
   int threads_;
-  int64_t C16_ = 0, OC16_ = 0, block_rows_ = 1;
-  std::vector<float> u_;     // transformed weights [16][OC16 / 64][C16][64] (last block narrower)
+  int64_t C16_ = 0, OC16_ = 0, blocks_ = 1, max_block_tiles_ = 1;
+  struct Free {
+    void operator()(float* p) const;
+  };
+  std::shared_ptr<float> u_;  // transformed weights [16][OC16 / 64][C16][64] (last block narrower), 64-byte aligned
   std::vector<float> bias_;  // [OC16]
 };
 
