@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <kiln/tensor.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -29,6 +30,8 @@ struct Case {
   bool concurrent = false;
   // Also run with output 0 written over input 0 (elementwise ops the planner runs in place).
   bool in_place = false;
+  // Optional inputs left out (the node gets no value there, the kernel a null tensor).
+  std::vector<size_t> unset_inputs = {};
 };
 
 inline Tensor random_tensor(const std::vector<int64_t>& dims, std::mt19937& rng) {
@@ -47,12 +50,14 @@ inline bool check(const Case& c, bool expect_kernel = true) {
   g.opsets["com.microsoft"] = 1;
   std::vector<ir::Value*> ins;
   std::vector<Tensor> data;
+  auto unset = [&](size_t i) { return std::find(c.unset_inputs.begin(), c.unset_inputs.end(), i) != c.unset_inputs.end(); };
   for (size_t i = 0; i < c.in_dims.size(); ++i) {
     data.push_back(random_tensor(c.in_dims[i], rng));
     if (c.fill) c.fill(i, data.back());
     const std::string name = "in" + std::to_string(i);
-    ins.push_back(c.constant[i] ? g.add_constant(name, data.back())
-                                : g.add_input(name, ir::TensorType::from_dims(DType::Float, c.in_dims[i])));
+    ins.push_back(unset(i) ? nullptr
+                  : c.constant[i] ? g.add_constant(name, data.back())
+                                  : g.add_input(name, ir::TensorType::from_dims(DType::Float, c.in_dims[i])));
   }
   std::vector<ir::Value*> outs;
   for (size_t i = 0; i < c.out_dims.size(); ++i)
@@ -60,7 +65,7 @@ inline bool check(const Case& c, bool expect_kernel = true) {
   ir::Node* n = g.add_node(c.op, ins, outs, c.attrs, "n", c.domain);
   for (ir::Value* o : outs) g.add_output(o);
   std::vector<const Tensor*> ptrs;
-  for (auto& t : data) ptrs.push_back(&t);
+  for (size_t i = 0; i < data.size(); ++i) ptrs.push_back(unset(i) ? nullptr : &data[i]);
   const std::vector<Tensor> expected = ops::run_reference(*n, ptrs);
   auto backend = backends::make_cpu_backend(c.threads);
   auto kernel = backend->create(*n);
