@@ -1,6 +1,6 @@
-// kiln's Winograd F(2x2, 3x3) conv (winograd_conv.cpp) against the reference kernel: input
-// channels off and on the 16-lane vectors, outputs off the 64-wide blocks, odd and even images
-// (partial 2x2 tiles), no, symmetric and asymmetric padding, each kind of activation, two images,
+// kiln's Winograd conv (winograd_conv.cpp), F(2x2, 3x3) and F(4x4, 3x3), against the reference
+// kernel: input channels off and on the 16-lane vectors, outputs off the 64-wide blocks, odd and
+// even images (partial tiles), no, symmetric and asymmetric padding, each kind of activation, two images,
 // one and two threads; and the forms it leaves to oneDNN.
 #include "kernel_check.h"
 
@@ -39,8 +39,10 @@ TEST(WinogradConv, MatchesTheReference) {
     int64_t h, w, c, oc;
     std::vector<int64_t> pads;
   };
-  const Shape shapes[] = {{7, 9, 16, 64, {1, 1, 1, 1}},  {6, 5, 3, 5, {1, 1, 1, 1}},  {13, 13, 20, 70, {1, 1, 1, 1}},
-                          {5, 8, 33, 16, {0, 0, 0, 0}},  {4, 4, 1, 17, {1, 0, 0, 1}},  {3, 3, 48, 130, {1, 1, 1, 1}}};
+  // Images under 20 pixels a side take 2x2 output tiles, the others 4x4 (partial at the edges).
+  const Shape shapes[] = {{7, 9, 16, 64, {1, 1, 1, 1}},   {6, 5, 3, 5, {1, 1, 1, 1}},   {13, 13, 20, 70, {1, 1, 1, 1}},
+                          {5, 8, 33, 16, {0, 0, 0, 0}},   {4, 4, 1, 17, {1, 0, 0, 1}},   {3, 3, 48, 130, {1, 1, 1, 1}},
+                          {21, 23, 16, 64, {1, 1, 1, 1}}, {24, 22, 19, 33, {0, 1, 1, 0}}, {20, 20, 64, 16, {1, 1, 1, 1}}};
   for (const Shape& s : shapes)
     for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid"})
       for (int threads : {1, 2}) {

@@ -16,12 +16,16 @@ struct WinogradShape {
 
 // Output tiles per block at least (the GEMMs' rows).
 constexpr int64_t kWinogradBlockTiles = 24;
+// The output tile's side: F(4x4, 3x3) does 36 products per 16 outputs where F(2x2, 3x3) does
+// 16 per 4 (make_kiln_winograd picks per image size).
+constexpr int kWinogradTile = 4;
 
 class WinogradConv {
  public:
   // weights: [OC, C, 3, 3] as in ONNX; bias: OC floats or nullptr. Needs AVX-512.
+  // `tile`: the output tile's side, 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3)).
   WinogradConv(const WinogradShape& s, const float* weights, const float* bias, ops::Activation act, int threads,
-               int64_t min_block_tiles = kWinogradBlockTiles);
+               int tile = kWinogradTile, int64_t min_block_tiles = kWinogradBlockTiles);
 
   // One image: x is [H, W, C]; output pixel (oy, ox) goes to y + (oy * OW + ox) * ldc, its OC
   // channels contiguous (ldc >= OC: a channel slice of a wider tensor).
@@ -31,18 +35,20 @@ class WinogradConv {
 
  private:
   size_t scratch_floats() const;
-  // Output tiles [t0, t1) (2x2 pixels each, row-major over the image), with the thread's
+  // Output tiles [t0, t1) (N x N pixels each, row-major over the image), with the thread's
   // scratch v and m.
+  template <int N>
   void block(const float* x, float* y, int64_t ldc, int64_t t0, int64_t t1, float* v, float* m) const;
 
   WinogradShape s_;
   ops::Activation act_;
   int threads_;
-  int64_t C16_ = 0, OC16_ = 0, blocks_ = 1, max_block_tiles_ = 1;
+  int n_ = 4, positions_ = 36;
+  int64_t C16_ = 0, OC16_ = 0, tiles_w_ = 1, tiles_ = 1, blocks_ = 1, max_block_tiles_ = 1;
   struct Free {
     void operator()(float* p) const;
   };
-  std::shared_ptr<float> u_;  // transformed weights [16][OC16 / 64][C16][64] (last block narrower), 64-byte aligned
+  std::shared_ptr<float> u_;  // transformed weights [positions][OC16 / 64][C16][64] (last block narrower), aligned
   std::vector<float> bias_;  // [OC16]
 };
 
