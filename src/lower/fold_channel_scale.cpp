@@ -43,7 +43,7 @@ bool split(const ir::Node* m, ir::Value*& x, ir::Value*& s) {
 
 }  // namespace
 
-int fold_channel_scales(ir::Graph& g) {
+int fold_channel_scales(ir::Graph& g, int64_t free_pixels) {
   // Found first, rewritten after: a rewrite removes the conv, which the scan would meet later.
   struct Fold {
     ir::Node *mul, *conv;
@@ -56,9 +56,12 @@ int fold_channel_scales(ir::Graph& g) {
     ir::Node* c = scaled_conv(g, m);
     if (!c) continue;
     // Worth it where the activation has at least twice the weights' elements: scaling a weight
-    // (read from a cold buffer, gathering its scale) costs about twice a Mul's element.
+    // (read from a cold buffer, gathering its scale) costs about twice a Mul's element. A 1x1
+    // conv of few pixels scales its weights as it loads them, so there it is always worth it.
     const auto xd = x->type.static_dims(), wd = c->input(1)->type.static_dims();
-    if (xd[1] * xd[2] * xd[3] < 2 * wd[0] * wd[1] * wd[2] * wd[3]) continue;
+    const bool free = wd[2] == 1 && wd[3] == 1 && xd[1] * xd[2] <= free_pixels &&
+                      c->attr_ints("strides", {1, 1}) == std::vector<int64_t>{1, 1};
+    if (!free && xd[1] * xd[2] * xd[3] < 2 * wd[0] * wd[1] * wd[2] * wd[3]) continue;
     folds.push_back({m, c, x, s});
   }
   for (const Fold& f : folds) {

@@ -4,13 +4,22 @@
 // S on W's input channels, so the Mul (a pass over the whole activation, read and written) is
 // replaced by scaling the conv's weights inside the run: FusedConv's fifth input S (src/ops/
 // kiln_fused.cpp). Done where the activation has at least twice the weights' elements (the
-// early blocks; efficientnet_b0: 8 of 16); the deep ones (7x7 images, wide weights) keep the Mul.
+// early blocks; efficientnet_b0: 8 of 16), and for 1x1 convs of at most `free_pixels` pixels,
+// whose kernel multiplies each weight vector by its scale as it loads it (the cpu backend's
+// kiln_pointwise_scaled, up to backends::cpu::kMaxPixels): the deep blocks (14x14 and 7x7
+// images, wide weights) then drop their Mul as well.
 #pragma once
+#include <cstdint>
+
 #include "ir/graph.h"
 
 namespace kiln::lower {
 
+// 1x1 convs of at most this many pixels take a scale at no cost (the cpu backend's
+// kMaxPixels, checked equal in tests/lower/test_fold_channel_scale.cpp).
+constexpr int64_t kScaleFreePixels = 256;
+
 // Rewrites a channels-last graph with static types; returns how many Muls were folded.
-int fold_channel_scales(ir::Graph& g);
+int fold_channel_scales(ir::Graph& g, int64_t free_pixels = kScaleFreePixels);
 
 }  // namespace kiln::lower

@@ -3,6 +3,7 @@
 #include "lower/fold_channel_scale.h"
 
 #include "../passes/pass_test_util.h"
+#include "backends/cpu/pointwise_conv.h"
 
 namespace kiln::passes::testing {
 namespace {
@@ -13,10 +14,10 @@ ir::Attributes conv(int64_t k = 1, int64_t group = 1) {
   return a;
 }
 
-void fold_and_compare(const std::function<void(Builder&)>& build, int expect) {
+void fold_and_compare(const std::function<void(Builder&)>& build, int expect, int64_t free_pixels = 0) {
   Builder ref;
   build(ref);
-  auto g = check_lowering(build, lower::fold_channel_scales, expect);
+  auto g = check_lowering(build, [&](ir::Graph& graph) { return lower::fold_channel_scales(graph, free_pixels); }, expect);
   EXPECT_EQ(count(*g, "Mul"), count(*ref.g, "Mul") - expect);
 }
 
@@ -57,6 +58,22 @@ TEST(FoldChannelScale, LeavesWhatDoesNotFit) {
         b.out(b.op("FusedConv", {b.op("Mul", {x, s}), b.rand({24, 8, 1, 1})}, conv(), "kiln"));
       },
       0);
+}
+
+// 1x1 convs of few pixels take the scale whatever their weights (the cpu backend's
+// kiln_pointwise_scaled multiplies each weight vector as it loads it); a 3x3 conv, or a 1x1 conv
+// of more pixels, still needs the activation to outweigh its weights.
+TEST(FoldChannelScale, FreeForFewPixels) {
+  EXPECT_EQ(lower::kScaleFreePixels, backends::cpu::kMaxPixels);
+  auto build = [](Builder& b) {
+    ir::Value* x = b.in("x", {1, 5, 4, 8});
+    ir::Value* s = b.in("s", {1, 1, 1, 8});
+    ir::Value* s2 = b.in("s2", {1, 1, 1, 8});
+    b.out(b.op("Relu", {b.op("FusedConv", {b.op("Mul", {x, s}), b.rand({24, 8, 1, 1})}, conv(), "kiln")}));
+    b.out(b.op("Relu", {b.op("FusedConv", {b.op("Mul", {x, s2}), b.rand({24, 8, 3, 3})}, conv(3), "kiln")}));
+  };
+  fold_and_compare(build, 1, 20);
+  fold_and_compare(build, 0, 19);
 }
 
 }  // namespace
