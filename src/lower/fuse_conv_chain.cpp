@@ -66,11 +66,11 @@ bool small_kernel(const ir::Node* c) {
 // The conv or pool after `n` in a chain: the only reader of n's output, reading it as its X,
 // when that output is big enough to be worth keeping in bands (`light_min_bytes` between two
 // layers of at most 3x3 taps).
-ir::Node* next_link(const ir::Graph& g, const ir::Node* n, int64_t min_bytes, int64_t light_min_bytes) {
+ir::Node* next_link(const ir::Graph& g, const ir::Node* n, int64_t min_bytes, int64_t light_min_bytes, bool pools) {
   const ir::Value* y = n->output(0);
   if (y->uses().size() != 1 || passes::is_graph_output(g, y)) return nullptr;
   const ir::Use& u = y->uses()[0];
-  if (u.input_index != 0 || !(member(u.node) || pool_member(u.node))) return nullptr;
+  if (u.input_index != 0 || !(member(u.node) || (pools && pool_member(u.node)))) return nullptr;
   const int64_t min = small_kernel(n) && small_kernel(u.node) ? std::min(min_bytes, light_min_bytes) : min_bytes;
   return bytes_of(y) >= min ? u.node : nullptr;
 }
@@ -86,13 +86,13 @@ ir::Node* pool_of(const ir::Value* y) {
 
 }  // namespace
 
-int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes) {
+int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, bool pools) {
   std::vector<std::vector<ir::Node*>> chains;
   std::unordered_set<const ir::Node*> taken;
   for (ir::Node* n : g.nodes()) {  // topological order: a chain is met at its first conv
     if (taken.count(n) || !member(n)) continue;  // (a pool joins after a conv, never first)
     std::vector<ir::Node*> chain{n};
-    while (ir::Node* next = next_link(g, chain.back(), min_bytes, light_min_bytes)) chain.push_back(next);
+    while (ir::Node* next = next_link(g, chain.back(), min_bytes, light_min_bytes, pools)) chain.push_back(next);
     // A global average pool of the last output joins (efficientnet's squeeze-excitation): the
     // kernel sums each band while it is in cache instead of reading the tensor again. Then one
     // conv with a big output is a chain too.
