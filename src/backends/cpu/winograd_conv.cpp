@@ -88,10 +88,13 @@ constexpr auto kGemms = gemms_of<NV>(std::make_integer_sequence<int, kRows<NV>>{
 template <int NV>
 __attribute__((target("avx512f"))) void gemm_block(const float* v, int64_t T, int64_t K, const float* u, float* m,
                                                    int64_t ldm) {
-  constexpr int R = kRows<NV>;
-  int64_t t = 0;
-  for (; t + R <= T; t += R) gemm_tile_inline<R, NV>(v + t * K, K, u, m + t * ldm, ldm);
-  if (t < T) kGemms<NV>[T - t - 1](v + t * K, K, u, m + t * ldm, ldm);
+  // Tiles of equal height, as in pointwise_conv.cpp: no one-row tile at the end.
+  const int64_t tiles = (T + kRows<NV> - 1) / kRows<NV>;
+  for (int64_t i = 0; i < tiles; ++i) {
+    const int64_t t = T * i / tiles, rows = T * (i + 1) / tiles - t;
+    if (rows == kRows<NV>) gemm_tile_inline<kRows<NV>, NV>(v + t * K, K, u, m + t * ldm, ldm);
+    else kGemms<NV>[rows - 1](v + t * K, K, u, m + t * ldm, ldm);
+  }
 }
 
 // The 1-D transforms of F(N, 3) (N = 2: points 0, +-1; N = 4: 0, +-1, +-2, both with the
