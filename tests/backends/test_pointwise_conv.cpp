@@ -19,19 +19,7 @@ ir::Attributes pointwise_attrs(const std::string& act) {
 
 // The name of the kernel the cpu backend picks for a 1x1 FusedConv of these shapes.
 std::string chosen(std::vector<int64_t> x, int64_t n, ir::Attributes a = pointwise_attrs(""), int64_t group = 1) {
-  ir::Graph g;
-  g.opsets[""] = 17;
-  g.opsets["kiln"] = 1;
-  ir::Value* xv = g.add_input("x", ir::TensorType::from_dims(DType::Float, x));
-  ir::Value* w = g.add_constant("w", Tensor(DType::Float, {n, x[3] / group, 1, 1}));
-  ir::Value* y = g.add_value("y");
-  ir::Node* node = g.add_node("FusedConv", {xv, w}, {y}, a, "n", "kiln");
-  g.add_output(y);
-  ops::ShapeInference().run(g);
-  auto backend = backends::make_cpu_backend(1);
-  for (const auto& c : backend->candidates(*node))
-    if (c.make()) return c.name;
-  return "";
+  return kernel_check::first_fused_conv_kernel(x, {n, x[3] / group, 1, 1}, a);
 }
 
 TEST(PointwiseConv, IsChosenForFewPixels) {

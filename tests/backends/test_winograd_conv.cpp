@@ -17,20 +17,8 @@ ir::Attributes winograd_attrs(std::vector<int64_t> pads, const std::string& act)
   return a;
 }
 
-// The implementation the cpu backend picks first for a channels-last FusedConv.
 std::string chosen(std::vector<int64_t> x, std::vector<int64_t> w, ir::Attributes a) {
-  ir::Graph g;
-  g.opsets[""] = 17;
-  g.opsets["kiln"] = 1;
-  ir::Value* xv = g.add_input("x", ir::TensorType::from_dims(DType::Float, x));
-  ir::Value* y = g.add_value("y");
-  ir::Node* node = g.add_node("FusedConv", {xv, g.add_constant("w", Tensor(DType::Float, w))}, {y}, a, "n", "kiln");
-  g.add_output(y);
-  ops::ShapeInference().run(g);
-  auto backend = backends::make_cpu_backend(1);
-  for (const auto& c : backend->candidates(*node))
-    if (c.make()) return c.name;
-  return "";
+  return kernel_check::first_fused_conv_kernel(x, w, a);
 }
 
 TEST(WinogradConv, MatchesTheReference) {
