@@ -61,6 +61,7 @@ TEST(PointwiseConv, MatchesTheReference) {
           }
           c.threads = threads;
           c.tol = 2e-4f;  // sums of up to 300 products in another order
+          c.concurrent = s.k == 300 && residual && threads == 2;  // two callers of one kernel at once
           check(c);
         }
 }
