@@ -122,7 +122,7 @@ int register_all() {
     ir::Attributes a = {{"channels_last", ir::Attribute::of_int(1)}};
     if (*act) a["activation"] = ir::Attribute::of_string(act);
     add(std::string("Expand1x1_16to96_112_") + (*act ? act : "none"),
-        {"FusedConv", "kiln", {{1, 112, 112, 16}, {96, 16, 1, 1}, {96}}, {false, true, true}, a}, 7);
+        {"FusedConv", "kiln", {{1, 112, 112, 16}, {96, 16, 1, 1}, {96}}, {false, true, true}, a}, 8);
   }
   // efficientnet_b0's first depthwise conv (3x3, 32 channels on 112x112), and mobilenet_v2's
   // on 14x14x576: each candidate (kiln's depthwise kernel, then oneDNN's).
@@ -132,38 +132,38 @@ int register_all() {
                         {"pads", ir::Attribute::of_ints({1, 1, 1, 1})}};
     if (*act) a["activation"] = ir::Attribute::of_string(act);
     add(std::string("Depthwise3x3_32x112_") + (*act ? act : "none"),
-        {"FusedConv", "kiln", {{1, 112, 112, 32}, {32, 1, 3, 3}, {32}}, {false, true, true}, a}, 7);
+        {"FusedConv", "kiln", {{1, 112, 112, 32}, {32, 1, 3, 3}, {32}}, {false, true, true}, a}, 8);
   }
   const ir::Attributes dw576 = {{"channels_last", ir::Attribute::of_int(1)},
                                 {"group", ir::Attribute::of_int(576)},
                                 {"pads", ir::Attribute::of_ints({1, 1, 1, 1})},
                                 {"activation", ir::Attribute::of_string("Clip")},
                                 {"activation_params", ir::Attribute::of_floats({0.f, 6.f})}};
-  add("Depthwise3x3_576x14_Clip", {"FusedConv", "kiln", {{1, 14, 14, 576}, {576, 1, 3, 3}, {576}}, {false, true, true}, dw576}, 7);
+  add("Depthwise3x3_576x14_Clip", {"FusedConv", "kiln", {{1, 14, 14, 576}, {576, 1, 3, 3}, {576}}, {false, true, true}, dw576}, 8);
   // resnet18's 3x3 convs (channels-last, bias, Relu): each candidate (brgconv NHWC, NCHW/any,
   // Winograd).
   const ir::Attributes r18 = {{"channels_last", ir::Attribute::of_int(1)},
                               {"pads", ir::Attribute::of_ints({1, 1, 1, 1})},
                               {"activation", ir::Attribute::of_string("Relu")}};
-  add("Conv3x3_64x56", {"FusedConv", "kiln", {{1, 56, 56, 64}, {64, 64, 3, 3}, {64}}, {false, true, true}, r18}, 7);
-  add("Conv3x3_128x28", {"FusedConv", "kiln", {{1, 28, 28, 128}, {128, 128, 3, 3}, {128}}, {false, true, true}, r18}, 7);
-  add("Conv3x3_256x14", {"FusedConv", "kiln", {{1, 14, 14, 256}, {256, 256, 3, 3}, {256}}, {false, true, true}, r18}, 7);
-  add("Conv3x3_512x7", {"FusedConv", "kiln", {{1, 7, 7, 512}, {512, 512, 3, 3}, {512}}, {false, true, true}, r18}, 7);
+  add("Conv3x3_64x56", {"FusedConv", "kiln", {{1, 56, 56, 64}, {64, 64, 3, 3}, {64}}, {false, true, true}, r18}, 8);
+  add("Conv3x3_128x28", {"FusedConv", "kiln", {{1, 28, 28, 128}, {128, 128, 3, 3}, {128}}, {false, true, true}, r18}, 8);
+  add("Conv3x3_256x14", {"FusedConv", "kiln", {{1, 14, 14, 256}, {256, 256, 3, 3}, {256}}, {false, true, true}, r18}, 8);
+  add("Conv3x3_512x7", {"FusedConv", "kiln", {{1, 7, 7, 512}, {512, 512, 3, 3}, {512}}, {false, true, true}, r18}, 8);
   // resnet18's stride-2 convs: the stem (7x7, 3 -> 64) and each stage's first 3x3.
   ir::Attributes stem = r18;
   stem["pads"] = ir::Attribute::of_ints({3, 3, 3, 3});
   stem["strides"] = ir::Attribute::of_ints({2, 2});
-  add("Stem7x7s2_3to64_224", {"FusedConv", "kiln", {{1, 224, 224, 3}, {64, 3, 7, 7}, {64}}, {false, true, true}, stem}, 7);
+  add("Stem7x7s2_3to64_224", {"FusedConv", "kiln", {{1, 224, 224, 3}, {64, 3, 7, 7}, {64}}, {false, true, true}, stem}, 8);
   ir::Attributes s2 = r18;
   s2["strides"] = ir::Attribute::of_ints({2, 2});
-  add("Conv3x3s2_64to128_56", {"FusedConv", "kiln", {{1, 56, 56, 64}, {128, 64, 3, 3}, {128}}, {false, true, true}, s2}, 7);
-  add("Conv3x3s2_128to256_28", {"FusedConv", "kiln", {{1, 28, 28, 128}, {256, 128, 3, 3}, {256}}, {false, true, true}, s2}, 7);
-  add("Conv3x3s2_256to512_14", {"FusedConv", "kiln", {{1, 14, 14, 256}, {512, 256, 3, 3}, {512}}, {false, true, true}, s2}, 7);
+  add("Conv3x3s2_64to128_56", {"FusedConv", "kiln", {{1, 56, 56, 64}, {128, 64, 3, 3}, {128}}, {false, true, true}, s2}, 8);
+  add("Conv3x3s2_128to256_28", {"FusedConv", "kiln", {{1, 28, 28, 128}, {256, 128, 3, 3}, {256}}, {false, true, true}, s2}, 8);
+  add("Conv3x3s2_256to512_14", {"FusedConv", "kiln", {{1, 14, 14, 256}, {512, 256, 3, 3}, {512}}, {false, true, true}, s2}, 8);
   // squeezenet1_1's expand3x3 convs.
-  add("Expand3x3_16x55", {"FusedConv", "kiln", {{1, 55, 55, 16}, {64, 16, 3, 3}, {64}}, {false, true, true}, r18}, 7);
-  add("Expand3x3_32x27", {"FusedConv", "kiln", {{1, 27, 27, 32}, {128, 32, 3, 3}, {128}}, {false, true, true}, r18}, 7);
-  add("Expand3x3_48x13", {"FusedConv", "kiln", {{1, 13, 13, 48}, {192, 48, 3, 3}, {192}}, {false, true, true}, r18}, 7);
-  add("Expand3x3_64x13", {"FusedConv", "kiln", {{1, 13, 13, 64}, {256, 64, 3, 3}, {256}}, {false, true, true}, r18}, 7);
+  add("Expand3x3_16x55", {"FusedConv", "kiln", {{1, 55, 55, 16}, {64, 16, 3, 3}, {64}}, {false, true, true}, r18}, 8);
+  add("Expand3x3_32x27", {"FusedConv", "kiln", {{1, 27, 27, 32}, {128, 32, 3, 3}, {128}}, {false, true, true}, r18}, 8);
+  add("Expand3x3_48x13", {"FusedConv", "kiln", {{1, 13, 13, 48}, {192, 48, 3, 3}, {192}}, {false, true, true}, r18}, 8);
+  add("Expand3x3_64x13", {"FusedConv", "kiln", {{1, 13, 13, 64}, {256, 64, 3, 3}, {256}}, {false, true, true}, r18}, 8);
   // squeezenet1_1's first MaxPool (3x3 stride 2, ceil_mode) and resnet18's (3x3 stride 2, pad 1),
   // channels-last: kiln, then oneDNN.
   add("MaxPool3x3s2_64x111", {"NhwcMaxPool", "kiln", {{1, 111, 111, 64}}, {false},
@@ -178,18 +178,18 @@ int register_all() {
   const ir::Attributes relu = {{"channels_last", ir::Attribute::of_int(1)},
                                {"activation", ir::Attribute::of_string("Relu")}};
   const ir::Attributes cl = {{"channels_last", ir::Attribute::of_int(1)}};
-  add("Classifier1x1_512x13", {"FusedConv", "kiln", {{1, 13, 13, 512}, {1000, 512, 1, 1}, {1000}}, {false, true, true}, relu}, 7);
+  add("Classifier1x1_512x13", {"FusedConv", "kiln", {{1, 13, 13, 512}, {1000, 512, 1, 1}, {1000}}, {false, true, true}, relu}, 8);
   add("MatMul_169x512x1000", {"MatMul", "", {{169, 512}, {512, 1000}}, {false, true}}, 1);
   // efficientnet_b0's 1x1 convs, early (many pixels, few channels) and late (few pixels, wide
   // channels).
-  add("Pointwise_14x14_112to672", {"FusedConv", "kiln", {{1, 14, 14, 112}, {672, 112, 1, 1}, {672}}, {false, true, true}, relu}, 7);
-  add("Pointwise_7x7_1152to192", {"FusedConv", "kiln", {{1, 7, 7, 1152}, {192, 1152, 1, 1}, {192}}, {false, true, true}, cl}, 7);
-  add("Pointwise_7x7_320to1280", {"FusedConv", "kiln", {{1, 7, 7, 320}, {1280, 320, 1, 1}, {1280}}, {false, true, true}, relu}, 7);
+  add("Pointwise_14x14_112to672", {"FusedConv", "kiln", {{1, 14, 14, 112}, {672, 112, 1, 1}, {672}}, {false, true, true}, relu}, 8);
+  add("Pointwise_7x7_1152to192", {"FusedConv", "kiln", {{1, 7, 7, 1152}, {192, 1152, 1, 1}, {192}}, {false, true, true}, cl}, 8);
+  add("Pointwise_7x7_320to1280", {"FusedConv", "kiln", {{1, 7, 7, 320}, {1280, 320, 1, 1}, {1280}}, {false, true, true}, relu}, 8);
   // mobilenet_v2's late 1x1 convs: projections (wide K, few outputs) and expansions.
-  add("Pointwise_14x14_576to96", {"FusedConv", "kiln", {{1, 14, 14, 576}, {96, 576, 1, 1}, {96}}, {false, true, true}, cl}, 7);
-  add("Pointwise_7x7_960to160", {"FusedConv", "kiln", {{1, 7, 7, 960}, {160, 960, 1, 1}, {160}}, {false, true, true}, cl}, 7);
-  add("Pointwise_7x7_160to960", {"FusedConv", "kiln", {{1, 7, 7, 160}, {960, 160, 1, 1}, {960}}, {false, true, true}, relu}, 7);
-  add("Pointwise_56x56_24to144", {"FusedConv", "kiln", {{1, 56, 56, 24}, {144, 24, 1, 1}, {144}}, {false, true, true}, relu}, 7);
+  add("Pointwise_14x14_576to96", {"FusedConv", "kiln", {{1, 14, 14, 576}, {96, 576, 1, 1}, {96}}, {false, true, true}, cl}, 8);
+  add("Pointwise_7x7_960to160", {"FusedConv", "kiln", {{1, 7, 7, 960}, {160, 960, 1, 1}, {160}}, {false, true, true}, cl}, 8);
+  add("Pointwise_7x7_160to960", {"FusedConv", "kiln", {{1, 7, 7, 160}, {960, 160, 1, 1}, {960}}, {false, true, true}, relu}, 8);
+  add("Pointwise_56x56_24to144", {"FusedConv", "kiln", {{1, 56, 56, 24}, {144, 24, 1, 1}, {144}}, {false, true, true}, relu}, 8);
   // The classifier of mobilenet_v2 / efficientnet_b0: gemv, then oneDNN.
   add("Classifier_1280x1000",
       {"Gemm", "", {{1, 1280}, {1000, 1280}, {1000}}, {false, true, true},
