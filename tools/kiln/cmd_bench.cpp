@@ -1,8 +1,8 @@
 // kiln bench MODEL.onnx: session-creation time, then latency over repeated runs on random
 // inputs (median/min/max), and the arena size. --json prints exactly one JSON object.
 // --pair-disable NAME also builds a second session without that lowering rewrite (or kernel
-// implementation) and times the two in alternating runs: on a machine whose speed drifts, the median of the per-pair ratios
-// says what the rewrite is worth far more steadily than two separate benchmarks.
+// implementation) and times the two in alternating runs: on a machine whose speed drifts, the
+// median of the per-pair ratios says what it is worth far more steadily than two benchmarks.
 #include <kiln/session.h>
 #include <sys/resource.h>
 

@@ -32,14 +32,15 @@ class CpuBackend : public Backend {
   std::unique_ptr<Kernel> create(const ir::Node& node) const override {
     cpu::DisabledKernels scope(&disabled_kernels());
     for (const auto& f : cpu::kernel_factories())
-      if (f.domain == node.domain() && f.op == node.op_type() && !disabled(f))
+      if (f.domain == node.domain() && f.op == node.op_type() && cpu::kernel_enabled(name_of(f)))
         if (auto k = f.make(node, threads_)) return k;
     return nullptr;
   }
   std::vector<KernelCandidate> candidates(const ir::Node& node) const override {
+    cpu::DisabledKernels scope(&disabled_kernels());
     std::vector<KernelCandidate> c;
     for (const auto& f : cpu::kernel_factories())
-      if (f.domain == node.domain() && f.op == node.op_type() && !disabled(f))
+      if (f.domain == node.domain() && f.op == node.op_type() && cpu::kernel_enabled(name_of(f)))
         c.push_back({name_of(f), [this, &f, &node] {
                        cpu::DisabledKernels scope(&disabled_kernels());
                        return f.make(node, threads_);
@@ -55,10 +56,6 @@ class CpuBackend : public Backend {
 
  private:
   static std::string name_of(const cpu::KernelFactory& f) { return f.name.empty() ? "kiln" : f.name; }
-  bool disabled(const cpu::KernelFactory& f) const {
-    const auto& d = disabled_kernels();
-    return !d.empty() && std::find(d.begin(), d.end(), name_of(f)) != d.end();
-  }
 
   int threads_;
 };

@@ -67,15 +67,14 @@ KILN_SIMD void fold_plain(const PoolWindow& g, const float* const* taps, int n, 
 }
 
 // One output row: y[ow, :] over every ow, from the input rows at x (row r at
-// x + (r - x_row0) * W * C).
-void pool_row(const PoolWindow& g, const float* x, int64_t x_row0, int64_t oh, float* y) {
+// x + (r - x_row0) * W * C); `taps` holds kh * kw pointers.
+void pool_row(const PoolWindow& g, const float* x, int64_t x_row0, int64_t oh, float* y, const float** taps) {
   const int64_t C = g.C;
   const int64_t h0 = oh * g.sh - g.pt;
   int64_t khl = 0, khh = g.kh;  // the taps inside the input along H
   while (khl < khh && h0 + khl * g.dh < 0) ++khl;
   while (khh > khl && h0 + (khh - 1) * g.dh >= g.H) --khh;
   const int64_t padded_h = std::min(g.kh, (g.H + g.pb - h0 + g.dh - 1) / g.dh);
-  std::vector<const float*> taps(static_cast<size_t>(g.kh * g.kw));
   for (int64_t ow = 0; ow < g.OW; ++ow) {
     float* o = y + ow * C;
     const int64_t w0 = ow * g.sw - g.pl;
@@ -94,16 +93,17 @@ void pool_row(const PoolWindow& g, const float* x, int64_t x_row0, int64_t oh, f
       const int64_t padded_w = std::min(g.kw, (g.W + g.pr - w0 + g.dw - 1) / g.dw);
       scale = 1.f / static_cast<float>(g.count_include_pad ? padded_h * padded_w : n);
     }
-    if (!kHasAvx512) fold_plain(g, taps.data(), n, scale, o);
-    else if (g.is_max) fold_avx512<true>(taps.data(), n, C, scale, o);
-    else fold_avx512<false>(taps.data(), n, C, scale, o);
+    if (!kHasAvx512) fold_plain(g, taps, n, scale, o);
+    else if (g.is_max) fold_avx512<true>(taps, n, C, scale, o);
+    else fold_avx512<false>(taps, n, C, scale, o);
   }
 }
 
 }  // namespace
 
 void pool_rows(const PoolWindow& g, const float* x, int64_t x_row0, float* y, int64_t oh0, int64_t oh1) {
-  for (int64_t oh = oh0; oh < oh1; ++oh) pool_row(g, x, x_row0, oh, y + (oh - oh0) * g.OW * g.C);
+  std::vector<const float*> taps(static_cast<size_t>(g.kh * g.kw));
+  for (int64_t oh = oh0; oh < oh1; ++oh) pool_row(g, x, x_row0, oh, y + (oh - oh0) * g.OW * g.C, taps.data());
 }
 
 std::optional<PoolWindow> nhwc_pool_window(const ir::Node& node) {
@@ -152,9 +152,10 @@ class NhwcPoolKernel : public Kernel {
     const int64_t rows = n_ * g_.OH;
     const int team = rows * g_.OW * g_.C >= kParallelMinElements ? threads_ : 1;
     parallel_for(rows, team, [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        const int64_t img = r / g_.OH, oh = r % g_.OH;
-        pool_row(g_, x + img * g_.H * g_.W * g_.C, 0, oh, y + r * g_.OW * g_.C);
+      for (int64_t r = b; r < e;) {  // a run of rows of one image at a time
+        const int64_t img = r / g_.OH, oh0 = r % g_.OH, oh1 = std::min(g_.OH, oh0 + (e - r));
+        pool_rows(g_, x + img * g_.H * g_.W * g_.C, 0, y + r * g_.OW * g_.C, oh0, oh1);
+        r += oh1 - oh0;
       }
     });
   }

@@ -9,10 +9,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <limits>
 #include <cstring>
 #include <functional>
 #include <future>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -23,8 +23,8 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/pointwise_conv.h"
-#include "backends/cpu/winograd_conv.h"
 #include "backends/cpu/simd.h"
+#include "backends/cpu/winograd_conv.h"
 
 namespace kiln::backends::cpu {
 

@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "backends/cpu/activation_apply.h"
+#include "backends/cpu/aligned_floats.h"
 #include "backends/cpu/avx512_activation.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
@@ -34,12 +35,6 @@ namespace {
 
 const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 
-
-constexpr int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
-
-struct Aligned {
-  void operator()(float* p) const { std::free(p); }
-};
 
 struct Epilogue {
   const float* bias;  // [N rounded up to 16], zero when the node has none
@@ -188,9 +183,8 @@ class PointwiseConvKernel : public Kernel {
   PointwiseConvKernel(int64_t images, int64_t pixels, int64_t K, int64_t N, const float* w, const float* bias,
                       ops::Activation act, int threads, int64_t ldy)
       : images_(images), M_(pixels), K_(K), N_(N), ldy_(ldy), act_(act), threads_(std::max(1, threads)),
-        packed_(static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(K * round16(N)) * sizeof(float)))),
+        packed_(aligned_floats(static_cast<size_t>(K * round16(N)))),
         bias_(static_cast<size_t>(round16(N)), 0.f) {
-    if (!packed_) throw Error("pointwise conv: out of memory packing the weights");
     for (int64_t n0 = 0; n0 < N; n0 += 64) {
       const int64_t valid = std::min<int64_t>(64, N - n0), width = round16(valid), last = valid - (width - 16);
       const Block b{n0, width / 16, n0 * K, static_cast<__mmask16>((1u << last) - 1)};
@@ -245,7 +239,7 @@ class PointwiseConvKernel : public Kernel {
   int64_t images_, M_, K_, N_, ldy_;
   ops::Activation act_;
   int threads_;
-  std::unique_ptr<float, Aligned> packed_;
+  AlignedFloats packed_;
   std::vector<float> bias_;
   std::vector<Block> blocks_;
 };

@@ -30,8 +30,6 @@ namespace {
 
 const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 
-constexpr int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
-
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -185,9 +183,7 @@ WinogradConv::WinogradConv(const WinogradShape& s, const float* weights, const f
   max_block_tiles_ = (tiles_ + blocks_ - 1) / blocks_;
   // u[pos][block of 64 outputs][C16][width]: each block as the GEMM reads it.
   const size_t floats = static_cast<size_t>(positions_ * C16_ * OC16_);
-  u_ = std::shared_ptr<float>(static_cast<float*>(std::aligned_alloc(64, floats * sizeof(float))), Free());
-  if (!u_) throw Error("winograd conv: out of memory transforming the weights");
-  std::fill(u_.get(), u_.get() + floats, 0.f);
+  u_ = aligned_floats(floats);
   for (int64_t oc = 0; oc < s.OC; ++oc)
     for (int64_t c = 0; c < s.C; ++c) {
       const std::vector<float> t = weight_transform(weights + (oc * s.C + c) * 9, n_);
@@ -197,8 +193,6 @@ WinogradConv::WinogradConv(const WinogradShape& s, const float* weights, const f
   bias_.assign(static_cast<size_t>(OC16_), 0.f);
   if (bias) std::copy(bias, bias + s.OC, bias_.begin());
 }
-
-void WinogradConv::Free::operator()(float* p) const { std::free(p); }
 
 size_t WinogradConv::scratch_floats() const {
   return static_cast<size_t>(positions_ * max_block_tiles_ * (C16_ + OC16_));

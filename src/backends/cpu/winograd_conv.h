@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cpu/aligned_floats.h"
 #include "ops/fused_activation.h"
 
 namespace kiln::backends::cpu {
@@ -45,10 +46,7 @@ class WinogradConv {
   int threads_;
   int n_ = 4, positions_ = 36;
   int64_t C16_ = 0, OC16_ = 0, tiles_w_ = 1, tiles_ = 1, blocks_ = 1, max_block_tiles_ = 1;
-  struct Free {
-    void operator()(float* p) const;
-  };
-  std::shared_ptr<float> u_;  // transformed weights [positions][OC16 / 64][C16][64] (last block narrower), aligned
+  AlignedFloats u_;  // transformed weights [positions][OC16 / 64][C16][64] (last block narrower), aligned
   std::vector<float> bias_;  // [OC16]
 };
 
