@@ -272,7 +272,8 @@ TEST(CpuKernels, ConvConcatWritesSlices) {
 }
 
 // kiln's channels-last depthwise conv (depthwise_conv.cpp) against the reference: channels a
-// multiple of 16 and not (masked blocks), 3x3 at strides 1 and 2 with asymmetric pads, a 2x2
+// multiple of 16 and not (masked blocks), 3x3 at strides 1 and 2 with asymmetric pads (groups of
+// eight pixels inside the row and at its edges, and shorter tails), a 2x2
 // and a 1x3 kernel (the generic path), images narrower than a block of pixels and wider, with
 // the activations it applies in registers and one it applies after, at 1 and 2 threads.
 TEST(CpuKernels, DepthwiseConv) {
@@ -281,8 +282,8 @@ TEST(CpuKernels, DepthwiseConv) {
     std::vector<int64_t> pads;
   };
   const Shape shapes[] = {{32, 9, 23, 3, 3, 1, {1, 1, 1, 1}}, {19, 11, 6, 3, 3, 2, {1, 0, 0, 1}},
-                          {48, 5, 3, 3, 3, 1, {0, 1, 2, 1}},  {21, 8, 17, 2, 2, 2, {0, 0, 1, 1}},
-                          {16, 7, 13, 1, 3, 1, {0, 1, 0, 1}}};
+                          {48, 5, 3, 3, 3, 1, {0, 1, 2, 1}},  {24, 6, 40, 3, 3, 2, {1, 1, 1, 1}},
+                          {21, 8, 17, 2, 2, 2, {0, 0, 1, 1}}, {16, 7, 13, 1, 3, 1, {0, 1, 0, 1}}};
   for (const Shape& sh : shapes)
     for (const char* act : {"", "Relu", "Clip", "SiLU", "HardSwish"})
       for (int threads : {1, 2}) {
@@ -422,6 +423,61 @@ TEST(CpuKernels, ConvChainBands) {
                              std::to_string(threads));
       }
   }
+}
+
+// A chain's 1x1 layers on kiln's pointwise kernel and on oneDNN's primitives: more than 128
+// input channels (partial sums kept in the window between ranges), 150 outputs (three blocks,
+// the last masked) and a 1x1 project adding a residual, band by band at 1 and 2 threads.
+TEST(CpuKernels, ConvChainWidePointwise) {
+  std::mt19937 rng(5);
+  ir::Graph g;
+  g.opsets[""] = 17;
+  g.opsets["kiln"] = 1;
+  ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {1, 9, 11, 140}));
+  ir::Value* r = g.add_input("r", ir::TensorType::from_dims(DType::Float, {1, 9, 11, 20}));
+  auto conv = [&](ir::Value* in, const std::string& name, int64_t oc, int64_t c_per_group, int64_t k, const char* act,
+                  ir::Value* z) {
+    ir::Attributes a = conv_attrs({1, 1}, {k / 2, k / 2, k / 2, k / 2}, {1, 1}, c_per_group == 1 ? oc : 1);
+    a["channels_last"] = ir::Attribute::of_int(1);
+    if (*act) a["activation"] = ir::Attribute::of_string(act);
+    if (std::string(act) == "Clip") a["activation_params"] = ir::Attribute::of_floats({0.f, 6.f});
+    std::vector<ir::Value*> ins{in, g.add_constant(name + "_w", random_tensor({oc, c_per_group, k, k}, rng)),
+                                g.add_constant(name + "_b", random_tensor({oc}, rng))};
+    if (z) ins.push_back(z);
+    ir::Value* y = g.add_value(name);
+    g.add_node("FusedConv", ins, {y}, a, name, "kiln");
+    return y;
+  };
+  ir::Value* v = conv(x, "expand", 150, 140, 1, "Clip", nullptr);
+  v = conv(v, "dw", 150, 1, 3, "Relu", nullptr);
+  v = conv(v, "project", 20, 150, 1, "", r);
+  g.add_output(v);
+  ops::ShapeInference().run(g);
+  ASSERT_EQ(lower::fuse_conv_chains(g, 0), 1);
+  ops::ShapeInference().run(g);
+  ir::Node* node = g.nodes().back();
+  ASSERT_EQ(node->op_type(), "ConvChain");
+  const Tensor in = random_tensor({1, 9, 11, 140}, rng), res = random_tensor({1, 9, 11, 20}, rng);
+  const std::vector<const Tensor*> args =
+      node->input(0)->name() == "x" ? std::vector<const Tensor*>{&in, &res} : std::vector<const Tensor*>{&res, &in};
+  const std::vector<Tensor> expected = ops::run_reference(*node, args);
+  for (bool kiln_pointwise : {true, false})
+    for (int64_t band : {1, 3, 0})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(std::string(kiln_pointwise ? "kiln_pointwise" : "onednn") + " band " + std::to_string(band) +
+                     " threads " + std::to_string(threads));
+        node->attrs["band_rows"] = ir::Attribute::of_int(band);
+        auto backend = backends::make_cpu_backend(threads);
+        if (!kiln_pointwise) backend->set_disabled_kernels({"kiln_pointwise"});
+        auto kernel = backend->create(*node);
+        ASSERT_TRUE(kernel);
+        Tensor actual(DType::Float, expected[0].dims());
+        kernel->run(args, {&actual});
+        for (int64_t i = 0; i < actual.numel(); ++i) {
+          const float e = expected[0].data<float>()[i];
+          ASSERT_NEAR(actual.data<float>()[i], e, 1e-4 * std::max(1.f, std::fabs(e))) << "at " << i;
+        }
+      }
 }
 
 // Pools inside a chain (squeezenet's and resnet18's stem -> max pool): a stride-2 conv, a 3x3

@@ -1,17 +1,20 @@
-// kiln.ConvChain (src/lower/fuse_conv_chain.cpp) on oneDNN: the last conv's output is computed
-// a band of rows at a time, and each intermediate tensor exists only as a window of the rows its
-// consumer still needs (a line buffer). When a band moves on, the rows the next band shares with
-// it move to the window's front and only the new rows are computed, so nothing is computed
-// twice; the windows stay in the L2 cache where the whole tensors (mobilenet_v2's 112x112x96:
-// 4.8 MB) would go to L3 and back. Each conv runs as a oneDNN primitive on a band (variants by
-// rows and edge padding, built at creation), with kiln's late activations applied to each band
-// while it is in cache, or, for 3x3 depthwise layers and pools, on kiln's depthwise or pooling
-// kernel reading the window in place (squeezenet1_1's stem -> max pool: 1.013x at 1 thread,
-// paired; the 3 MB stem output no longer goes to L3 and back). With more threads, each thread runs the whole chain on its own share
-// of the output rows (recomputing the few rows where two shares meet), its windows in its own
-// buffer and oneDNN's primitives running single-threaded inside the team. A pooled chain sums
-// each band of its output into per-thread channel sums right after writing it, for the global
-// average pool that joined the chain (efficientnet_b0: 0.978x the time at 1 thread, paired).
+// kiln.ConvChain (src/lower/fuse_conv_chain.cpp): the last conv's output is computed a band of
+// rows at a time, and each intermediate tensor exists only as a window of the rows its consumer
+// still needs (a line buffer). When a band moves on, the rows the next band shares with it move
+// to the window's front and only the new rows are computed, so nothing is computed twice; the
+// windows stay in the L2 cache where the whole tensors (mobilenet_v2's 112x112x96: 4.8 MB) would
+// go to L3 and back. 1x1 layers run on kiln's pointwise kernel, 3x3 depthwise layers and pools on
+// kiln's depthwise and pooling kernels, each reading the window in place (squeezenet1_1's stem ->
+// max pool: 1.013x at 1 thread, paired; the 3 MB stem output no longer goes to L3 and back). The
+// other convs (stems) run as oneDNN primitives on a band (variants by rows and edge padding,
+// built at creation), kiln's late activations applied to each band while it is in cache. The
+// 1x1 layers were oneDNN primitives too; kiln's kernel measured as fast there (mobilenet_v2's
+// chains within 1%) and needs no primitive per band shape. With more threads, each thread runs
+// the whole chain on its own share of the output rows (recomputing the few rows where two
+// shares meet), its windows in its own buffer and oneDNN's primitives running single-threaded
+// inside the team. A pooled chain sums each band of its output into per-thread channel sums
+// right after writing it, for the global average pool that joined the chain (efficientnet_b0:
+// 0.978x the time at 1 thread, paired).
 #include <omp.h>
 
 #include <algorithm>
@@ -30,6 +33,7 @@
 #include "backends/cpu/nhwc_pool.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/pointwise_conv.h"
 
 namespace kiln::backends::cpu {
 
@@ -55,6 +59,8 @@ struct Layer {
   memory bias;
   // A 3x3 depthwise layer runs on kiln's kernel (depthwise_conv.h) instead of a primitive.
   std::shared_ptr<const DepthwiseConv> dw;
+  // A 1x1 layer runs on kiln's pointwise kernel (pointwise_conv.h) on the window's rows.
+  std::shared_ptr<const PointwiseRows> pw;
   // A max or average pool layer (nhwc_pool.h): KH, SH, PT and PB are its window's.
   std::optional<PoolWindow> pool;
   int64_t row_floats() const { return OW * OC; }  // of its output
@@ -172,7 +178,7 @@ class ConvChainKernel : public Kernel {
       st.src_offset = l == 0 ? in_lo : in_lo - have_lo[l];
       st.dst_offset = l == n - 1 ? a : a - have_lo[l + 1];
       st.src_row0 = l == 0 ? 0 : have_lo[l];
-      if (!L.dw && !L.pool) st.v = variant(l, in_hi - in_lo, in_lo - lo, hi - in_hi, b - a);
+      if (!L.dw && !L.pool && !L.pw) st.v = variant(l, in_hi - in_lo, in_lo - lo, hi - in_hi, b - a);
       s.steps.push_back(st);
     };
     for (int64_t o0 = r0; o0 < r1; o0 += band_) {
@@ -262,10 +268,15 @@ class ConvChainKernel : public Kernel {
       const float* src = (st.layer == 0 ? x : window(st.layer)) + st.src_offset * L.W * L.C;
       float* dst = (st.layer == n - 1 ? y : window(st.layer + 1)) + st.dst_offset * L.row_floats();
       const int64_t count = st.rows * L.row_floats();
-      if (L.z_input >= 0) {
-        const float* z = static_cast<const float*>(inputs[L.z_input]->raw()) + (img * L.OH + st.row) * L.row_floats();
-        if (z != dst) std::memcpy(dst, z, count * sizeof(float));
+      const float* z = L.z_input < 0 ? nullptr
+                                     : static_cast<const float*>(inputs[L.z_input]->raw()) +
+                                           (img * L.OH + st.row) * L.row_floats();
+      if (L.pw) {
+        L.pw->rows(src, 0, st.rows * L.OW, dst, z, nullptr);
+        if (pool && st.layer == n - 1) sum_pixels(dst, st.rows * L.OW, L.OC, pool);
+        continue;
       }
+      if (z && z != dst) std::memcpy(dst, z, count * sizeof(float));  // oneDNN's sum post-op adds it
       if (L.dw) {  // reads the window's rows where they are, zero padding outside the image
         L.dw->rows(st.layer == 0 ? x : window(st.layer), st.src_row0, dst, st.row, st.row + st.rows);
       } else if (L.pool) {
@@ -383,6 +394,12 @@ std::vector<Layer> read_layers(const ir::Node& node) {
     if (std::unique_ptr<DepthwiseShape> ds = depthwise_shape(*c); ds && ds->KH * ds->KW <= 9) {
       L.dw = std::make_shared<DepthwiseConv>(*ds, w->constant().data<float>(), b ? b->constant().data<float>() : nullptr,
                                              ops::activation_of(*c));
+    } else if (L.KH == 1 && L.KW == 1 && L.SH == 1 && L.SW == 1 && L.G == 1 && !(L.PT | L.PL | L.PB | L.PR) &&
+               pointwise_supported() && kernel_enabled("kiln_pointwise")) {
+      const std::optional<ops::Activation> act = epilogue_of(*c);
+      if (!act) return {};
+      L.pw = std::make_shared<PointwiseRows>(L.C, L.OC, w->constant().data<float>(),
+                                             b ? b->constant().data<float>() : nullptr, *act, L.OC);
     } else if (dnnl_util::late_activation(*c)) {
       L.late = ops::activation_of(*c);
     } else if (!dnnl_util::append_activation(*c, po)) {

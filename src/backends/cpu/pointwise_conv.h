@@ -2,16 +2,52 @@
 // weights streaming from L3; inside kiln.ConvConcat also for squeezenet's expand 1x1 convs,
 // writing their channel slice in place.
 #pragma once
+#include <immintrin.h>
+
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "backends/backend.h"
+#include "backends/cpu/aligned_floats.h"
+#include "ops/fused_activation.h"
 
 namespace kiln::backends::cpu {
 
 // As the default kernel: up to this many pixels per image. Beyond, the weights are reused
 // enough that oneDNN's blocking wins.
 constexpr int64_t kMaxPixels = 256;
+
+// The 1x1 conv itself, on pixels at hand: a kiln.ConvChain runs its 1x1 layers on the rows of
+// its line buffers with it. Needs AVX-512 (the caller checks pointwise_supported()).
+class PointwiseRows {
+ public:
+  // w: ONNX's [N, K, 1, 1]; bias: N floats or nullptr; `ldy` >= N: floats between output pixels.
+  PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act, int64_t ldy);
+
+  // y[m] = act(x[m] * W + bias (+ z[m])) for pixels m in [m0, m1): x's pixels K floats apart,
+  // y's ldy, z's (the residual, or nullptr) N; `s` (or nullptr) scales input channel k by s[k].
+  void rows(const float* x, int64_t m0, int64_t m1, float* y, const float* z, const float* s) const;
+
+  int64_t K() const { return K_; }
+  int64_t N() const { return N_; }
+
+  // A block of up to 64 output channels, its weights packed [K][nv * 16] at `offset` (zeros
+  // past N); `tail` masks its last vector's outputs.
+  struct Block {
+    int64_t n0, nv, offset;
+    __mmask16 tail;
+  };
+
+ private:
+  int64_t K_, N_, ldy_;
+  ops::Activation act_;
+  AlignedFloats packed_;
+  std::vector<float> bias_;
+  std::vector<Block> blocks_;
+};
+
+bool pointwise_supported();
 
 // The kernel for a channels-last 1x1 stride-1 FusedConv (group 1, no channel scale) of at most
 // `max_pixels` pixels per image, or nullptr (also without AVX-512); `out_channels_total` > 0
