@@ -1,17 +1,25 @@
 // Channels-last depthwise convolution. Channel blocks of 16 (a pixel's block is one cache line)
 // go outermost, four at a time, so a block's input rows stay in L1 from one output row to the
-// next; within a row, eight output pixels accumulate in registers over the taps whose input row
-// exists (zero padding contributes nothing), fewer pixels with partial sums per kernel row near
-// the end, and pixels whose taps cross the left or right edge only the taps inside. The epilogue
-// (bias, Relu/Clip/SiLU) runs on the registers before the store. Against oneDNN 2.6's NHWC
-// depthwise conv on mobilenet_v2's 3x3 convs (KILN_PROFILE=node, 1 thread): 10-25% faster on
-// 28x28 and 14x14 images, even on 7x7; whole models 0.98x. Its 5x5 form was slower on
-// efficientnet's 14x14 and 7x7 images, so 5x5 convs stay on oneDNN.
+// next. 3x3 kernels (mobilenet's, efficientnet's first) take eight output pixels at a time in
+// registers with the nine weights: each input vector of a kernel row is loaded once and feeds
+// the pixels whose taps it is, and pixels at the image edges read zeros through masked loads.
+// Against the earlier form, which let GCC fold a load into every FMA (72 loads per 72 FMAs where
+// this loop has 30; 512-bit loads run about 1.2 a cycle from L1 on this Xeon): 7x7x960 0.64x
+// the time, 28x28x192 0.78x, 14x14x576 0.92x with the data in cache; mobilenet_v2 and
+// efficientnet_b0 1.004-1.014x paired, their larger depthwise convs waiting on L2. Other
+// kernels (5x5) accumulate up to eight pixels over the taps whose input row exists, fewer with
+// partial sums near the end, and pixels whose taps cross the edge only the taps inside. The
+// epilogue (bias, Relu/Clip/SiLU) runs on the registers before the store. Against oneDNN 2.6's
+// NHWC depthwise conv on mobilenet_v2's 3x3 convs (KILN_PROFILE=node, 1 thread): 10-25% faster
+// on 28x28 and 14x14 images, even on 7x7. Its 5x5 form was slower on efficientnet's 14x14 and
+// 7x7 images, so 5x5 convs stay on oneDNN.
 #include "backends/cpu/depthwise_conv.h"
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <utility>
+#include <cstdlib>
 
 #include "backends/cpu/activation_apply.h"
 #include "backends/cpu/avx512_activation.h"
@@ -126,6 +134,95 @@ __attribute__((target("avx512f"))) void row_avx512(const DepthwiseShape& s, cons
   }
 }
 
+// 3x3 kernels: a group of P output pixels (P <= 8) of one 16-channel block. Each input vector
+// of a kernel row is loaded once and feeds the (up to three) pixels whose taps it is, the nine
+// weights stay in registers. Edge: some of the group's input pixels lie outside the row; their
+// loads are masked to zero (a masked-out load does not fault), so the taps need no branches.
+template <int P, int S, bool Edge, bool Full>
+__attribute__((target("avx512f"), always_inline)) inline void group3x3(const float* const* in, int64_t C, int64_t W,
+                                                                      int64_t ix0, int64_t c0, __mmask16 m,
+                                                                      const __m512 (&w)[9], __m512 b,
+                                                                      ops::Activation::Kind kind, __m512 lo, __m512 hi,
+                                                                      float* y) {
+  constexpr int N = (P - 1) * S + 3;  // input pixels per kernel row
+  // Fewer than four pixels leave the FMA latency exposed: a second set of sums for kernel row 1.
+  constexpr int R = P >= 4 ? 1 : 2;
+  __mmask16 mk[N];
+#pragma GCC unroll 17
+  for (int j = 0; j < N; ++j) mk[j] = !Edge || (ix0 + j >= 0 && ix0 + j < W) ? m : __mmask16(0);
+  __m512 acc[R][P];
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p) {
+    acc[0][p] = b;
+    if constexpr (R > 1) acc[R - 1][p] = _mm512_setzero_ps();
+  }
+#pragma GCC unroll 3
+  for (int ky = 0; ky < 3; ++ky) {
+    if (!in[ky]) continue;
+    const float* r = in[ky] + ix0 * C + c0;
+    __m512* a = acc[ky % R];
+#pragma GCC unroll 17
+    for (int j = 0; j < N; ++j) {
+      __m512 v = Edge || !Full ? _mm512_maskz_loadu_ps(mk[j], r + j * C) : _mm512_loadu_ps(r + j * C);
+      // One load per input vector: otherwise GCC folds a load into each of its up to three
+      // FMAs, and 512-bit loads (about 1.2 a cycle from L1 here) would bound the loop.
+      asm("" : "+v"(v));
+#pragma GCC unroll 3
+      for (int kx = 0; kx < 3; ++kx) {
+        const int p = (j - kx) / S;
+        if (j >= kx && (j - kx) % S == 0 && p < P) a[p] = _mm512_fmadd_ps(v, w[ky * 3 + kx], a[p]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p) {
+    __m512 v = acc[0][p];
+    if constexpr (R > 1) v = _mm512_add_ps(v, acc[R - 1][p]);
+    v = activation_ps(v, kind, lo, hi);
+    if (Full) _mm512_storeu_ps(y + p * C + c0, v);
+    else _mm512_mask_storeu_ps(y + p * C + c0, m, v);
+  }
+}
+
+// The last P < 8 pixels of a row, P known at run time.
+template <int S, bool Full, int... Ps>
+__attribute__((target("avx512f"), always_inline)) inline void tail3x3(int p, std::integer_sequence<int, Ps...>,
+                                                                     const float* const* in, int64_t C, int64_t W,
+                                                                     int64_t ix0, int64_t c0, __mmask16 m,
+                                                                     const __m512 (&w)[9], __m512 b,
+                                                                     ops::Activation::Kind kind, __m512 lo, __m512 hi,
+                                                                     float* y) {
+  ((p == Ps + 1 ? group3x3<Ps + 1, S, true, Full>(in, C, W, ix0, c0, m, w, b, kind, lo, hi, y) : void()), ...);
+}
+
+// One output row of a 3x3 depthwise conv of horizontal stride S, groups of eight pixels.
+template <int S, bool Full>
+__attribute__((target("avx512f"))) void row3x3(const DepthwiseShape& s, const float* w, const float* bias,
+                                               const ops::Activation& act, const float* const* in, float* y,
+                                               int64_t c_begin, int64_t c_end) {
+  const int64_t C = s.C, W = s.W, OW = s.OW;
+  constexpr int64_t kSpan = 7 * S + 3;  // input pixels of a group of eight
+  const ops::Activation::Kind kind = act.kind;
+  const __m512 lo = activation_lo(act), hi = activation_hi(act);
+  for (int64_t c0 = c_begin; c0 < c_end; c0 += 16) {
+    const __mmask16 m = Full || C - c0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (C - c0)) - 1);
+    __m512 wv[9];
+#pragma GCC unroll 9
+    for (int t = 0; t < 9; ++t) wv[t] = _mm512_loadu_ps(w + c0 * 9 + t * 16);
+    const __m512 b = _mm512_loadu_ps(bias + c0);
+    int64_t ox = 0;
+    for (; ox + 8 <= OW; ox += 8) {
+      const int64_t ix0 = ox * S - s.PL;
+      float* yo = y + ox * C;
+      if (ix0 >= 0 && ix0 + kSpan <= W) group3x3<8, S, false, Full>(in, C, W, ix0, c0, m, wv, b, kind, lo, hi, yo);
+      else group3x3<8, S, true, Full>(in, C, W, ix0, c0, m, wv, b, kind, lo, hi, yo);
+    }
+    if (ox < OW)
+      tail3x3<S, Full>(static_cast<int>(OW - ox), std::make_integer_sequence<int, 7>{}, in, C, W, ox * S - s.PL, c0,
+                       m, wv, b, kind, lo, hi, y + ox * C);
+  }
+}
+
 #pragma GCC diagnostic pop
 
 using RowFn = void (*)(const DepthwiseShape&, const float*, const float*, const ops::Activation&, const float* const*,
@@ -133,8 +230,8 @@ using RowFn = void (*)(const DepthwiseShape&, const float*, const float*, const 
 
 template <bool Full>
 RowFn pick_row(const DepthwiseShape& s) {
-  if (s.KH == 3 && s.KW == 3 && s.SW == 1) return row_avx512<3, 3, 1, Full>;
-  if (s.KH == 3 && s.KW == 3 && s.SW == 2) return row_avx512<3, 3, 2, Full>;
+  if (s.KH == 3 && s.KW == 3 && s.SW == 1) return row3x3<1, Full>;
+  if (s.KH == 3 && s.KW == 3 && s.SW == 2) return row3x3<2, Full>;
   if (s.KH == 5 && s.KW == 5 && s.SW == 1) return row_avx512<5, 5, 1, Full>;
   if (s.KH == 5 && s.KW == 5 && s.SW == 2) return row_avx512<5, 5, 2, Full>;
   return row_avx512<0, 0, 0, Full>;
