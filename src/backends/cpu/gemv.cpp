@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/cpu/aligned_floats.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/activation_apply.h"
 #include "backends/cpu/node_args.h"
@@ -62,11 +63,15 @@ class GemvKernel : public Kernel {
   GemvKernel(const std::vector<float>& rows, std::vector<float> bias, int64_t n, int64_t k, int threads,
              ops::Activation act = {ops::Activation::None})
       : bias_(std::move(bias)), n_(n), k_(k), threads_(threads), act_(act) {
+    int64_t total = 0;
     for (int64_t n0 = 0; n0 < n_; n0 += kBlock) {
-      const int64_t valid = std::min(kBlock, n_ - n0), width = (valid + 15) / 16 * 16;
-      offset_.push_back(static_cast<int64_t>(packed_.size()));
-      packed_.resize(packed_.size() + static_cast<size_t>(k_ * width), 0.f);
-      float* dst = packed_.data() + offset_.back();
+      offset_.push_back(total);
+      total += k_ * round16(std::min(kBlock, n_ - n0));
+    }
+    packed_ = aligned_floats(static_cast<size_t>(total));
+    for (size_t blk = 0; blk < offset_.size(); ++blk) {
+      const int64_t n0 = static_cast<int64_t>(blk) * kBlock, valid = std::min(kBlock, n_ - n0), width = round16(valid);
+      float* dst = packed_.get() + offset_[blk];
       for (int64_t j = 0; j < k_; ++j)
         for (int64_t l = 0; l < valid; ++l) dst[j * width + l] = rows[(n0 + l) * k_ + j];
     }
@@ -81,14 +86,14 @@ class GemvKernel : public Kernel {
       alignas(64) float acc[kBlock];
       for (int64_t blk = bb; blk < be; ++blk) {
         const int64_t n0 = blk * kBlock, valid = std::min(kBlock, n_ - n0), width = (valid + 15) / 16 * 16;
-        gemv_block(packed_.data() + offset_[blk], x, k_, width, acc);
+        gemv_block(packed_.get() + offset_[blk], x, k_, width, acc);
         finish(act_, acc, b ? b + n0 : nullptr, y + n0, valid);
       }
     });
   }
 
  private:
-  std::vector<float> packed_;
+  AlignedFloats packed_;  // 64-byte aligned: each row of a block is whole cache lines
   std::vector<int64_t> offset_;  // per block
   std::vector<float> bias_;
   int64_t n_, k_;
