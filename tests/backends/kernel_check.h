@@ -112,15 +112,19 @@ inline bool check(const Case& c, bool expect_kernel = true) {
 }
 
 // The implementation the cpu backend would pick first for a FusedConv with input x, weights of
-// shape w (constant) and attributes a; "" when every candidate declines.
+// shape w (constant), attributes a and, if asked, a channel scale S; "" when every candidate
+// declines.
 inline std::string first_fused_conv_kernel(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
-                                           const ir::Attributes& a) {
+                                           const ir::Attributes& a, bool channel_scale = false) {
   ir::Graph g;
   g.opsets[""] = 17;
   g.opsets["kiln"] = 1;
   ir::Value* xv = g.add_input("x", ir::TensorType::from_dims(DType::Float, x));
   ir::Value* y = g.add_value("y");
-  ir::Node* node = g.add_node("FusedConv", {xv, g.add_constant("w", Tensor(DType::Float, w))}, {y}, a, "n", "kiln");
+  std::vector<ir::Value*> ins{xv, g.add_constant("w", Tensor(DType::Float, w))};
+  if (channel_scale)  // FusedConv's S, after no bias and no residual
+    ins.insert(ins.end(), {nullptr, nullptr, g.add_input("s", ir::TensorType::from_dims(DType::Float, {x[0], 1, 1, x[3]}))});
+  ir::Node* node = g.add_node("FusedConv", ins, {y}, a, "n", "kiln");
   g.add_output(y);
   ops::ShapeInference().run(g);
   auto backend = backends::make_cpu_backend(1);

@@ -27,6 +27,9 @@ TEST(PointwiseConv, IsChosenForFewPixels) {
   EXPECT_EQ(chosen({1, 7, 7, 320}, 1280), "kiln_pointwise");
   EXPECT_EQ(chosen({1, 14, 14, 96}, 576), "kiln_pointwise");
   EXPECT_NE(chosen({1, 28, 28, 32}, 192), "kiln_pointwise");  // 784 pixels: oneDNN
+  // With a channel scale S (a folded squeeze-excitation), any number of pixels.
+  EXPECT_EQ(kernel_check::first_fused_conv_kernel({1, 28, 28, 144}, {40, 144, 1, 1}, pointwise_attrs(""), true),
+            "kiln_pointwise_scaled");
   EXPECT_EQ(chosen({1, 13, 13, 512}, 1000), "kiln_pointwise");  // squeezenet's classifier
   ir::Attributes strided = pointwise_attrs("");
   strided["strides"] = ir::Attribute::of_ints({2, 2});
