@@ -273,9 +273,10 @@ TEST(CpuKernels, ConvConcatWritesSlices) {
 
 // kiln's channels-last depthwise conv (depthwise_conv.cpp) against the reference: channels a
 // multiple of 16 and not (masked blocks), 3x3 at strides 1 and 2 with asymmetric pads (groups of
-// eight pixels inside the row and at its edges, and shorter tails), a 2x2
-// and a 1x3 kernel (the generic path), images narrower than a block of pixels and wider, with
-// the activations it applies in registers and one it applies after, at 1 and 2 threads.
+// eight pixels inside the row and at its edges, and shorter tails), 5x5 at strides 1 and 2
+// (rows narrower than the kernel), a 2x2 and a 1x3 kernel (the generic path), images narrower
+// than a block of pixels and wider, with the activations it applies in registers and one it
+// applies after, at 1 and 2 threads.
 TEST(CpuKernels, DepthwiseConv) {
   struct Shape {
     int64_t c, h, w, k_h, k_w, stride;
@@ -283,7 +284,9 @@ TEST(CpuKernels, DepthwiseConv) {
   };
   const Shape shapes[] = {{32, 9, 23, 3, 3, 1, {1, 1, 1, 1}}, {19, 11, 6, 3, 3, 2, {1, 0, 0, 1}},
                           {48, 5, 3, 3, 3, 1, {0, 1, 2, 1}},  {24, 6, 40, 3, 3, 2, {1, 1, 1, 1}},
-                          {21, 8, 17, 2, 2, 2, {0, 0, 1, 1}}, {16, 7, 13, 1, 3, 1, {0, 1, 0, 1}}};
+                          {40, 9, 21, 5, 5, 1, {2, 2, 2, 2}}, {20, 7, 4, 5, 5, 1, {2, 1, 2, 2}},
+                          {35, 11, 37, 5, 5, 2, {1, 2, 2, 1}}, {21, 8, 17, 2, 2, 2, {0, 0, 1, 1}},
+                          {16, 7, 13, 1, 3, 1, {0, 1, 0, 1}}};
   for (const Shape& sh : shapes)
     for (const char* act : {"", "Relu", "Clip", "SiLU", "HardSwish"})
       for (int threads : {1, 2}) {
@@ -298,10 +301,10 @@ TEST(CpuKernels, DepthwiseConv) {
         check({"FusedConv", "kiln", {{2, sh.h, sh.w, sh.c}, {sh.c, 1, sh.k_h, sh.k_w}, {sh.c}}, {false, true, true},
                {2, oh, ow, sh.c}, a, "kiln_depthwise", threads});
       }
-  // 5x5 and a residual are oneDNN's.
-  ir::Attributes a = conv_attrs({1, 1}, {2, 2, 2, 2}, {1, 1}, 16);
+  // 7x7 and a residual are oneDNN's.
+  ir::Attributes a = conv_attrs({1, 1}, {3, 3, 3, 3}, {1, 1}, 16);
   a["channels_last"] = ir::Attribute::of_int(1);
-  EXPECT_FALSE(check({"FusedConv", "kiln", {{1, 7, 7, 16}, {16, 1, 5, 5}}, {false, true}, {1, 7, 7, 16}, a,
+  EXPECT_FALSE(check({"FusedConv", "kiln", {{1, 7, 7, 16}, {16, 1, 7, 7}}, {false, true}, {1, 7, 7, 16}, a,
                       "kiln_depthwise"},
                      false));
   a["pads"] = ir::Attribute::of_ints({1, 1, 1, 1});

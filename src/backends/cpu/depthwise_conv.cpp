@@ -1,18 +1,18 @@
 // Channels-last depthwise convolution. Channel blocks of 16 (a pixel's block is one cache line)
 // go outermost, four at a time, so a block's input rows stay in L1 from one output row to the
-// next. 3x3 kernels (mobilenet's, efficientnet's first) take eight output pixels at a time in
-// registers with the nine weights: each input vector of a kernel row is loaded once and feeds
-// the pixels whose taps it is, and pixels at the image edges read zeros through masked loads.
-// Against the earlier form, which let GCC fold a load into every FMA (72 loads per 72 FMAs where
-// this loop has 30; 512-bit loads run about 1.2 a cycle from L1 on this Xeon): 7x7x960 0.64x
-// the time, 28x28x192 0.78x, 14x14x576 0.92x with the data in cache; mobilenet_v2 and
-// efficientnet_b0 1.004-1.014x paired, their larger depthwise convs waiting on L2. Other
-// kernels (5x5) accumulate up to eight pixels over the taps whose input row exists, fewer with
-// partial sums near the end, and pixels whose taps cross the edge only the taps inside. The
-// epilogue (bias, Relu/Clip/SiLU) runs on the registers before the store. Against oneDNN 2.6's
-// NHWC depthwise conv on mobilenet_v2's 3x3 convs (KILN_PROFILE=node, 1 thread): 10-25% faster
-// on 28x28 and 14x14 images, even on 7x7. Its 5x5 form was slower on efficientnet's 14x14 and
-// 7x7 images, so 5x5 convs stay on oneDNN.
+// next. 3x3 and 5x5 kernels take eight output pixels at a time in registers: each input vector
+// of a kernel row is loaded once and feeds the pixels whose taps it is (3x3: the nine weights
+// stay in registers; 5x5: each weight is loaded once per kernel row of the group), and pixels at
+// the image edges read zeros through masked loads. Against the earlier 3x3 form, which let GCC
+// fold a load into every FMA (72 loads per 72 FMAs where this loop has 30; 512-bit loads run
+// about 1.2 a cycle from L1 on this Xeon): 7x7x960 0.64x the time, 28x28x192 0.78x, 14x14x576
+// 0.92x with the data in cache; mobilenet_v2 and efficientnet_b0 1.004-1.014x paired, their
+// larger depthwise convs waiting on L2. The 5x5 form against oneDNN 2.6 on efficientnet_b0's
+// (KILN_PROFILE=node, 1 thread): 28x28x240 147 vs 196 us, 14x14x672 105 vs 129, 7x7x1152 46 vs
+// 55; the model 1.014x at 1 thread and 1.015x at 2, paired (inside a ConvChain, where oneDNN's
+// runs on bands, 0.99-1.006x: chains keep oneDNN for 5x5). Other kernels accumulate up to eight
+// pixels over the taps whose input row exists, and pixels whose taps cross the edge only the
+// taps inside. The epilogue (bias, Relu/Clip/SiLU) runs on the registers before the store.
 #include "backends/cpu/depthwise_conv.h"
 
 #include <algorithm>
@@ -223,6 +223,89 @@ __attribute__((target("avx512f"))) void row3x3(const DepthwiseShape& s, const fl
   }
 }
 
+// 5x5 kernels: the 25 weights do not fit the registers beside eight pixels' sums, so each kernel
+// row's inputs are loaded into registers once (12 vectors at stride 1, 19 at stride 2) and each
+// weight once per row of the group, feeding all the pixels it applies to.
+template <int P, int S, bool Edge, bool Full>
+__attribute__((target("avx512f"), always_inline)) inline void group5x5(const float* const* in, int64_t C, int64_t W,
+                                                                      int64_t ix0, int64_t c0, __mmask16 m,
+                                                                      const float* wb, __m512 b,
+                                                                      ops::Activation::Kind kind, __m512 lo, __m512 hi,
+                                                                      float* y) {
+  constexpr int N = (P - 1) * S + 5;
+  constexpr int R = P >= 4 ? 1 : 2;
+  __mmask16 mk[N];
+#pragma GCC unroll 19
+  for (int j = 0; j < N; ++j) mk[j] = !Edge || (ix0 + j >= 0 && ix0 + j < W) ? m : __mmask16(0);
+  __m512 acc[R][P];
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p) {
+    acc[0][p] = b;
+    if constexpr (R > 1) acc[R - 1][p] = _mm512_setzero_ps();
+  }
+#pragma GCC unroll 5
+  for (int ky = 0; ky < 5; ++ky) {
+    if (!in[ky]) continue;
+    const float* r = in[ky] + ix0 * C + c0;
+    __m512* a = acc[ky % R];
+    __m512 v[N];
+#pragma GCC unroll 19
+    for (int j = 0; j < N; ++j) {
+      v[j] = Edge || !Full ? _mm512_maskz_loadu_ps(mk[j], r + j * C) : _mm512_loadu_ps(r + j * C);
+      asm("" : "+v"(v[j]));  // in a register, not folded into each FMA (see group3x3)
+    }
+#pragma GCC unroll 5
+    for (int kx = 0; kx < 5; ++kx) {
+      const __m512 wv = _mm512_loadu_ps(wb + (ky * 5 + kx) * 16);
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) a[p] = _mm512_fmadd_ps(v[p * S + kx], wv, a[p]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p) {
+    __m512 o = acc[0][p];
+    if constexpr (R > 1) o = _mm512_add_ps(o, acc[R - 1][p]);
+    o = activation_ps(o, kind, lo, hi);
+    if (Full) _mm512_storeu_ps(y + p * C + c0, o);
+    else _mm512_mask_storeu_ps(y + p * C + c0, m, o);
+  }
+}
+
+template <int S, bool Full, int... Ps>
+__attribute__((target("avx512f"), always_inline)) inline void tail5x5(int p, std::integer_sequence<int, Ps...>,
+                                                                     const float* const* in, int64_t C, int64_t W,
+                                                                     int64_t ix0, int64_t c0, __mmask16 m,
+                                                                     const float* wb, __m512 b,
+                                                                     ops::Activation::Kind kind, __m512 lo, __m512 hi,
+                                                                     float* y) {
+  ((p == Ps + 1 ? group5x5<Ps + 1, S, true, Full>(in, C, W, ix0, c0, m, wb, b, kind, lo, hi, y) : void()), ...);
+}
+
+template <int S, bool Full, int G>
+__attribute__((target("avx512f"))) void row5x5(const DepthwiseShape& s, const float* w, const float* bias,
+                                               const ops::Activation& act, const float* const* in, float* y,
+                                               int64_t c_begin, int64_t c_end) {
+  const int64_t C = s.C, W = s.W, OW = s.OW;
+  constexpr int64_t kSpan = (G - 1) * S + 5;
+  const ops::Activation::Kind kind = act.kind;
+  const __m512 lo = activation_lo(act), hi = activation_hi(act);
+  for (int64_t c0 = c_begin; c0 < c_end; c0 += 16) {
+    const __mmask16 m = Full || C - c0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (C - c0)) - 1);
+    const float* wb = w + c0 * 25;
+    const __m512 b = _mm512_loadu_ps(bias + c0);
+    int64_t ox = 0;
+    for (; ox + G <= OW; ox += G) {
+      const int64_t ix0 = ox * S - s.PL;
+      float* yo = y + ox * C;
+      if (ix0 >= 0 && ix0 + kSpan <= W) group5x5<G, S, false, Full>(in, C, W, ix0, c0, m, wb, b, kind, lo, hi, yo);
+      else group5x5<G, S, true, Full>(in, C, W, ix0, c0, m, wb, b, kind, lo, hi, yo);
+    }
+    if (ox < OW)
+      tail5x5<S, Full>(static_cast<int>(OW - ox), std::make_integer_sequence<int, G - 1>{}, in, C, W, ox * S - s.PL, c0,
+                       m, wb, b, kind, lo, hi, y + ox * C);
+  }
+}
+
 #pragma GCC diagnostic pop
 
 using RowFn = void (*)(const DepthwiseShape&, const float*, const float*, const ops::Activation&, const float* const*,
@@ -232,8 +315,8 @@ template <bool Full>
 RowFn pick_row(const DepthwiseShape& s) {
   if (s.KH == 3 && s.KW == 3 && s.SW == 1) return row3x3<1, Full>;
   if (s.KH == 3 && s.KW == 3 && s.SW == 2) return row3x3<2, Full>;
-  if (s.KH == 5 && s.KW == 5 && s.SW == 1) return row_avx512<5, 5, 1, Full>;
-  if (s.KH == 5 && s.KW == 5 && s.SW == 2) return row_avx512<5, 5, 2, Full>;
+  if (s.KH == 5 && s.KW == 5 && s.SW == 1) return row5x5<1, Full, 8>;
+  if (s.KH == 5 && s.KW == 5 && s.SW == 2) return row5x5<2, Full, 8>;
   return row_avx512<0, 0, 0, Full>;
 }
 
@@ -284,9 +367,9 @@ class DepthwiseKernel : public Kernel {
 
 std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads) {
   std::unique_ptr<DepthwiseShape> s = depthwise_shape(node);
-  // 3x3 only: on efficientnet_b0's 5x5 convs (14x14 and 7x7 images) oneDNN's was faster
-  // (7x7x1152: 50 vs 73 us), most pixels there being edge pixels that reload all 25 weights.
-  if (!s || s->KH * s->KW > 9) return nullptr;
+  // Up to 5x5 (efficientnet_b0's): taller kernels take the generic row loop, which lost to
+  // oneDNN on 5x5 before row5x5 was written.
+  if (!s || s->KH * s->KW > 25) return nullptr;
   const ir::Value* b = node.input(2);
   const std::optional<ops::Activation> act = epilogue_of(node);
   if (!act) return nullptr;
