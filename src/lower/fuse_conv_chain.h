@@ -18,10 +18,13 @@ namespace kiln::lower {
 
 // A link is formed where the intermediate tensor has at least this many bytes.
 constexpr int64_t kConvChainMinBytes = 1 << 20;
-// With two or more threads, from this many between convs of at most 3x3 taps (mobilenet_v2's
-// 28x28 blocks): a chain's threads each run their rows through the whole block without meeting,
-// where separate convs synchronize at every op and hand rows between cores. Paired, mobilenet_v2
-// at 2 threads: chains worth 1.098x with these links, 1.063x without; at 1 thread they cost 2%.
+// From this many between convs of at most 3x3 taps (mobilenet_v2's 28x28 and 14x14 blocks):
+// with two or more threads a chain's threads each run their rows through the whole block without
+// meeting, where separate convs synchronize at every op and hand rows between cores. Paired,
+// mobilenet_v2 at 2 threads: chains worth 1.098x with these links, 1.063x without; 7x7 blocks
+// (128 KiB links) lost 1.6-2.6%. At 1 thread these links cost 2% while the chain's 1x1 layers
+// were oneDNN primitives per band; on kiln's pointwise kernel they gain 0.8% (mobilenet_v2),
+// 0.5% (efficientnet_b0), 1.6% (shufflenet_v2_x1_0), paired.
 constexpr int64_t kConvChainLightMinBytes = 192 * 1024;
 
 // Rewrites a channels-last graph with static types; returns how many chains were formed.

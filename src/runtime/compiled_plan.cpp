@@ -124,9 +124,9 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
       ops::ShapeInference().run(sg);
     if (fusion_level > 0 && on("conv_concat") && (cp->layout.conv_concats = lower::fuse_conv_concat(sg)) > 0)
       ops::ShapeInference().run(sg);
-    const int64_t light = backend->threads() > 1 ? lower::kConvChainLightMinBytes : lower::kConvChainMinBytes;
     if (fusion_level > 0 && on("conv_chain") &&
-        (cp->layout.conv_chains = lower::fuse_conv_chains(sg, lower::kConvChainMinBytes, light,
+        (cp->layout.conv_chains = lower::fuse_conv_chains(sg, lower::kConvChainMinBytes,
+                                                          lower::kConvChainLightMinBytes,
                                                           /*pools=*/backend->threads() == 1)) > 0)
       ops::ShapeInference().run(sg);
     if (on("blocked_layout")) cp->layout.blocked_values = lower::assign_blocked_activations(sg);
