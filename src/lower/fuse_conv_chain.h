@@ -31,7 +31,9 @@ constexpr int64_t kConvChainLightMinBytes = 192 * 1024;
 // `pools`: max and average pools may join (the 1-thread setting: paired, squeezenet1_1 1.013x at
 // 1 thread, but 1.00x at 2 and resnet18 0.978x at 2, where oneDNN's 2-thread stem beat the
 // chain's halves).
+// `threads`: the team the kernel will split rows across; chains whose last output's rows split
+// unevenly (shares under 90% of the largest on average) are not formed.
 int fuse_conv_chains(ir::Graph& g, int64_t min_bytes = kConvChainMinBytes,
-                     int64_t light_min_bytes = kConvChainMinBytes, bool pools = true);
+                     int64_t light_min_bytes = kConvChainMinBytes, bool pools = true, int threads = 1);
 
 }  // namespace kiln::lower

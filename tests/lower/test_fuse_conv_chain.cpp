@@ -19,9 +19,10 @@ ir::Attributes conv(int64_t k, int64_t stride = 1, int64_t group = 1, const char
 }
 
 void fuse_and_compare(const std::function<void(Builder&)>& build, int expect_chains, int64_t min_bytes = 0,
-                      int64_t light_min_bytes = 0) {
+                      int64_t light_min_bytes = 0, int threads = 1) {
   auto g = check_lowering(
-      build, [&](ir::Graph& graph) { return lower::fuse_conv_chains(graph, min_bytes, light_min_bytes); },
+      build,
+      [&](ir::Graph& graph) { return lower::fuse_conv_chains(graph, min_bytes, light_min_bytes, true, threads); },
       expect_chains);
   EXPECT_EQ(count(*g, "ConvChain"), expect_chains);
 }
@@ -40,6 +41,23 @@ TEST(FuseConvChain, InvertedResiduals) {
         b.out(b.op("FusedConv", {d2, b.rand({5, 12, 1, 1}), b.rand({5})}, conv(1, 1, 1, ""), "kiln"));
       },
       1);  // p feeds e2 only (its residual use is inside): all six convs chain
+}
+
+// With two threads, a chain whose last output has 7 rows (shares of 4 and 3) is left to
+// separate convs; 9 rows on three threads split evenly and chain.
+TEST(FuseConvChain, UnevenRowSplitsStaySeparate) {
+  auto block = [](int64_t rows) {
+    return [rows](Builder& b) {
+      ir::Value* x = b.in("x", {1, rows, 5, 6});
+      ir::Value* e = b.op("FusedConv", {x, b.rand({18, 6, 1, 1})}, conv(1), "kiln");
+      ir::Value* d = b.op("FusedConv", {e, b.rand({18, 1, 3, 3})}, conv(3, 1, 18), "kiln");
+      b.out(b.op("FusedConv", {d, b.rand({6, 18, 1, 1})}, conv(1, 1, 1, ""), "kiln"));
+    };
+  };
+  fuse_and_compare(block(7), 1, 0, 0, 1);
+  fuse_and_compare(block(7), 0, 0, 0, 2);
+  fuse_and_compare(block(8), 1, 0, 0, 2);
+  fuse_and_compare(block(9), 1, 0, 0, 3);
 }
 
 // A global average pool of the chain's output joins it as a second output (efficientnet's
