@@ -1,5 +1,6 @@
 // The one-row Gemm kernel (gemv.cpp) against the reference kernel: transposes, alpha/beta, bias
-// shapes, row counts off the 4- and 16-row blocks, and two threads.
+// shapes, row counts off the 4- and 16-row blocks, and two threads (splitting the outputs, or
+// the inputs when there are fewer output blocks than threads).
 #include "kernel_check.h"
 
 namespace kiln {
@@ -59,6 +60,19 @@ TEST(Gemv, TwoThreads) {
   c.concurrent = true;
   c.tol = 1e-3f;
   check(c);
+}
+
+// Fewer output blocks than threads (a squeeze-excitation's first FC, 1152 -> 48, and an odd
+// 701 -> 30): the threads split the inputs and add their shares.
+TEST(Gemv, TwoThreadsSplitTheInputs) {
+  for (auto [k, n] : {std::pair<int64_t, int64_t>{1152, 48}, {701, 30}}) {
+    SCOPED_TRACE("k " + std::to_string(k) + " n " + std::to_string(n));
+    Case c{"Gemm", "", {{1, k}, {n, k}, {n}}, {false, true, true}, {{1, n}}, gemm_attrs(0, 1)};
+    c.threads = 2;
+    c.concurrent = true;
+    c.tol = 1e-3f;
+    check(c);
+  }
 }
 
 }  // namespace
