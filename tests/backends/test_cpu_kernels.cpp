@@ -483,6 +483,51 @@ TEST(CpuKernels, ConvChainWidePointwise) {
       }
 }
 
+// A pooled chain of one 5x5 depthwise conv at strides 1 and 2 (efficientnet's before their
+// squeeze-excitation) on kiln's depthwise kernel, band by band at 1 and 2 threads.
+TEST(CpuKernels, ConvChainDepthwise5x5Pooled) {
+  for (int64_t stride : {1, 2}) {
+    std::mt19937 rng(7);
+    ir::Graph g;
+    g.opsets[""] = 17;
+    g.opsets["kiln"] = 1;
+    ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {1, 11, 9, 20}));
+    ir::Attributes a = conv_attrs({stride, stride}, {2, 2, 2, 2}, {1, 1}, 20);
+    a["channels_last"] = ir::Attribute::of_int(1);
+    a["activation"] = ir::Attribute::of_string("SiLU");
+    ir::Value* d = g.add_value("d");
+    g.add_node("FusedConv",
+               {x, g.add_constant("w", random_tensor({20, 1, 5, 5}, rng)), g.add_constant("b", random_tensor({20}, rng))},
+               {d}, a, "dw", "kiln");
+    ir::Value* p = g.add_value("p");
+    g.add_node("NhwcGlobalAveragePool", {d}, {p}, {}, "gap", "kiln");
+    g.add_output(d);
+    g.add_output(p);
+    ops::ShapeInference().run(g);
+    ASSERT_EQ(lower::fuse_conv_chains(g, 0), 1);
+    ops::ShapeInference().run(g);
+    ir::Node* node = g.nodes().back();
+    ASSERT_EQ(node->op_type(), "ConvChain");
+    const Tensor in = random_tensor({1, 11, 9, 20}, rng);
+    const std::vector<Tensor> expected = ops::run_reference(*node, {&in});
+    ASSERT_EQ(expected.size(), 2u);
+    for (int64_t band : {1, 2, 0})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE("stride " + std::to_string(stride) + " band " + std::to_string(band) + " threads " +
+                     std::to_string(threads));
+        node->attrs["band_rows"] = ir::Attribute::of_int(band);
+        auto kernel = backends::make_cpu_backend(threads)->create(*node);
+        ASSERT_TRUE(kernel);
+        Tensor y(DType::Float, expected[0].dims()), pool(DType::Float, expected[1].dims());
+        kernel->run({&in}, {&y, &pool});
+        for (int64_t i = 0; i < y.numel(); ++i)
+          ASSERT_NEAR(y.data<float>()[i], expected[0].data<float>()[i], 1e-4f) << "at " << i;
+        for (int64_t i = 0; i < pool.numel(); ++i)
+          EXPECT_NEAR(pool.data<float>()[i], expected[1].data<float>()[i], 1e-4f) << "pool channel " << i;
+      }
+  }
+}
+
 // Pools inside a chain (squeezenet's and resnet18's stem -> max pool): a stride-2 conv, a 3x3
 // stride-2 max pool whose last window hangs over the input (ceil_mode), a 1x1 conv, and a 2x2
 // average pool counting its padding as the last layer; band by band at 1 and 2 threads.

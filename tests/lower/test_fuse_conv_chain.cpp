@@ -60,6 +60,22 @@ TEST(FuseConvChain, UnevenRowSplitsStaySeparate) {
   fuse_and_compare(block(9), 1, 0, 0, 3);
 }
 
+// A single 5x5 depthwise conv and its pool form a chain from the light threshold (efficientnet's
+// squeeze-excitation input, 14x14x672: 527 KiB); a single dense 3x3 conv needs the full one.
+TEST(FuseConvChain, PooledDepthwiseFromTheLightThreshold) {
+  auto block = [](bool depthwise) {
+    return [depthwise](Builder& b) {
+      ir::Value* x = b.in("x", {1, 14, 14, 24});
+      ir::Value* d = depthwise ? b.op("FusedConv", {x, b.rand({24, 1, 5, 5})}, conv(5, 1, 24, "SiLU"), "kiln")
+                               : b.op("FusedConv", {x, b.rand({24, 24, 3, 3})}, conv(3, 2, 1, "SiLU"), "kiln");
+      b.out(b.op("Mul", {d, b.op("NhwcGlobalAveragePool", {d}, {}, "kiln")}));
+    };
+  };
+  fuse_and_compare(block(true), 1, 1 << 20, 8192);
+  fuse_and_compare(block(true), 0, 1 << 20, 1 << 20);
+  fuse_and_compare(block(false), 0, 1 << 20, 1024);
+}
+
 // A global average pool of the chain's output joins it as a second output (efficientnet's
 // squeeze-excitation reads the depthwise output twice: the pool and the scale); so does one of
 // a single conv, which is then a chain of one.

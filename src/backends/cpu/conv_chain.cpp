@@ -3,8 +3,8 @@
 // still needs (a line buffer). When a band moves on, the rows the next band shares with it move
 // to the window's front and only the new rows are computed, so nothing is computed twice; the
 // windows stay in the L2 cache where the whole tensors (mobilenet_v2's 112x112x96: 4.8 MB) would
-// go to L3 and back. 1x1 layers run on kiln's pointwise kernel, 3x3 depthwise layers and pools on
-// kiln's depthwise and pooling kernels, each reading the window in place (squeezenet1_1's stem ->
+// go to L3 and back. 1x1 layers run on kiln's pointwise kernel, 3x3 and 5x5 depthwise layers and
+// pools on kiln's depthwise and pooling kernels, each reading the window in place (squeezenet1_1's stem ->
 // max pool: 1.013x at 1 thread, paired; the 3 MB stem output no longer goes to L3 and back). The
 // other convs (stems) run as oneDNN primitives on a band (variants by rows and edge padding,
 // built at creation), kiln's late activations applied to each band while it is in cache. The
@@ -57,7 +57,7 @@ struct Layer {
   memory::desc w_plain;
   const ir::Value* weights = nullptr;
   memory bias;
-  // A 3x3 depthwise layer runs on kiln's kernel (depthwise_conv.h) instead of a primitive.
+  // A 3x3 or 5x5 depthwise layer runs on kiln's kernel (depthwise_conv.h) instead of a primitive.
   std::shared_ptr<const DepthwiseConv> dw;
   // A 1x1 layer runs on kiln's pointwise kernel (pointwise_conv.h) on the window's rows.
   std::shared_ptr<const PointwiseRows> pw;
@@ -391,7 +391,7 @@ std::vector<Layer> read_layers(const ir::Node& node) {
     }
     dnnl::post_ops po;
     if (z) po.append_sum(1.f);
-    if (std::unique_ptr<DepthwiseShape> ds = depthwise_shape(*c); ds && ds->KH * ds->KW <= 9) {
+    if (std::unique_ptr<DepthwiseShape> ds = depthwise_shape(*c); ds && ds->KH * ds->KW <= 25) {
       L.dw = std::make_shared<DepthwiseConv>(*ds, w->constant().data<float>(), b ? b->constant().data<float>() : nullptr,
                                              ops::activation_of(*c));
     } else if (L.KH == 1 && L.KW == 1 && L.SH == 1 && L.SW == 1 && L.G == 1 && !(L.PT | L.PL | L.PB | L.PR) &&

@@ -9,8 +9,8 @@
 // 0.92x with the data in cache; mobilenet_v2 and efficientnet_b0 1.004-1.014x paired, their
 // larger depthwise convs waiting on L2. The 5x5 form against oneDNN 2.6 on efficientnet_b0's
 // (KILN_PROFILE=node, 1 thread): 28x28x240 147 vs 196 us, 14x14x672 105 vs 129, 7x7x1152 46 vs
-// 55; the model 1.014x at 1 thread and 1.015x at 2, paired (inside a ConvChain, where oneDNN's
-// runs on bands, 0.99-1.006x: chains keep oneDNN for 5x5). Other kernels accumulate up to eight
+// 55; the model 1.014x at 1 thread and 1.015x at 2, paired (inside a ConvChain, against oneDNN's
+// on bands, 0.99-1.006x). Other kernels accumulate up to eight
 // pixels over the taps whose input row exists, and pixels whose taps cross the edge only the
 // taps inside. The epilogue (bias, Relu/Clip/SiLU) runs on the registers before the store.
 #include "backends/cpu/depthwise_conv.h"
