@@ -70,25 +70,27 @@ TEST(PointwiseConv, MatchesTheReference) {
 }
 
 // FusedConv's channel scale S (the input's channels times S, per image or shared), with and
-// without a residual: the scaled form multiplies each range's weights as it loads them.
+// without a residual: the scaled form multiplies each range's weights as it loads them; 151 ->
+// 20 in pair mode (an odd input count: the last pair has one channel).
 TEST(PointwiseConv, ChannelScale) {
   if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
-  for (int64_t s_images : {2, 1})
-    for (bool residual : {false, true})
-      for (int threads : {1, 2}) {
-        SCOPED_TRACE("S for " + std::to_string(s_images) + " images" + (residual ? ", residual" : "") + ", threads " +
-                     std::to_string(threads));
-        Case c{"FusedConv", "kiln", {{2, 7, 7, 150}, {80, 150, 1, 1}, {80}}, {false, true, true}, {{2, 7, 7, 80}},
-               pointwise_attrs("SiLU")};
-        c.in_dims.push_back({2, 7, 7, 80});
-        c.constant.push_back(!residual);  // the Z slot: a constant when unused, erased below
-        c.in_dims.push_back({s_images, 1, 1, 150});
-        c.constant.push_back(false);
-        c.threads = threads;
-        c.tol = 2e-4f;
-        if (!residual) c.unset_inputs = {3};
-        check(c);
-      }
+  for (auto [k, n] : {std::pair<int64_t, int64_t>{150, 80}, {151, 20}})
+    for (int64_t s_images : {2, 1})
+      for (bool residual : {false, true})
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE("S for " + std::to_string(s_images) + " images" + (residual ? ", residual" : "") +
+                       ", threads " + std::to_string(threads) + ", " + std::to_string(k) + " -> " + std::to_string(n));
+          Case c{"FusedConv", "kiln", {{2, 7, 7, k}, {n, k, 1, 1}, {n}}, {false, true, true}, {{2, 7, 7, n}},
+                 pointwise_attrs("SiLU")};
+          c.in_dims.push_back({2, 7, 7, n});
+          c.constant.push_back(!residual);  // the Z slot: a constant when unused, erased below
+          c.in_dims.push_back({s_images, 1, 1, k});
+          c.constant.push_back(false);
+          c.threads = threads;
+          c.tol = 2e-4f;
+          if (!residual) c.unset_inputs = {3};
+          check(c);
+        }
 }
 
 TEST(PointwiseConv, NoBias) {

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <utility>
@@ -181,12 +182,121 @@ void column_block(const float* x, int64_t m0, int64_t m1, int64_t K, const float
   }
 }
 
+// Pair mode, for at most 24 outputs (the projections to 16 and 24 channels of mobilenet's and
+// efficientnet's early blocks): with one output vector per pixel the loop loads a broadcast per
+// FMA (16 outputs), or wastes a third of the lanes (24 = 16 + 8). Here each accumulator lane
+// holds one output for one parity of k: lane 2i + j sums w[n0 + i][2p + j] * x[2p + j] over the
+// pairs p, one 8-byte broadcast of (x[2p], x[2p + 1]) feeding every vector. NVP vectors of 8
+// outputs each; the two parities are added and the even lanes gathered before the epilogue.
+// Paired against blocks of 64: mobilenet_v2 1.031x at 1 thread, 1.023x at 2 (its 32 -> 16,
+// 96 -> 24 and 144 -> 24 projections in chains), efficientnet_b0 1.008x / 1.019x.
+template <int NVP>
+constexpr int kPairRows = NVP == 3 ? 9 : 14;
+
+// GCC 12 warns of the undefined pass-through operand inside its own _mm512_permute_ps and
+// _mm512_permutexvar_ps.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+template <int R, int NVP, bool Scaled>
+__attribute__((target("avx512f"), noinline)) void pair_tile(const float* __restrict x, int64_t K,
+                                                           const float* __restrict w, float* __restrict y,
+                                                           int64_t ldy, const Epilogue& e, int64_t m) {
+  __m512 acc[R][NVP];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 3
+    for (int v = 0; v < NVP; ++v) acc[r][v] = _mm512_setzero_ps();
+  const int64_t pairs = (K + 1) / 2, full = K / 2;
+  for (int64_t p = 0; p < pairs; ++p) {
+    __m512 b[NVP];
+#pragma GCC unroll 3
+    for (int v = 0; v < NVP; ++v) {
+      b[v] = _mm512_load_ps(w + (p * NVP + v) * 16);
+      if constexpr (Scaled) {
+        const __m512 sc = p < full ? _mm512_castpd_ps(_mm512_set1_pd(*reinterpret_cast<const double*>(e.s + 2 * p)))
+                                   : _mm512_set1_ps(e.s[2 * p]);
+        b[v] = _mm512_mul_ps(b[v], sc);
+      }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      // The last pair of an odd K has one input; its odd lanes' weights are zero.
+      double d;
+      __m512 a;
+      if (p < full) {
+        std::memcpy(&d, x + r * K + 2 * p, sizeof d);
+        a = _mm512_castpd_ps(_mm512_set1_pd(d));
+      } else {
+        a = _mm512_set1_ps(x[r * K + 2 * p]);
+      }
+#pragma GCC unroll 3
+      for (int v = 0; v < NVP; ++v) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
+    }
+  }
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512 lo = activation_lo(e.act), hi = activation_hi(e.act);
+  constexpr int kOut = (NVP + 1) / 2;  // output vectors of 16
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    __m512 sum[NVP];
+#pragma GCC unroll 3
+    for (int v = 0; v < NVP; ++v) sum[v] = _mm512_add_ps(acc[r][v], _mm512_permute_ps(acc[r][v], 0xB1));
+#pragma GCC unroll 2
+    for (int j = 0; j < kOut; ++j) {
+      __m512 o = 2 * j + 1 < NVP ? _mm512_permutex2var_ps(sum[2 * j], even, sum[std::min(2 * j + 1, NVP - 1)])
+                                 : _mm512_permutexvar_ps(even, sum[2 * j]);
+      const int64_t n = 16 * j, valid = std::min<int64_t>(16, e.N - n);
+      const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
+      o = _mm512_add_ps(o, _mm512_loadu_ps(e.bias + n));
+      if (e.z) o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(mask, e.z + (m + r) * e.N + n));
+      if (e.act.kind != ops::Activation::None) o = activation_ps(o, e.act.kind, lo, hi);
+      _mm512_mask_storeu_ps(y + r * ldy + n, mask, o);
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
+
+template <int NVP>
+using PairFn = void (*)(const float*, int64_t, const float*, float*, int64_t, const Epilogue&, int64_t);
+template <int NVP, bool Scaled, int... Rs>
+constexpr std::array<PairFn<NVP>, sizeof...(Rs)> pair_tiles_of(std::integer_sequence<int, Rs...>) {
+  return {&pair_tile<Rs + 1, NVP, Scaled>...};
+}
+template <int NVP, bool Scaled>
+constexpr auto kPairTiles = pair_tiles_of<NVP, Scaled>(std::make_integer_sequence<int, kPairRows<NVP>>{});
+
+template <int NVP>
+void pair_rows(const float* x, int64_t m0, int64_t m1, int64_t K, const float* w, float* y, int64_t ldy,
+               const Epilogue& e) {
+  const int64_t tiles = (m1 - m0 + kPairRows<NVP> - 1) / kPairRows<NVP>;
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t m = m0 + (m1 - m0) * t / tiles, rows = m0 + (m1 - m0) * (t + 1) / tiles - m;
+    (e.s ? kPairTiles<NVP, true> : kPairTiles<NVP, false>)[rows - 1](x + m * K, K, w, y + m * ldy, ldy, e, m);
+  }
+}
+
 }  // namespace
 
 PointwiseRows::PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act,
                              int64_t ldy)
     : K_(K), N_(N), ldy_(ldy), act_(act), packed_(aligned_floats(static_cast<size_t>(K * round16(N)))),
       bias_(static_cast<size_t>(round16(N)), 0.f) {
+  if (bias) std::copy(bias, bias + N, bias_.begin());
+  pair_vectors_ = N <= 24 && K <= kPairMaxK ? (N + 7) / 8 : 0;
+  if (pair_vectors_) {  // [pair][vector][16]: lane 2i + j is w[8 * vector + i][2 * pair + j]
+    const int64_t pairs = (K + 1) / 2;
+    packed_ = aligned_floats(static_cast<size_t>(pairs * pair_vectors_ * 16));
+    for (int64_t p = 0; p < pairs; ++p)
+      for (int64_t v = 0; v < pair_vectors_; ++v)
+        for (int l = 0; l < 16; ++l) {
+          const int64_t n = 8 * v + l / 2, k = 2 * p + l % 2;
+          packed_.get()[(p * pair_vectors_ + v) * 16 + l] = n < N && k < K ? w[n * K + k] : 0.f;
+        }
+    return;
+  }
   for (int64_t n0 = 0; n0 < N; n0 += 64) {
     const int64_t valid = std::min<int64_t>(64, N - n0), width = round16(valid), last = valid - (width - 16);
     const Block b{n0, width / 16, n0 * K, static_cast<__mmask16>((1u << last) - 1)};
@@ -195,11 +305,20 @@ PointwiseRows::PointwiseRows(int64_t K, int64_t N, const float* w, const float* 
         packed_.get()[b.offset + k * width + l] = l < valid ? w[(n0 + l) * K + k] : 0.f;
     blocks_.push_back(b);
   }
-  if (bias) std::copy(bias, bias + N, bias_.begin());
 }
 
 void PointwiseRows::rows(const float* x, int64_t m0, int64_t m1, float* y, const float* z, const float* s) const {
   const Epilogue e{bias_.data(), z, s, N_, act_};
+  if (pair_vectors_) {
+    switch (pair_vectors_) {
+      case 3: pair_rows<3>(x, m0, m1, K_, packed_.get(), y, ldy_, e); break;
+      case 2: pair_rows<2>(x, m0, m1, K_, packed_.get(), y, ldy_, e); break;
+      default: pair_rows<1>(x, m0, m1, K_, packed_.get(), y, ldy_, e);
+    }
+    if (!activation_in_registers(act_))
+      for (int64_t m = m0; m < m1; ++m) apply_activation(act_, y + m * ldy_, N_);
+    return;
+  }
   for (const Block& b : blocks_) {
     const float* w = packed_.get() + b.offset;
     switch (b.nv) {

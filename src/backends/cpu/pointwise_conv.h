@@ -19,7 +19,9 @@ namespace kiln::backends::cpu {
 constexpr int64_t kMaxPixels = 256;
 
 // The 1x1 conv itself, on pixels at hand: a kiln.ConvChain runs its 1x1 layers on the rows of
-// its line buffers with it. Needs AVX-512 (the caller checks pointwise_supported()).
+// its line buffers with it. Up to 24 outputs it works in pair mode (two input channels per
+// broadcast, pointwise_conv.cpp), else in blocks of 64 outputs. Needs AVX-512 (the caller
+// checks pointwise_supported()).
 class PointwiseRows {
  public:
   // w: ONNX's [N, K, 1, 1]; bias: N floats or nullptr; `ldy` >= N: floats between output pixels.
@@ -40,8 +42,12 @@ class PointwiseRows {
   };
 
  private:
+  // Pair mode (pointwise_conv.cpp) up to this many input channels.
+  static constexpr int64_t kPairMaxK = 1024;
+
   int64_t K_, N_, ldy_;
   ops::Activation act_;
+  int64_t pair_vectors_ = 0;  // vectors of 8 outputs in pair mode, 0 in blocks of 64
   AlignedFloats packed_;
   std::vector<float> bias_;
   std::vector<Block> blocks_;
