@@ -215,9 +215,9 @@ __attribute__((target("avx512f"), noinline)) void pair_tile(const float* __restr
     for (int v = 0; v < NVP; ++v) {
       b[v] = _mm512_load_ps(w + (p * NVP + v) * 16);
       if constexpr (Scaled) {
-        const __m512 sc = p < full ? _mm512_castpd_ps(_mm512_set1_pd(*reinterpret_cast<const double*>(e.s + 2 * p)))
-                                   : _mm512_set1_ps(e.s[2 * p]);
-        b[v] = _mm512_mul_ps(b[v], sc);
+        double pair;  // s[2p], s[2p + 1] (memcpy: an unaligned 8-byte load)
+        if (p < full) std::memcpy(&pair, e.s + 2 * p, sizeof pair);
+        b[v] = _mm512_mul_ps(b[v], p < full ? _mm512_castpd_ps(_mm512_set1_pd(pair)) : _mm512_set1_ps(e.s[2 * p]));
       }
     }
 #pragma GCC unroll 16
