@@ -134,105 +134,46 @@ __attribute__((target("avx512f"))) void row_avx512(const DepthwiseShape& s, cons
   }
 }
 
-// 3x3 kernels: a group of P output pixels (P <= 8) of one 16-channel block. Each input vector
-// of a kernel row is loaded once and feeds the (up to three) pixels whose taps it is, the nine
-// weights stay in registers. Edge: some of the group's input pixels lie outside the row; their
-// loads are masked to zero (a masked-out load does not fault), so the taps need no branches.
-template <int P, int S, bool Edge, bool Full>
-__attribute__((target("avx512f"), always_inline)) inline void group3x3(const float* const* in, int64_t C, int64_t W,
-                                                                      int64_t ix0, int64_t c0, __mmask16 m,
-                                                                      const __m512 (&w)[9], __m512 b,
-                                                                      ops::Activation::Kind kind, __m512 lo, __m512 hi,
-                                                                      float* y) {
-  constexpr int N = (P - 1) * S + 3;  // input pixels per kernel row
-  // Fewer than four pixels leave the FMA latency exposed: a second set of sums for kernel row 1.
-  constexpr int R = P >= 4 ? 1 : 2;
-  __mmask16 mk[N];
-#pragma GCC unroll 17
-  for (int j = 0; j < N; ++j) mk[j] = !Edge || (ix0 + j >= 0 && ix0 + j < W) ? m : __mmask16(0);
-  __m512 acc[R][P];
-#pragma GCC unroll 8
-  for (int p = 0; p < P; ++p) {
-    acc[0][p] = b;
-    if constexpr (R > 1) acc[R - 1][p] = _mm512_setzero_ps();
-  }
-#pragma GCC unroll 3
-  for (int ky = 0; ky < 3; ++ky) {
-    if (!in[ky]) continue;
-    const float* r = in[ky] + ix0 * C + c0;
-    __m512* a = acc[ky % R];
-#pragma GCC unroll 17
-    for (int j = 0; j < N; ++j) {
-      __m512 v = Edge || !Full ? _mm512_maskz_loadu_ps(mk[j], r + j * C) : _mm512_loadu_ps(r + j * C);
-      // One load per input vector: otherwise GCC folds a load into each of its up to three
-      // FMAs, and 512-bit loads (about 1.2 a cycle from L1 here) would bound the loop.
-      asm("" : "+v"(v));
-#pragma GCC unroll 3
-      for (int kx = 0; kx < 3; ++kx) {
-        const int p = (j - kx) / S;
-        if (j >= kx && (j - kx) % S == 0 && p < P) a[p] = _mm512_fmadd_ps(v, w[ky * 3 + kx], a[p]);
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int p = 0; p < P; ++p) {
-    __m512 v = acc[0][p];
-    if constexpr (R > 1) v = _mm512_add_ps(v, acc[R - 1][p]);
-    v = activation_ps(v, kind, lo, hi);
-    if (Full) _mm512_storeu_ps(y + p * C + c0, v);
-    else _mm512_mask_storeu_ps(y + p * C + c0, m, v);
-  }
-}
-
-// The last P < 8 pixels of a row, P known at run time.
-template <int S, bool Full, int... Ps>
-__attribute__((target("avx512f"), always_inline)) inline void tail3x3(int p, std::integer_sequence<int, Ps...>,
-                                                                     const float* const* in, int64_t C, int64_t W,
-                                                                     int64_t ix0, int64_t c0, __mmask16 m,
-                                                                     const __m512 (&w)[9], __m512 b,
-                                                                     ops::Activation::Kind kind, __m512 lo, __m512 hi,
-                                                                     float* y) {
-  ((p == Ps + 1 ? group3x3<Ps + 1, S, true, Full>(in, C, W, ix0, c0, m, w, b, kind, lo, hi, y) : void()), ...);
-}
-
-// One output row of a 3x3 depthwise conv of horizontal stride S, groups of eight pixels.
-template <int S, bool Full>
-__attribute__((target("avx512f"))) void row3x3(const DepthwiseShape& s, const float* w, const float* bias,
-                                               const ops::Activation& act, const float* const* in, float* y,
-                                               int64_t c_begin, int64_t c_end) {
-  const int64_t C = s.C, W = s.W, OW = s.OW;
-  constexpr int64_t kSpan = 7 * S + 3;  // input pixels of a group of eight
-  const ops::Activation::Kind kind = act.kind;
-  const __m512 lo = activation_lo(act), hi = activation_hi(act);
-  for (int64_t c0 = c_begin; c0 < c_end; c0 += 16) {
-    const __mmask16 m = Full || C - c0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (C - c0)) - 1);
-    __m512 wv[9];
+// A 3x3 kernel's nine weights for one 16-channel block stay in registers; a 5x5 kernel's 25
+// do not fit beside eight pixels' sums, so each is loaded when its tap comes.
+template <int K>
+struct TapWeights {
+  const float* wb;  // [K * K][16]
+  __attribute__((target("avx512f"), always_inline)) explicit TapWeights(const float* w) : wb(w) {}
+  __attribute__((target("avx512f"), always_inline)) __m512 at(int t) const { return _mm512_loadu_ps(wb + t * 16); }
+};
+template <>
+struct TapWeights<3> {
+  __m512 w[9];
+  __attribute__((target("avx512f"), always_inline)) explicit TapWeights(const float* wb) {
 #pragma GCC unroll 9
-    for (int t = 0; t < 9; ++t) wv[t] = _mm512_loadu_ps(w + c0 * 9 + t * 16);
-    const __m512 b = _mm512_loadu_ps(bias + c0);
-    int64_t ox = 0;
-    for (; ox + 8 <= OW; ox += 8) {
-      const int64_t ix0 = ox * S - s.PL;
-      float* yo = y + ox * C;
-      if (ix0 >= 0 && ix0 + kSpan <= W) group3x3<8, S, false, Full>(in, C, W, ix0, c0, m, wv, b, kind, lo, hi, yo);
-      else group3x3<8, S, true, Full>(in, C, W, ix0, c0, m, wv, b, kind, lo, hi, yo);
-    }
-    if (ox < OW)
-      tail3x3<S, Full>(static_cast<int>(OW - ox), std::make_integer_sequence<int, 7>{}, in, C, W, ox * S - s.PL, c0,
-                       m, wv, b, kind, lo, hi, y + ox * C);
+    for (int t = 0; t < 9; ++t) w[t] = _mm512_loadu_ps(wb + t * 16);
   }
+  __attribute__((target("avx512f"), always_inline)) __m512 at(int t) const { return w[t]; }
+};
+
+// One input vector into a register (masked: zeros where the mask is clear). Kept out of the
+// FMAs: otherwise GCC folds a load into each FMA the vector feeds, and 512-bit loads (about 1.2
+// a cycle from L1 here) would bound the loop.
+template <bool Masked>
+__attribute__((target("avx512f"), always_inline)) inline __m512 load_input(const float* p, __mmask16 m) {
+  __m512 v = Masked ? _mm512_maskz_loadu_ps(m, p) : _mm512_loadu_ps(p);
+  asm("" : "+v"(v));
+  return v;
 }
 
-// 5x5 kernels: the 25 weights do not fit the registers beside eight pixels' sums, so each kernel
-// row's inputs are loaded into registers once (12 vectors at stride 1, 19 at stride 2) and each
-// weight once per row of the group, feeding all the pixels it applies to.
-template <int P, int S, bool Edge, bool Full>
-__attribute__((target("avx512f"), always_inline)) inline void group5x5(const float* const* in, int64_t C, int64_t W,
-                                                                      int64_t ix0, int64_t c0, __mmask16 m,
-                                                                      const float* wb, __m512 b,
-                                                                      ops::Activation::Kind kind, __m512 lo, __m512 hi,
-                                                                      float* y) {
-  constexpr int N = (P - 1) * S + 5;
+// A group of P output pixels (P <= 8) of one 16-channel block, K x K taps (3 or 5) at
+// horizontal stride S. Each input vector of a kernel row is loaded once and feeds the pixels
+// whose taps it is. Edge: some of the group's input pixels lie outside the row; their loads are
+// masked to zero (a masked-out load does not fault), so the taps need no branches.
+template <int K, int P, int S, bool Edge, bool Full>
+__attribute__((target("avx512f"), always_inline)) inline void group(const float* const* in, int64_t C, int64_t W,
+                                                                   int64_t ix0, int64_t c0, __mmask16 m,
+                                                                   const TapWeights<K>& w, __m512 b,
+                                                                   ops::Activation::Kind kind, __m512 lo, __m512 hi,
+                                                                   float* y) {
+  constexpr int N = (P - 1) * S + K;  // input pixels per kernel row
+  // Fewer than four pixels leave the FMA latency exposed: a second set of sums for odd rows.
   constexpr int R = P >= 4 ? 1 : 2;
   __mmask16 mk[N];
 #pragma GCC unroll 19
@@ -244,21 +185,30 @@ __attribute__((target("avx512f"), always_inline)) inline void group5x5(const flo
     if constexpr (R > 1) acc[R - 1][p] = _mm512_setzero_ps();
   }
 #pragma GCC unroll 5
-  for (int ky = 0; ky < 5; ++ky) {
+  for (int ky = 0; ky < K; ++ky) {
     if (!in[ky]) continue;
     const float* r = in[ky] + ix0 * C + c0;
     __m512* a = acc[ky % R];
-    __m512 v[N];
+    if constexpr (K == 3) {  // input by input: the row's inputs need not all be live at once
+#pragma GCC unroll 17
+      for (int j = 0; j < N; ++j) {
+        const __m512 v = load_input<Edge || !Full>(r + j * C, mk[j]);
+#pragma GCC unroll 3
+        for (int kx = 0; kx < 3; ++kx) {
+          const int p = (j - kx) / S;
+          if (j >= kx && (j - kx) % S == 0 && p < P) a[p] = _mm512_fmadd_ps(v, w.at(ky * 3 + kx), a[p]);
+        }
+      }
+    } else {  // tap by tap, each weight loaded once: the row's inputs (12 or 19) in registers
+      __m512 v[N];
 #pragma GCC unroll 19
-    for (int j = 0; j < N; ++j) {
-      v[j] = Edge || !Full ? _mm512_maskz_loadu_ps(mk[j], r + j * C) : _mm512_loadu_ps(r + j * C);
-      asm("" : "+v"(v[j]));  // in a register, not folded into each FMA (see group3x3)
-    }
+      for (int j = 0; j < N; ++j) v[j] = load_input<Edge || !Full>(r + j * C, mk[j]);
 #pragma GCC unroll 5
-    for (int kx = 0; kx < 5; ++kx) {
-      const __m512 wv = _mm512_loadu_ps(wb + (ky * 5 + kx) * 16);
+      for (int kx = 0; kx < K; ++kx) {
+        const __m512 wv = w.at(ky * K + kx);
 #pragma GCC unroll 8
-      for (int p = 0; p < P; ++p) a[p] = _mm512_fmadd_ps(v[p * S + kx], wv, a[p]);
+        for (int p = 0; p < P; ++p) a[p] = _mm512_fmadd_ps(v[p * S + kx], wv, a[p]);
+      }
     }
   }
 #pragma GCC unroll 8
@@ -271,38 +221,40 @@ __attribute__((target("avx512f"), always_inline)) inline void group5x5(const flo
   }
 }
 
-template <int S, bool Full, int... Ps>
-__attribute__((target("avx512f"), always_inline)) inline void tail5x5(int p, std::integer_sequence<int, Ps...>,
-                                                                     const float* const* in, int64_t C, int64_t W,
-                                                                     int64_t ix0, int64_t c0, __mmask16 m,
-                                                                     const float* wb, __m512 b,
-                                                                     ops::Activation::Kind kind, __m512 lo, __m512 hi,
-                                                                     float* y) {
-  ((p == Ps + 1 ? group5x5<Ps + 1, S, true, Full>(in, C, W, ix0, c0, m, wb, b, kind, lo, hi, y) : void()), ...);
+// The last P < 8 pixels of a row, P known at run time.
+template <int K, int S, bool Full, int... Ps>
+__attribute__((target("avx512f"), always_inline)) inline void tail(int p, std::integer_sequence<int, Ps...>,
+                                                                  const float* const* in, int64_t C, int64_t W,
+                                                                  int64_t ix0, int64_t c0, __mmask16 m,
+                                                                  const TapWeights<K>& w, __m512 b,
+                                                                  ops::Activation::Kind kind, __m512 lo, __m512 hi,
+                                                                  float* y) {
+  ((p == Ps + 1 ? group<K, Ps + 1, S, true, Full>(in, C, W, ix0, c0, m, w, b, kind, lo, hi, y) : void()), ...);
 }
 
-template <int S, bool Full, int G>
-__attribute__((target("avx512f"))) void row5x5(const DepthwiseShape& s, const float* w, const float* bias,
-                                               const ops::Activation& act, const float* const* in, float* y,
-                                               int64_t c_begin, int64_t c_end) {
+// One output row of a K x K depthwise conv of horizontal stride S, groups of eight pixels.
+template <int K, int S, bool Full>
+__attribute__((target("avx512f"))) void row_kxk(const DepthwiseShape& s, const float* w, const float* bias,
+                                                const ops::Activation& act, const float* const* in, float* y,
+                                                int64_t c_begin, int64_t c_end) {
   const int64_t C = s.C, W = s.W, OW = s.OW;
-  constexpr int64_t kSpan = (G - 1) * S + 5;
+  constexpr int64_t kSpan = 7 * S + K;  // input pixels of a group of eight
   const ops::Activation::Kind kind = act.kind;
   const __m512 lo = activation_lo(act), hi = activation_hi(act);
   for (int64_t c0 = c_begin; c0 < c_end; c0 += 16) {
     const __mmask16 m = Full || C - c0 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (C - c0)) - 1);
-    const float* wb = w + c0 * 25;
+    const TapWeights<K> wt(w + c0 * K * K);
     const __m512 b = _mm512_loadu_ps(bias + c0);
     int64_t ox = 0;
-    for (; ox + G <= OW; ox += G) {
+    for (; ox + 8 <= OW; ox += 8) {
       const int64_t ix0 = ox * S - s.PL;
       float* yo = y + ox * C;
-      if (ix0 >= 0 && ix0 + kSpan <= W) group5x5<G, S, false, Full>(in, C, W, ix0, c0, m, wb, b, kind, lo, hi, yo);
-      else group5x5<G, S, true, Full>(in, C, W, ix0, c0, m, wb, b, kind, lo, hi, yo);
+      if (ix0 >= 0 && ix0 + kSpan <= W) group<K, 8, S, false, Full>(in, C, W, ix0, c0, m, wt, b, kind, lo, hi, yo);
+      else group<K, 8, S, true, Full>(in, C, W, ix0, c0, m, wt, b, kind, lo, hi, yo);
     }
     if (ox < OW)
-      tail5x5<S, Full>(static_cast<int>(OW - ox), std::make_integer_sequence<int, G - 1>{}, in, C, W, ox * S - s.PL, c0,
-                       m, wb, b, kind, lo, hi, y + ox * C);
+      tail<K, S, Full>(static_cast<int>(OW - ox), std::make_integer_sequence<int, 7>{}, in, C, W, ox * S - s.PL, c0, m,
+                       wt, b, kind, lo, hi, y + ox * C);
   }
 }
 
@@ -313,10 +265,10 @@ using RowFn = void (*)(const DepthwiseShape&, const float*, const float*, const 
 
 template <bool Full>
 RowFn pick_row(const DepthwiseShape& s) {
-  if (s.KH == 3 && s.KW == 3 && s.SW == 1) return row3x3<1, Full>;
-  if (s.KH == 3 && s.KW == 3 && s.SW == 2) return row3x3<2, Full>;
-  if (s.KH == 5 && s.KW == 5 && s.SW == 1) return row5x5<1, Full, 8>;
-  if (s.KH == 5 && s.KW == 5 && s.SW == 2) return row5x5<2, Full, 8>;
+  if (s.KH == 3 && s.KW == 3 && s.SW == 1) return row_kxk<3, 1, Full>;
+  if (s.KH == 3 && s.KW == 3 && s.SW == 2) return row_kxk<3, 2, Full>;
+  if (s.KH == 5 && s.KW == 5 && s.SW == 1) return row_kxk<5, 1, Full>;
+  if (s.KH == 5 && s.KW == 5 && s.SW == 2) return row_kxk<5, 2, Full>;
   return row_avx512<0, 0, 0, Full>;
 }
 
@@ -368,7 +320,7 @@ class DepthwiseKernel : public Kernel {
 std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads) {
   std::unique_ptr<DepthwiseShape> s = depthwise_shape(node);
   // Up to 5x5 (efficientnet_b0's): taller kernels take the generic row loop, which lost to
-  // oneDNN on 5x5 before row5x5 was written.
+  // oneDNN on 5x5 before row_kxk took them.
   if (!s || s->KH * s->KW > 25) return nullptr;
   const ir::Value* b = node.input(2);
   const std::optional<ops::Activation> act = epilogue_of(node);
