@@ -8,9 +8,14 @@
 
 #include <omp.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <random>
+#include <tuple>
 
 #include "backends/backend.h"
+#include "backends/cpu/pointwise_conv.h"
 #include "ops/core/infer_graph.h"
 
 namespace {
@@ -22,41 +27,54 @@ struct OneNode {
   std::vector<std::vector<int64_t>> in_dims;
   std::vector<bool> constant;
   ir::Attributes attrs = {};
+  // Copies of the node with their own weights, run in turn: with more weights than the L2
+  // holds, each run reads them from L3, as in a model.
+  int copies = 1;
 };
 
 void run_case(benchmark::State& state, const OneNode& c, size_t candidate) {
   const int threads = static_cast<int>(state.range(0));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  ir::Graph g;
-  g.opsets[""] = 17;
-  g.opsets["kiln"] = 1;
-  std::vector<ir::Value*> ins;
-  std::vector<Tensor> data;
-  for (size_t i = 0; i < c.in_dims.size(); ++i) {
-    Tensor t(DType::Float, c.in_dims[i]);
-    for (int64_t k = 0; k < t.numel(); ++k) t.data<float>()[k] = u(rng);
-    const std::string name = "in" + std::to_string(i);
-    ins.push_back(c.constant[i] ? g.add_constant(name, t)
-                                : g.add_input(name, ir::TensorType::from_dims(DType::Float, c.in_dims[i])));
-    data.push_back(std::move(t));
-  }
-  ir::Value* y = g.add_value("y");
-  ir::Node* n = g.add_node(c.op, ins, {y}, c.attrs, "n", c.domain);
-  g.add_output(y);
-  ops::ShapeInference().run(g);
   auto backend = backends::make_cpu_backend(threads);
   backend->enter_run();
-  auto cands = backend->candidates(*n);
-  if (candidate >= cands.size()) return state.SkipWithError("no such candidate");
-  auto kernel = cands[candidate].make();
-  if (!kernel) return state.SkipWithError(("declined: " + cands[candidate].name).c_str());
-  state.SetLabel(cands[candidate].name);
+  std::vector<std::unique_ptr<ir::Graph>> graphs;
+  std::vector<std::unique_ptr<backends::Kernel>> kernels;
+  std::vector<Tensor> data;
+  ir::Value* y = nullptr;
+  for (int copy = 0; copy < c.copies; ++copy) {
+    auto& g = *graphs.emplace_back(std::make_unique<ir::Graph>());
+    g.opsets[""] = 17;
+    g.opsets["kiln"] = 1;
+    std::vector<ir::Value*> ins;
+    for (size_t i = 0; i < c.in_dims.size(); ++i) {
+      Tensor t(DType::Float, c.in_dims[i]);
+      for (int64_t k = 0; k < t.numel(); ++k) t.data<float>()[k] = u(rng);
+      const std::string name = "in" + std::to_string(i);
+      ins.push_back(c.constant[i] ? g.add_constant(name, t)
+                                  : g.add_input(name, ir::TensorType::from_dims(DType::Float, c.in_dims[i])));
+      if (copy == 0) data.push_back(std::move(t));
+    }
+    y = g.add_value("y");
+    ir::Node* n = g.add_node(c.op, ins, {y}, c.attrs, "n", c.domain);
+    g.add_output(y);
+    ops::ShapeInference().run(g);
+    auto cands = backend->candidates(*n);
+    if (candidate >= cands.size()) return state.SkipWithError("no such candidate");
+    auto kernel = cands[candidate].make();
+    if (!kernel) return state.SkipWithError(("declined: " + cands[candidate].name).c_str());
+    state.SetLabel(cands[candidate].name);
+    kernels.push_back(std::move(kernel));
+  }
   std::vector<const Tensor*> in_ptrs;
   for (const Tensor& t : data) in_ptrs.push_back(&t);
   Tensor out(DType::Float, y->type.static_dims());
   std::vector<Tensor*> out_ptrs{&out};
-  for (auto _ : state) kernel->run(in_ptrs, out_ptrs);
+  size_t next = 0;
+  for (auto _ : state) {
+    kernels[next]->run(in_ptrs, out_ptrs);
+    next = (next + 1) % kernels.size();
+  }
   state.SetBytesProcessed(state.iterations() * (out.nbytes() + (c.constant[0] ? 0 : data[0].nbytes())));
 }
 
@@ -99,6 +117,24 @@ void fma_peak(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(sink);
   state.counters["GFLOPS"] = benchmark::Counter(static_cast<double>(state.iterations()) * threads * kIters * 16 * 16 * 2 / 1e9,
+                                                benchmark::Counter::kIsRate);
+}
+
+// kiln's 1x1 kernel on the pixels of one chain band (PointwiseRows, as a kiln.ConvChain runs
+// it): `pixels` of K channels into a window of N, ReLU6; GFLOPS to set beside FmaPeak.
+void pointwise_rows(benchmark::State& state, int64_t pixels, int64_t K, int64_t N) {
+  if (!backends::cpu::pointwise_supported()) return state.SkipWithError("no AVX-512");
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(pixels * K), w(N * K), b(N), y(pixels * N);
+  for (float* v : {x.data(), w.data(), b.data()})
+    for (int64_t i = 0; i < (v == x.data() ? pixels * K : v == w.data() ? N * K : N); ++i) v[i] = u(rng);
+  ops::Activation act{ops::Activation::Clip};
+  act.a = 0.f;
+  act.b = 6.f;
+  backends::cpu::PointwiseRows pw(K, N, w.data(), b.data(), act, N);
+  for (auto _ : state) pw.rows(x.data(), 0, pixels, y.data(), nullptr, nullptr);
+  state.counters["GFLOPS"] = benchmark::Counter(static_cast<double>(state.iterations()) * pixels * K * N * 2 / 1e9,
                                                 benchmark::Counter::kIsRate);
 }
 
@@ -189,6 +225,18 @@ int register_all() {
   add("Pointwise_14x14_576to96", {"FusedConv", "kiln", {{1, 14, 14, 576}, {96, 576, 1, 1}, {96}}, {false, true, true}, cl}, 8);
   add("Pointwise_7x7_960to160", {"FusedConv", "kiln", {{1, 7, 7, 960}, {160, 960, 1, 1}, {160}}, {false, true, true}, cl}, 8);
   add("Pointwise_7x7_160to960", {"FusedConv", "kiln", {{1, 7, 7, 160}, {960, 160, 1, 1}, {960}}, {false, true, true}, relu}, 8);
+  for (const char* shape : {"320to1280", "160to960", "960to160"}) {
+    const int64_t k = std::atoi(shape), n = std::atoi(std::strchr(shape, 'o') + 1);
+    OneNode cold{"FusedConv", "kiln", {{1, 7, 7, k}, {n, k, 1, 1}, {n}}, {false, true, true}, cl};
+    cold.copies = 8;
+    add(std::string("PointwiseCold_7x7_") + shape, cold, 8);
+  }
+  // mobilenet_v2's small-K expansions as its chains run them, one band at a time.
+  for (auto [name, px, k, n] : {std::tuple{"PointwiseRows_2352px_16to96", 2352, 16, 96},
+                                std::tuple{"PointwiseRows_1120px_24to144", 1120, 24, 144},
+                                std::tuple{"PointwiseRows_784px_32to192", 784, 32, 192},
+                                std::tuple{"PointwiseRows_196px_64to384", 196, 64, 384}, std::tuple{"PointwiseRows_784px_40to240", 784, 40, 240}, std::tuple{"PointwiseRows_196px_80to480", 196, 80, 480}, std::tuple{"PointwiseRows_49px_160to960", 49, 160, 960}, std::tuple{"PointwiseRows_196px_96to576", 196, 96, 576}, std::tuple{"PointwiseRows_196px_576to96", 196, 576, 96}, std::tuple{"PointwiseRows_784px_144to40", 784, 144, 40}, std::tuple{"PointwiseRows_196px_240to80", 196, 240, 80}, std::tuple{"PointwiseRows_196px_480to80", 196, 480, 80}, std::tuple{"PointwiseRows_196px_16to480", 196, 80, 480}, std::tuple{"PointwiseRows_3136px_16to96", 3136, 16, 96}})
+    benchmark::RegisterBenchmark(name, [px, k, n](benchmark::State& s) { pointwise_rows(s, px, k, n); })->UseRealTime();
   add("Pointwise_56x56_24to144", {"FusedConv", "kiln", {{1, 56, 56, 24}, {144, 24, 1, 1}, {144}}, {false, true, true}, relu}, 8);
   // The classifier of mobilenet_v2 / efficientnet_b0: gemv, then oneDNN.
   add("Classifier_1280x1000",

@@ -44,11 +44,12 @@ TEST(PointwiseConv, MatchesTheReference) {
   struct Shape {
     int64_t h, w, k, n;
   };
-  // Pixels: 1, 13 (a tile and a tail at every width), 49, 5 x 11; outputs: 9 to 208 (blocks of
-  // 1-4 vectors, a last block of fewer, a last vector of 9 or 8 outputs); input channels: 1, 7,
-  // 128 exactly, 300 (two ranges at 48 outputs), 520 on 24 outputs (three ranges of 173-174).
-  const Shape shapes[] = {{1, 1, 7, 16}, {1, 13, 300, 48}, {7, 7, 128, 208}, {5, 11, 1, 9},
-                          {7, 7, 130, 80}, {1, 13, 20, 40},  {3, 3, 64, 200}, {5, 3, 520, 24}};
+  // Pixels: 1, 13 (a tile and a tail at every width), 49, 5 x 11; outputs: 9 to 208 (equal
+  // blocks of 1-4 vectors: 144 as 3 x 3, 150 as 3 + 3 + 4 ending in 6 outputs; a last vector of 9
+  // or 8 outputs); input channels: 1, 7, 128 exactly, 300 (two ranges at 48 outputs), 520 on 24
+  // outputs (three ranges of 173-174).
+  const Shape shapes[] = {{1, 1, 7, 16},  {1, 13, 300, 48}, {7, 7, 128, 208}, {5, 11, 1, 9},  {7, 7, 130, 80},
+                          {1, 13, 20, 40}, {3, 3, 64, 200},  {5, 3, 520, 24},  {2, 5, 24, 144}, {3, 7, 16, 150}};
   for (const Shape& s : shapes)
     for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid"})
       for (bool residual : {false, true})

@@ -20,7 +20,7 @@ constexpr int64_t kMaxPixels = 256;
 
 // The 1x1 conv itself, on pixels at hand: a kiln.ConvChain runs its 1x1 layers on the rows of
 // its line buffers with it. Up to 24 outputs it works in pair mode (two input channels per
-// broadcast, pointwise_conv.cpp), else in blocks of 64 outputs. Needs AVX-512 (the caller
+// broadcast, pointwise_conv.cpp), else in blocks of up to 64 outputs. Needs AVX-512 (the caller
 // checks pointwise_supported()).
 class PointwiseRows {
  public:
@@ -47,7 +47,7 @@ class PointwiseRows {
 
   int64_t K_, N_, ldy_;
   ops::Activation act_;
-  int64_t pair_vectors_ = 0;  // vectors of 8 outputs in pair mode, 0 in blocks of 64
+  int64_t pair_vectors_ = 0;  // vectors of 8 outputs in pair mode, 0 in blocks
   AlignedFloats packed_;
   std::vector<float> bias_;
   std::vector<Block> blocks_;
