@@ -190,6 +190,12 @@ int register_all() {
   stem["pads"] = ir::Attribute::of_ints({3, 3, 3, 3});
   stem["strides"] = ir::Attribute::of_ints({2, 2});
   add("Stem7x7s2_3to64_224", {"FusedConv", "kiln", {{1, 224, 224, 3}, {64, 3, 7, 7}, {64}}, {false, true, true}, stem}, 8);
+  // mobilenet_v2's stem (3x3/2, 3 -> 32, Clip 0..6).
+  ir::Attributes mstem = stem;
+  mstem["pads"] = ir::Attribute::of_ints({1, 1, 1, 1});
+  mstem["activation"] = ir::Attribute::of_string("Clip");
+  mstem["activation_params"] = ir::Attribute::of_floats({0.f, 6.f});
+  add("Stem3x3s2_3to32_224", {"FusedConv", "kiln", {{1, 224, 224, 3}, {32, 3, 3, 3}, {32}}, {false, true, true}, mstem}, 8);
   ir::Attributes s2 = r18;
   s2["strides"] = ir::Attribute::of_ints({2, 2});
   add("Conv3x3s2_64to128_56", {"FusedConv", "kiln", {{1, 56, 56, 64}, {128, 64, 3, 3}, {128}}, {false, true, true}, s2}, 8);

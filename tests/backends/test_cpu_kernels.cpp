@@ -413,18 +413,21 @@ struct ChainCase {
 };
 
 // The chain band by band: bands of 1, 2 and 3 rows and one band for all, at 1 and 2 threads,
-// plain and pooled.
+// plain and pooled, the stem on kiln's stem kernel and on oneDNN's primitives.
 TEST(CpuKernels, ConvChainBands) {
   for (bool pooled : {false, true}) {
     ChainCase c(pooled);
-    for (int64_t band : {1, 2, 3, 0})
-      for (int threads : {1, 2}) {
-        c.node->attrs["band_rows"] = ir::Attribute::of_int(band);
-        auto kernel = backends::make_cpu_backend(threads)->create(*c.node);
-        ASSERT_TRUE(kernel);
-        c.check(*kernel, std::string(pooled ? "pooled" : "plain") + " band " + std::to_string(band) + " threads " +
-                             std::to_string(threads));
-      }
+    for (bool kiln_stem : {true, false})
+      for (int64_t band : {1, 2, 3, 0})
+        for (int threads : {1, 2}) {
+          c.node->attrs["band_rows"] = ir::Attribute::of_int(band);
+          auto backend = backends::make_cpu_backend(threads);
+          if (!kiln_stem) backend->set_disabled_kernels({"kiln_stem_conv"});
+          auto kernel = backend->create(*c.node);
+          ASSERT_TRUE(kernel);
+          c.check(*kernel, std::string(pooled ? "pooled" : "plain") + (kiln_stem ? " kiln_stem_conv" : " onednn") +
+                               " band " + std::to_string(band) + " threads " + std::to_string(threads));
+        }
   }
 }
 

@@ -3,10 +3,11 @@
 // still needs (a line buffer). When a band moves on, the rows the next band shares with it move
 // to the window's front and only the new rows are computed, so nothing is computed twice; the
 // windows stay in the L2 cache where the whole tensors (mobilenet_v2's 112x112x96: 4.8 MB) would
-// go to L3 and back. 1x1 layers run on kiln's pointwise kernel, 3x3 and 5x5 depthwise layers and
-// pools on kiln's depthwise and pooling kernels, each reading the window in place (squeezenet1_1's stem ->
+// go to L3 and back. 1x1 layers run on kiln's pointwise kernel, 3x3 and 5x5 depthwise layers,
+// pools and stems (few input channels) on kiln's depthwise, pooling and stem kernels, each
+// reading the window in place (squeezenet1_1's stem ->
 // max pool: 1.013x at 1 thread, paired; the 3 MB stem output no longer goes to L3 and back). The
-// other convs (stems) run as oneDNN primitives on a band (variants by rows and edge padding,
+// other convs run as oneDNN primitives on a band (variants by rows and edge padding,
 // built at creation), kiln's late activations applied to each band while it is in cache. The
 // 1x1 layers were oneDNN primitives too; kiln's kernel measured as fast there (mobilenet_v2's
 // chains within 1%) and needs no primitive per band shape. With more threads, each thread runs
@@ -34,6 +35,7 @@
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/pointwise_conv.h"
+#include "backends/cpu/stem_conv.h"
 
 namespace kiln::backends::cpu {
 
@@ -61,6 +63,8 @@ struct Layer {
   std::shared_ptr<const DepthwiseConv> dw;
   // A 1x1 layer runs on kiln's pointwise kernel (pointwise_conv.h) on the window's rows.
   std::shared_ptr<const PointwiseRows> pw;
+  // A conv on few input channels (a stem) runs on kiln's stem kernel (stem_conv.h).
+  std::shared_ptr<const StemConv> stem;
   // A max or average pool layer (nhwc_pool.h): KH, SH, PT and PB are its window's.
   std::optional<PoolWindow> pool;
   int64_t row_floats() const { return OW * OC; }  // of its output
@@ -178,7 +182,7 @@ class ConvChainKernel : public Kernel {
       st.src_offset = l == 0 ? in_lo : in_lo - have_lo[l];
       st.dst_offset = l == n - 1 ? a : a - have_lo[l + 1];
       st.src_row0 = l == 0 ? 0 : have_lo[l];
-      if (!L.dw && !L.pool && !L.pw) st.v = variant(l, in_hi - in_lo, in_lo - lo, hi - in_hi, b - a);
+      if (!L.dw && !L.pool && !L.pw && !L.stem) st.v = variant(l, in_hi - in_lo, in_lo - lo, hi - in_hi, b - a);
       s.steps.push_back(st);
     };
     for (int64_t o0 = r0; o0 < r1; o0 += band_) {
@@ -279,6 +283,8 @@ class ConvChainKernel : public Kernel {
       if (z && z != dst) std::memcpy(dst, z, count * sizeof(float));  // oneDNN's sum post-op adds it
       if (L.dw) {  // reads the window's rows where they are, zero padding outside the image
         L.dw->rows(st.layer == 0 ? x : window(st.layer), st.src_row0, dst, st.row, st.row + st.rows);
+      } else if (L.stem) {
+        L.stem->rows(st.layer == 0 ? x : window(st.layer), st.src_row0, dst, st.row, st.row + st.rows);
       } else if (L.pool) {
         pool_rows(*L.pool, st.layer == 0 ? x : window(st.layer), st.src_row0, dst, st.row, st.row + st.rows);
       } else {
@@ -400,6 +406,11 @@ std::vector<Layer> read_layers(const ir::Node& node) {
       if (!act) return {};
       L.pw = std::make_shared<PointwiseRows>(L.C, L.OC, w->constant().data<float>(),
                                              b ? b->constant().data<float>() : nullptr, *act, L.OC);
+    } else if (std::unique_ptr<StemShape> ss = stem_shape(*c); ss && kernel_enabled("kiln_stem_conv")) {
+      const std::optional<ops::Activation> act = epilogue_of(*c);
+      if (!act) return {};
+      L.stem = std::make_shared<StemConv>(*ss, w->constant().data<float>(), b ? b->constant().data<float>() : nullptr,
+                                          *act);
     } else if (dnnl_util::late_activation(*c)) {
       L.late = ops::activation_of(*c);
     } else if (!dnnl_util::append_activation(*c, po)) {

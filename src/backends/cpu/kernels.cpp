@@ -9,6 +9,7 @@ void add_conv_chain_kernels(std::vector<KernelFactory>& table);
 void add_depthwise_kernels(std::vector<KernelFactory>& table);
 void add_pointwise_conv_kernels(std::vector<KernelFactory>& table);
 void add_kiln_winograd_kernels(std::vector<KernelFactory>& table);
+void add_stem_conv_kernels(std::vector<KernelFactory>& table);
 void add_onednn_pool_kernels(std::vector<KernelFactory>& table);
 void add_nhwc_global_pool_kernels(std::vector<KernelFactory>& table);
 void add_nhwc_pool_kernels(std::vector<KernelFactory>& table);
@@ -50,6 +51,7 @@ const std::vector<KernelFactory>& kernel_factories() {
     add_depthwise_kernels(t);  // before oneDNN: 2-3x faster on depthwise convs
     add_pointwise_conv_kernels(t);  // before oneDNN: few pixels, weights from L3
     add_kiln_winograd_kernels(t);
+    add_stem_conv_kernels(t);  // before oneDNN: convs on 1-8 input channels (stems)
     add_onednn_conv_kernels(t);
     add_conv_chain_kernels(t);
     add_nhwc_global_pool_kernels(t);  // before oneDNN: splits pixels, not channels

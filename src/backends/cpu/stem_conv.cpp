@@ -1,0 +1,251 @@
+// The stem conv (stem_conv.h). A tile is R output pixels of one row by a block of up to 64
+// outputs: R * NV accumulators, and for every tap (kernel row, then KW * C floats along the
+// input row) NV weight vectors and R broadcasts of the input. With 27 taps (3x3x3) the loop is
+// short, so the tiles of a row reuse the block's weights from L1; tiles inside the row read the
+// input in place, the two at its edges a copy of their columns with the zero padding.
+#include "backends/cpu/stem_conv.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "backends/cpu/activation_apply.h"
+#include "backends/cpu/avx512_activation.h"
+#include "backends/cpu/depthwise_conv.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/onednn_common.h"
+#include "backends/cpu/parallel.h"
+
+namespace kiln::backends::cpu {
+
+namespace {
+
+const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
+
+constexpr int64_t kMaxChannels = 8, kMaxTaps = 160;
+// Floats of an edge tile's copied columns: 14 pixels at stride 4 plus a 16-wide kernel, of 8
+// channels (stem_shape keeps within it).
+constexpr int64_t kMaxEdge = (13 * 4 + 16) * kMaxChannels;
+
+// Pixels per tile for NV output vectors: R * NV accumulators, NV weights and a broadcast within
+// the 32 registers.
+constexpr int stem_rows(int64_t nv) { return nv == 4 ? 6 : nv == 3 ? 9 : 14; }
+template <int NV>
+constexpr int kStemRows = stem_rows(NV);
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// y[R pixels][NV * 16] = act(bias + sum over kernel rows kh in [kh0, kh1) and taps j of
+// in[kh][r * step + j] * w[kh][j]); in[kh] points at the tile's first pixel in padded row kh.
+template <int R, int NV>
+__attribute__((target("avx512f"), noinline)) void stem_tile(const float* const* in, int64_t kh0, int64_t kh1,
+                                                           int64_t taps, int64_t step, const float* __restrict w,
+                                                           const float* bias, float* __restrict y, int64_t ldy,
+                                                           const ops::Activation& act, __mmask16 tail) {
+  constexpr int V = NV * 16;
+  __m512 acc[R][NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const __m512 b = _mm512_loadu_ps(bias + 16 * v);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) acc[r][v] = b;
+  }
+  for (int64_t kh = kh0; kh < kh1; ++kh) {
+    const float* __restrict x = in[kh];
+    const float* wk = w + kh * taps * V;
+    for (int64_t j = 0; j < taps; ++j) {
+      __m512 b[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) b[v] = _mm512_load_ps(wk + j * V + 16 * v);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const __m512 a = _mm512_set1_ps(x[r * step + j]);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
+      }
+    }
+  }
+  const __m512 lo = activation_lo(act), hi = activation_hi(act);
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const __m512 o = activation_ps(acc[r][v], act.kind, lo, hi);
+      if (v == NV - 1) _mm512_mask_storeu_ps(y + r * ldy + 16 * v, tail, o);
+      else _mm512_storeu_ps(y + r * ldy + 16 * v, o);
+    }
+}
+
+#pragma GCC diagnostic pop
+
+using StemTileFn = void (*)(const float* const*, int64_t, int64_t, int64_t, int64_t, const float*, const float*,
+                            float*, int64_t, const ops::Activation&, __mmask16);
+
+template <int NV, int... Rs>
+constexpr std::array<StemTileFn, sizeof...(Rs)> stem_tiles_of(std::integer_sequence<int, Rs...>) {
+  return {&stem_tile<Rs + 1, NV>...};
+}
+template <int NV>
+constexpr auto kStemTiles = stem_tiles_of<NV>(std::make_integer_sequence<int, kStemRows<NV>>{});
+
+// One output row of one block, tile by tile (`tiles`: first pixel and count). in[kh] is input row
+// kh of the kernel (nullptr in the padding rows outside [kh0, kh1)). A tile whose taps all fall
+// inside the row reads it in place; an edge tile reads a copy of its columns with the zero
+// padding around them, in `edge` (KH * kMaxEdge floats, this thread's).
+template <int NV>
+void block_row(const StemShape& s, const float* const* in, int64_t kh0, int64_t kh1, const float* w,
+               const float* bias, float* y, const ops::Activation& act, __mmask16 tail,
+               const std::vector<std::pair<int64_t, int64_t>>& tiles, float* edge) {
+  const int64_t step = s.SW * s.C;
+  std::array<const float*, kMaxKernelRows> at{};
+  for (const auto& [p, pixels] : tiles) {
+    const int64_t col0 = p * s.SW - s.PL, col1 = (p + pixels - 1) * s.SW - s.PL + s.KW;
+    const bool inside = col0 >= 0 && col1 <= s.W;
+    for (int64_t kh = kh0; kh < kh1; ++kh) {
+      if (inside) {
+        at[kh] = in[kh] + col0 * s.C;
+        continue;
+      }
+      float* e = edge + kh * kMaxEdge;
+      const int64_t a = std::max<int64_t>(col0, 0), b = std::min(col1, s.W);
+      std::fill(e, e + (col1 - col0) * s.C, 0.f);
+      if (a < b) std::memcpy(e + (a - col0) * s.C, in[kh] + a * s.C, (b - a) * s.C * sizeof(float));
+      at[kh] = e;
+    }
+    kStemTiles<NV>[pixels - 1](at.data(), kh0, kh1, s.KW * s.C, step, w, bias, y + p * s.OC, s.OC, act, tail);
+  }
+}
+
+class StemConvKernel : public Kernel {
+ public:
+  StemConvKernel(StemConv conv, int64_t images, int threads) : conv_(std::move(conv)), images_(images), threads_(threads) {}
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
+    const StemShape& s = conv_.shape();
+    const float* x = inputs[0]->data<float>();
+    float* y = outputs[0]->data<float>();
+    const int64_t in_image = s.H * s.W * s.C, out_row = s.OW * s.OC;
+    const int threads = s.OH * out_row >= kParallelMinElements ? threads_ : 1;
+    for (int64_t i = 0; i < images_; ++i)
+      parallel_for(s.OH, threads, [&](int64_t r0, int64_t r1) {
+        conv_.rows(x + i * in_image, 0, y + (i * s.OH + r0) * out_row, r0, r1);
+      });
+  }
+
+ private:
+  StemConv conv_;
+  int64_t images_;
+  int threads_;
+};
+
+std::unique_ptr<Kernel> make_stem_conv(const ir::Node& node, int threads) {
+  std::unique_ptr<StemShape> s = stem_shape(node);
+  const std::optional<ops::Activation> act = s ? epilogue_of(node) : std::nullopt;
+  if (!act) return nullptr;
+  const ir::Value* b = node.input(2);
+  StemConv conv(*s, node.input(1)->constant().data<float>(), b ? b->constant().data<float>() : nullptr, *act);
+  return std::make_unique<StemConvKernel>(std::move(conv), node.input(0)->type.static_dims()[0], threads);
+}
+
+}  // namespace
+
+StemConv::StemConv(const StemShape& s, const float* weights, const float* bias, ops::Activation act)
+    : s_(s), act_(act) {
+  if (s.KH < 1 || s.KH > kMaxKernelRows) throw Error("stem conv: kernel height out of range");
+  const int64_t taps = s.KW * s.C, vectors = round16(s.OC) / 16, nblocks = (vectors + 3) / 4;
+  w_ = aligned_floats(static_cast<size_t>(s.KH * taps * vectors * 16));
+  bias_.assign(static_cast<size_t>(vectors * 16), 0.f);
+  if (bias) std::copy(bias, bias + s.OC, bias_.begin());
+  // Blocks of equal width (as pointwise_conv.cpp's), the partial vector last.
+  for (int64_t i = 0, n0 = 0; n0 < s.OC; ++i) {
+    const int64_t bv = vectors * (i + 1) / nblocks - vectors * i / nblocks;
+    const int64_t valid = std::min<int64_t>(16 * bv, s.OC - n0), width = round16(valid);
+    const Block blk{n0, width / 16, s.KH * taps * n0, static_cast<uint16_t>((1u << (valid - (width - 16))) - 1)};
+    for (int64_t kh = 0; kh < s.KH; ++kh)
+      for (int64_t kw = 0; kw < s.KW; ++kw)
+        for (int64_t c = 0; c < s.C; ++c)
+          for (int64_t l = 0; l < valid; ++l)
+            w_.get()[blk.offset + (kh * taps + kw * s.C + c) * width + l] =
+                weights[(((n0 + l) * s.C + c) * s.KH + kh) * s.KW + kw];
+    blocks_.push_back(blk);
+    n0 += valid;
+  }
+  // Tiles of equal size along a row (a 1-pixel tile costs about as much as a full one).
+  for (int64_t nv = 1; nv <= 4; ++nv) {
+    const int64_t count = (s.OW + stem_rows(nv) - 1) / stem_rows(nv);
+    for (int64_t t = 0; t < count; ++t)
+      tiles_[nv - 1].emplace_back(s.OW * t / count, s.OW * (t + 1) / count - s.OW * t / count);
+  }
+}
+
+void StemConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1) const {
+  const int64_t row = s_.W * s_.C, out_row = s_.OW * s_.OC;
+  thread_local std::vector<float> edge;  // per thread: rows() runs on every thread of a team
+  if (edge.size() < static_cast<size_t>(kMaxKernelRows * kMaxEdge)) edge.resize(kMaxKernelRows * kMaxEdge);
+  std::array<const float*, kMaxKernelRows> in{};
+  for (int64_t oy = oy0; oy < oy1; ++oy) {
+    int64_t kh0 = s_.KH, kh1 = 0;
+    for (int64_t kh = 0; kh < s_.KH; ++kh) {
+      const int64_t iy = oy * s_.SH - s_.PT + kh;
+      if (iy < 0 || iy >= s_.H) continue;
+      kh0 = std::min(kh0, kh), kh1 = kh + 1;
+      in[kh] = x + (iy - x_row0) * row;
+    }
+    float* yr = y + (oy - oy0) * out_row;
+    if (kh0 >= kh1) {  // every kernel row in the padding: the bias alone
+      for (int64_t p = 0; p < s_.OW; ++p) std::copy(bias_.begin(), bias_.begin() + s_.OC, yr + p * s_.OC);
+      apply_activation(act_, yr, out_row);
+      continue;
+    }
+    for (const Block& b : blocks_) {
+      const float* w = w_.get() + b.offset;
+      const float* bias = bias_.data() + b.n0;
+      const auto& tiles = tiles_[b.nv - 1];
+      switch (b.nv) {
+        case 4: block_row<4>(s_, in.data(), kh0, kh1, w, bias, yr + b.n0, act_, b.tail, tiles, edge.data()); break;
+        case 3: block_row<3>(s_, in.data(), kh0, kh1, w, bias, yr + b.n0, act_, b.tail, tiles, edge.data()); break;
+        case 2: block_row<2>(s_, in.data(), kh0, kh1, w, bias, yr + b.n0, act_, b.tail, tiles, edge.data()); break;
+        default: block_row<1>(s_, in.data(), kh0, kh1, w, bias, yr + b.n0, act_, b.tail, tiles, edge.data());
+      }
+    }
+    if (!activation_in_registers(act_)) apply_activation(act_, yr, out_row);
+  }
+}
+
+std::unique_ptr<StemShape> stem_shape(const ir::Node& node) {
+  if (!kHasAvx512 || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
+  if (!node.attr_int("channels_last", 0) || node.attr_int("group", 1) != 1) return nullptr;
+  if (node.num_inputs() < 2 || node.num_outputs() != 1) return nullptr;
+  for (int i = 3; i < node.num_inputs(); ++i)  // a residual Z or channel scale S
+    if (node.input(i)) return nullptr;
+  if (node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0)) return nullptr;
+  const ir::Value *x = node.input(0), *w = node.input(1), *b = node.input(2), *y = node.output(0);
+  if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return nullptr;
+  if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return nullptr;
+  if (node.attr_string("auto_pad", "NOTSET") != "NOTSET") return nullptr;
+  if (node.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return nullptr;
+  const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
+  if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || xd[0] != yd[0]) return nullptr;
+  auto s = std::make_unique<StemShape>();
+  s->H = xd[1], s->W = xd[2], s->C = xd[3], s->OH = yd[1], s->OW = yd[2], s->OC = yd[3], s->KH = wd[2], s->KW = wd[3];
+  if (wd[0] != s->OC || wd[1] != s->C || s->C > kMaxChannels || s->KH * s->KW * s->C > kMaxTaps) return nullptr;
+  if (s->KH * s->KW == 1 || s->KH > kMaxKernelRows) return nullptr;  // 1x1: kiln_pointwise's
+  if (b && b->type.static_dims() != std::vector<int64_t>{s->OC}) return nullptr;
+  const auto st = node.attr_ints("strides", {1, 1}), pads = node.attr_ints("pads", {0, 0, 0, 0});
+  if (st.size() != 2 || pads.size() != 4 || st[0] < 1 || st[1] < 1 || st[1] > 4 || s->KW > 16) return nullptr;
+  s->SH = st[0], s->SW = st[1], s->PT = pads[0], s->PL = pads[1];
+  if (pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0) return nullptr;
+  if ((s->H + pads[0] + pads[2] - s->KH) / s->SH + 1 != s->OH || (s->W + pads[1] + pads[3] - s->KW) / s->SW + 1 != s->OW)
+    return nullptr;
+  return s;
+}
+
+void add_stem_conv_kernels(std::vector<KernelFactory>& table) {
+  table.push_back({"kiln", "FusedConv", make_stem_conv, "kiln_stem_conv"});
+}
+
+}  // namespace kiln::backends::cpu

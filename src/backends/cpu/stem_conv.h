@@ -1,0 +1,57 @@
+// kiln's channels-last direct convolution for few input channels: the stems of the image
+// models (mobilenet_v2's and efficientnet_b0's 3x3/2 3 -> 32, resnet18's 7x7/2 3 -> 64,
+// squeezenet1_1's 3x3/2 3 -> 64). There oneDNN 2.6 reaches 40-65% of the FMA peak (a K of 27
+// or 147 taps is too short for its blocking); here an output row is computed in tiles of
+// pixels whose outputs stay in registers, a tile's taps one contiguous run of KW * C floats per
+// kernel row. An output row at a time from whatever input rows are at hand, so it also runs on
+// a ConvChain's first band.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cpu/aligned_floats.h"
+#include "ir/graph.h"
+#include "ops/fused_activation.h"
+
+namespace kiln::backends::cpu {
+
+struct StemShape {
+  int64_t H = 0, W = 0, C = 0, OH = 0, OW = 0, OC = 0, KH = 0, KW = 0, SH = 1, SW = 1, PT = 0, PL = 0;
+};
+
+class StemConv {
+ public:
+  // weights: ONNX's [OC, C, KH, KW]; bias: OC floats or nullptr. Needs AVX-512 (stem_shape
+  // checks).
+  StemConv(const StemShape& s, const float* weights, const float* bias, ops::Activation act);
+
+  // Output rows [oy0, oy1) to y (row oy0 first, rows of OW * OC floats). Input row r (of the H
+  // rows; the others are zero padding) is at x + (r - x_row0) * W * C.
+  void rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1) const;
+
+  const StemShape& shape() const { return s_; }
+
+  // Up to 64 outputs, their weights packed [KH][KW * C][nv * 16] at `offset`.
+  struct Block {
+    int64_t n0, nv, offset;
+    uint16_t tail;  // the last vector's valid outputs
+  };
+
+ private:
+  StemShape s_;
+  std::vector<std::pair<int64_t, int64_t>> tiles_[4];  // per block width: first pixel, pixels
+  AlignedFloats w_;
+  std::vector<float> bias_;  // [OC rounded up to 16]
+  std::vector<Block> blocks_;
+  ops::Activation act_;
+};
+
+// The shape of a channels-last FusedConv that StemConv runs (group 1, at most 8 input channels
+// and 160 taps, kernels at most 16 wide, strides up to 4 along rows, no residual or channel scale, no dilation, explicit pads), or nullptr; also
+// without AVX-512.
+std::unique_ptr<StemShape> stem_shape(const ir::Node& node);
+
+}  // namespace kiln::backends::cpu

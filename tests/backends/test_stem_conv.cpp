@@ -1,0 +1,85 @@
+// kiln's stem conv (stem_conv.cpp) against the reference kernel: the stems of the shared models
+// (3x3/2 3 -> 32, 7x7/2 3 -> 64, unpadded 3x3/2 3 -> 64) on small odd images, and odd shapes
+// (asymmetric pads, 1 and 8 input channels, output counts off the 16-wide vectors, kernel rows
+// wholly in the padding), each activation, two images, one and two threads; and the convs it
+// leaves to the other kernels.
+#include "kernel_check.h"
+
+namespace kiln {
+namespace {
+
+using kernel_check::Case;
+using kernel_check::check;
+
+struct StemCase {
+  int64_t h, w, c, oc, kh, kw, stride;
+  std::vector<int64_t> pads;
+};
+
+ir::Attributes stem_attrs(const StemCase& s, const std::string& act) {
+  ir::Attributes a = {{"channels_last", ir::Attribute::of_int(1)},
+                      {"strides", ir::Attribute::of_ints({s.stride, s.stride})},
+                      {"pads", ir::Attribute::of_ints(s.pads)}};
+  if (!act.empty()) a["activation"] = ir::Attribute::of_string(act);
+  if (act == "Clip") a["activation_params"] = ir::Attribute::of_floats({0.f, 6.f});
+  return a;
+}
+
+int64_t out_size(int64_t in, int64_t k, int64_t stride, int64_t p0, int64_t p1) {
+  return (in + p0 + p1 - k) / stride + 1;
+}
+
+TEST(StemConv, IsChosenForFewInputChannels) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_stem_conv needs AVX-512";
+  const StemCase mobilenet{224, 224, 3, 32, 3, 3, 2, {1, 1, 1, 1}};
+  EXPECT_EQ(kernel_check::first_fused_conv_kernel({1, 224, 224, 3}, {32, 3, 3, 3}, stem_attrs(mobilenet, "Clip")),
+            "kiln_stem_conv");
+  const StemCase resnet{224, 224, 3, 64, 7, 7, 2, {3, 3, 3, 3}};
+  EXPECT_EQ(kernel_check::first_fused_conv_kernel({1, 224, 224, 3}, {64, 3, 7, 7}, stem_attrs(resnet, "Relu")),
+            "kiln_stem_conv");
+  // 16 input channels, a 1x1 conv, a grouped conv: other kernels.
+  const StemCase wide{28, 28, 16, 32, 3, 3, 1, {1, 1, 1, 1}};
+  EXPECT_NE(kernel_check::first_fused_conv_kernel({1, 28, 28, 16}, {32, 16, 3, 3}, stem_attrs(wide, "")),
+            "kiln_stem_conv");
+  const StemCase one{28, 28, 3, 32, 1, 1, 1, {0, 0, 0, 0}};
+  EXPECT_NE(kernel_check::first_fused_conv_kernel({1, 28, 28, 3}, {32, 3, 1, 1}, stem_attrs(one, "")),
+            "kiln_stem_conv");
+  ir::Attributes grouped = stem_attrs(wide, "");
+  grouped["group"] = ir::Attribute::of_int(2);
+  EXPECT_NE(kernel_check::first_fused_conv_kernel({1, 28, 28, 4}, {32, 2, 3, 3}, grouped), "kiln_stem_conv");
+}
+
+TEST(StemConv, MatchesTheReference) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_stem_conv needs AVX-512";
+  const StemCase cases[] = {
+      {17, 23, 3, 32, 3, 3, 2, {1, 1, 1, 1}},    // mobilenet_v2 / efficientnet_b0
+      {19, 21, 3, 64, 7, 7, 2, {3, 3, 3, 3}},    // resnet18
+      {15, 15, 3, 64, 3, 3, 2, {0, 0, 0, 0}},    // squeezenet1_1
+      {9, 30, 4, 40, 3, 3, 2, {1, 1, 1, 1}},     // 3 vectors, the last of 8
+      {7, 6, 8, 150, 3, 3, 2, {2, 1, 0, 2}},     // 8 channels, asymmetric pads, 10 vectors
+      {8, 9, 2, 24, 3, 2, 1, {1, 0, 1, 1}},      // stride 1 (3x3 stride 1 is kiln_winograd's)
+      {7, 6, 8, 150, 5, 5, 1, {2, 1, 0, 2}},     // 160 taps at most: 5x5x8 = 200 declines
+      {6, 13, 1, 9, 2, 2, 3, {0, 1, 1, 0}},      // one channel, one partial vector
+      {3, 5, 3, 20, 3, 3, 2, {4, 1, 4, 1}},      // rows wholly in the padding
+  };
+  for (const StemCase& s : cases)
+    for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid"})
+      for (int threads : {1, 2}) {
+        const int64_t oh = out_size(s.h, s.kh, s.stride, s.pads[0], s.pads[2]),
+                      ow = out_size(s.w, s.kw, s.stride, s.pads[1], s.pads[3]);
+        SCOPED_TRACE(std::to_string(s.h) + "x" + std::to_string(s.w) + "x" + std::to_string(s.c) + " -> " +
+                     std::to_string(s.oc) + " k" + std::to_string(s.kh) + "x" + std::to_string(s.kw) + " " + act +
+                     " threads " + std::to_string(threads));
+        Case c{"FusedConv", "kiln", {{2, s.h, s.w, s.c}, {s.oc, s.c, s.kh, s.kw}, {s.oc}}, {false, true, true},
+               {{2, oh, ow, s.oc}}, stem_attrs(s, act)};
+        c.threads = threads;
+        c.concurrent = threads == 2 && std::string(act) == "Relu";  // the padded rows are per thread
+        const bool taken = s.kh * s.kw * s.c <= 160;
+        EXPECT_EQ(kernel_check::first_fused_conv_kernel(c.in_dims[0], c.in_dims[1], c.attrs) == "kiln_stem_conv",
+                  taken);
+        check(c);
+      }
+}
+
+}  // namespace
+}  // namespace kiln
