@@ -175,6 +175,15 @@ int register_all() {
                                 {"pads", ir::Attribute::of_ints({1, 1, 1, 1})},
                                 {"activation", ir::Attribute::of_string("Clip")},
                                 {"activation_params", ir::Attribute::of_floats({0.f, 6.f})}};
+  for (auto [c, hw] : {std::pair<int64_t, int64_t>{144, 56}, {192, 28}}) {
+    ir::Attributes a = dw576;
+    a["group"] = ir::Attribute::of_int(c);
+    add("Depthwise3x3_" + std::to_string(c) + "x" + std::to_string(hw) + "_Clip",
+        {"FusedConv", "kiln", {{1, hw, hw, c}, {c, 1, 3, 3}, {c}}, {false, true, true}, a}, 2);
+  }
+  ir::Attributes dw960 = dw576;
+  dw960["group"] = ir::Attribute::of_int(960);
+  add("Depthwise3x3_960x7_Clip", {"FusedConv", "kiln", {{1, 7, 7, 960}, {960, 1, 3, 3}, {960}}, {false, true, true}, dw960}, 2);
   add("Depthwise3x3_576x14_Clip", {"FusedConv", "kiln", {{1, 14, 14, 576}, {576, 1, 3, 3}, {576}}, {false, true, true}, dw576}, 8);
   // resnet18's 3x3 convs (channels-last, bias, Relu): each candidate (brgconv NHWC, NCHW/any,
   // Winograd).
