@@ -70,80 +70,100 @@ constexpr int64_t kDepth = 128;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+// One input channel k of a tile: acc[r][v] += x[r][k] * w[k][v] (times the channel's scale s[k]).
+template <int R, int NV, bool Scaled>
+__attribute__((target("avx512f"), always_inline)) inline void tile_step(__m512 (&acc)[R][NV], const float* xk,
+                                                                       const float* wk, int64_t K, int64_t k,
+                                                                       const float* s) {
+  __m512 b[NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    b[v] = _mm512_load_ps(wk + k * NV * 16 + 16 * v);
+    // The scale of input channel k on its weights: NV multiplies per R * NV FMAs, where
+    // scaling the inputs or the packed weights would take a pass over memory each run.
+    if constexpr (Scaled) b[v] = _mm512_mul_ps(b[v], _mm512_set1_ps(s[k]));
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    const __m512 a = _mm512_set1_ps(xk[r * K + k]);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
+  }
+}
+
 // y[R rows][NV * 16 outputs from n0] (+)= x[R rows][k0, k0 + kc) * w[k0, k0 + kc) (y's rows `N`
 // floats apart: a channel slice of a wider tensor in a kiln.ConvConcat), w being the
-// block's weights [K][NV * 16]. The first range of k starts from the bias, the others from the
-// partial sums in y; the last applies the residual and the activation. One function per shape
-// (noinline) keeps the k loop's registers to itself.
+// block's weights [K][NV * 16], for `count` tiles of R rows one after another. The first range
+// of k starts from the bias, the others from the partial sums in y; the last applies the
+// residual and the activation. One function per shape (noinline) keeps the k loop's registers
+// to itself, and a run of tiles per call spreads its set-up: with 16-32 input channels a call
+// per tile spent about a quarter of the time outside the k loop.
 template <int R, int NV, bool Scaled>
 __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x, int64_t K, int64_t k0, int64_t kc,
                                                       const float* __restrict w, float* __restrict y, int64_t N,
-                                                      int64_t n0, const Epilogue& e, int64_t m, const char* pf,
-                                                      int64_t pf_lines,
+                                                      int64_t n0, const Epilogue& e, int64_t m, int64_t count,
+                                                      const char* pf, int64_t pf_per_tile, int64_t pf_left,
                                                       __mmask16 tail) {
   constexpr int W = NV * 16;
-  __m512 acc[R][NV];
-  if (k0 == 0) {
+  const bool last_range = k0 + kc >= K;
+  const __m512 lo = activation_lo(e.act), hi = activation_hi(e.act);
+  for (int64_t t = 0; t < count; ++t, x += R * K, y += R * N, m += R, pf += pf_per_tile * 64, pf_left -= pf_per_tile) {
+    __m512 acc[R][NV];
+    if (k0 == 0) {
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-      const __m512 b = _mm512_loadu_ps(e.bias + n0 + 16 * v);
+      for (int v = 0; v < NV; ++v) {
+        const __m512 b = _mm512_loadu_ps(e.bias + n0 + 16 * v);
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) acc[r][v] = b;
+        for (int r = 0; r < R; ++r) acc[r][v] = b;
+      }
+    } else {
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[r][v] = load_out<NV>(y + r * N + n0 + 16 * v, v, tail);
     }
-  } else {
+    const float* xk = x + k0;
+    const float* wk = w + k0 * W;
+    // This tile's share of the next range's weights into L2 (`pf_per_tile` lines from `pf`, of
+    // the `pf_left` still to fetch), one line per weight vector loaded over the first steps, so
+    // the requests spread over the loop; the steps after carry no prefetch test.
+    const int64_t pf_lines = std::min(pf_per_tile, std::max<int64_t>(0, pf_left));
+    int64_t k = 0;
+    for (; k < kc && k * NV < pf_lines; ++k) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v)
+        if (k * NV + v < pf_lines) _mm_prefetch(pf + (k * NV + v) * 64, _MM_HINT_T1);
+      tile_step<R, NV, Scaled>(acc, xk, wk, K, k, e.s ? e.s + k0 : nullptr);
+    }
+    for (; k < kc; ++k) tile_step<R, NV, Scaled>(acc, xk, wk, K, k, e.s ? e.s + k0 : nullptr);
+    if (last_range) {
+      if (e.z) {
+        const float* z = e.z + m * e.N + n0;
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v)
+            acc[r][v] = _mm512_add_ps(acc[r][v], load_out<NV>(z + r * e.N + 16 * v, v, tail));
+      }
+      if (e.act.kind != ops::Activation::None) {
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v) acc[r][v] = activation_ps(acc[r][v], e.act.kind, lo, hi);
+      }
+    }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = load_out<NV>(y + r * N + n0 + 16 * v, v, tail);
+      for (int v = 0; v < NV; ++v) store_out<NV>(y + r * N + n0 + 16 * v, v, tail, acc[r][v]);
   }
-  const float* xk = x + k0;
-  const float* wk = w + k0 * W;
-  // Its share of the next range's weights into L2 (`pf_lines` lines from `pf`), one line per
-  // weight vector loaded, so the requests spread over the loop.
-  for (int64_t k = 0; k < kc; ++k) {
-    __m512 b[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-      if (k * NV + v < pf_lines) _mm_prefetch(pf + (k * NV + v) * 64, _MM_HINT_T1);
-      b[v] = _mm512_load_ps(wk + k * W + 16 * v);
-      // The scale of input channel k on its weights: NV multiplies per R * NV FMAs, where
-      // scaling the inputs or the packed weights would take a pass over memory each run.
-      if constexpr (Scaled) b[v] = _mm512_mul_ps(b[v], _mm512_set1_ps(e.s[k0 + k]));
-    }
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const __m512 a = _mm512_set1_ps(xk[r * K + k]);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
-    }
-  }
-  if (k0 + kc >= K) {
-    if (e.z) {
-      const float* z = e.z + m * e.N + n0;
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_add_ps(acc[r][v], load_out<NV>(z + r * e.N + 16 * v, v, tail));
-    }
-    if (e.act.kind != ops::Activation::None) {
-      const __m512 lo = activation_lo(e.act), hi = activation_hi(e.act);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[r][v] = activation_ps(acc[r][v], e.act.kind, lo, hi);
-    }
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) store_out<NV>(y + r * N + n0 + 16 * v, v, tail, acc[r][v]);
 }
 
 #pragma GCC diagnostic pop
 
 template <int NV>
 using TileFn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, float*, int64_t, int64_t,
-                        const Epilogue&, int64_t, const char*, int64_t, __mmask16);
+                        const Epilogue&, int64_t, int64_t, const char*, int64_t, int64_t, __mmask16);
 
 // tile<r, NV, Scaled> for r in [1, kRows<NV>].
 template <int NV, bool Scaled, int... Rs>
@@ -158,13 +178,17 @@ template <int NV>
 void column_block(const float* x, int64_t m0, int64_t m1, int64_t K, const float* w, float* y, int64_t N,
                   const Epilogue& e, int64_t n0, __mmask16 tail) {
   // Tiles of equal height (49 rows: 4 of 6 and 5 of 5, not 8 of 6 and 1 of 1): a one-row tile
-  // has too few accumulators to hide the FMA latency and costs about 2.4 rows.
-  const int64_t tiles = (m1 - m0 + kRows<NV> - 1) / kRows<NV>;
+  // has too few accumulators to hide the FMA latency and costs about 2.4 rows. The taller ones
+  // first, each height one run.
+  if (m1 <= m0) return;
+  const int64_t tiles = (m1 - m0 + kRows<NV> - 1) / kRows<NV>, height = (m1 - m0) / tiles,
+                taller = (m1 - m0) % tiles;
   // Ranges of equal depth, each block's weights for a range at most 32 KiB (kDepth rows of 64
   // outputs, twice as deep at 32): 144 input channels on 24 outputs are one range, not 128 and
   // a 16-deep one that reloads every partial sum (efficientnet_b0 1.024x at 1 thread,
   // mobilenet_v2 1.01x, paired).
   const int64_t max_depth = kDepth * 4 / NV, ranges = (K + max_depth - 1) / max_depth;
+  const auto& fns = e.s ? kTiles<NV, true> : kTiles<NV, false>;
   for (int64_t r = 0; r < ranges; ++r) {
     const int64_t k0 = K * r / ranges, kc = K * (r + 1) / ranges - k0;
     // The next range's weights (the next block's first range after the last), into L2, a
@@ -172,13 +196,13 @@ void column_block(const float* x, int64_t m0, int64_t m1, int64_t K, const float
     // stalled its own loads (spread: 1.0-1.6% on mobilenet_v2 and efficientnet_b0, paired).
     // Two ranges ahead measured 0.3-1% slower.
     const char* next = reinterpret_cast<const char*>(w + (k0 + kc) * NV * 16);
-    const int64_t lines = kc * NV;
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int64_t m = m0 + (m1 - m0) * t / tiles, rows = m0 + (m1 - m0) * (t + 1) / tiles - m;
-      const int64_t l0 = lines * t / tiles, l1 = lines * (t + 1) / tiles;
-      (e.s ? kTiles<NV, true> : kTiles<NV, false>)[rows - 1](x + m * K, K, k0, kc, w, y + m * N, N, n0, e, m,
-                                                            next + l0 * 64, l1 - l0, tail);
-    }
+    const int64_t lines = kc * NV, per = (lines + tiles - 1) / tiles;
+    if (taller)
+      fns[height](x + m0 * K, K, k0, kc, w, y + m0 * N, N, n0, e, m0, taller, next, per, lines, tail);
+    const int64_t m = m0 + taller * (height + 1);
+    if (tiles > taller)
+      fns[height - 1](x + m * K, K, k0, kc, w, y + m * N, N, n0, e, m, tiles - taller, next + taller * per * 64, per,
+                      lines - taller * per, tail);
   }
 }
 
@@ -199,60 +223,70 @@ constexpr int kPairRows = NVP == 3 ? 9 : 14;
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+// Pair p of input channels for a pair tile: the last pair of an odd K (Odd) has one input, its
+// odd lanes' weights zero.
+template <int R, int NVP, bool Scaled, bool Odd>
+__attribute__((target("avx512f"), always_inline)) inline void pair_step(__m512 (&acc)[R][NVP], const float* x,
+                                                                       int64_t K, const float* w, const float* s,
+                                                                       int64_t p) {
+  __m512 b[NVP];
+#pragma GCC unroll 3
+  for (int v = 0; v < NVP; ++v) {
+    b[v] = _mm512_load_ps(w + (p * NVP + v) * 16);
+    if constexpr (Scaled) {
+      double pair;  // s[2p], s[2p + 1] (memcpy: an unaligned 8-byte load)
+      if (!Odd) std::memcpy(&pair, s + 2 * p, sizeof pair);
+      b[v] = _mm512_mul_ps(b[v], Odd ? _mm512_set1_ps(s[2 * p]) : _mm512_castpd_ps(_mm512_set1_pd(pair)));
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    __m512 a;
+    if (Odd) {
+      a = _mm512_set1_ps(x[r * K + 2 * p]);
+    } else {
+      double d;
+      std::memcpy(&d, x + r * K + 2 * p, sizeof d);
+      a = _mm512_castpd_ps(_mm512_set1_pd(d));
+    }
+#pragma GCC unroll 3
+    for (int v = 0; v < NVP; ++v) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
+  }
+}
+
+// `count` pair tiles of R pixels from pixel m, one after another (a run per call, as tile()).
 template <int R, int NVP, bool Scaled>
 __attribute__((target("avx512f"), noinline)) void pair_tile(const float* __restrict x, int64_t K,
                                                            const float* __restrict w, float* __restrict y,
-                                                           int64_t ldy, const Epilogue& e, int64_t m) {
-  __m512 acc[R][NVP];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 3
-    for (int v = 0; v < NVP; ++v) acc[r][v] = _mm512_setzero_ps();
-  const int64_t pairs = (K + 1) / 2, full = K / 2;
-  for (int64_t p = 0; p < pairs; ++p) {
-    __m512 b[NVP];
-#pragma GCC unroll 3
-    for (int v = 0; v < NVP; ++v) {
-      b[v] = _mm512_load_ps(w + (p * NVP + v) * 16);
-      if constexpr (Scaled) {
-        double pair;  // s[2p], s[2p + 1] (memcpy: an unaligned 8-byte load)
-        if (p < full) std::memcpy(&pair, e.s + 2 * p, sizeof pair);
-        b[v] = _mm512_mul_ps(b[v], p < full ? _mm512_castpd_ps(_mm512_set1_pd(pair)) : _mm512_set1_ps(e.s[2 * p]));
-      }
-    }
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      // The last pair of an odd K has one input; its odd lanes' weights are zero.
-      double d;
-      __m512 a;
-      if (p < full) {
-        std::memcpy(&d, x + r * K + 2 * p, sizeof d);
-        a = _mm512_castpd_ps(_mm512_set1_pd(d));
-      } else {
-        a = _mm512_set1_ps(x[r * K + 2 * p]);
-      }
-#pragma GCC unroll 3
-      for (int v = 0; v < NVP; ++v) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
-    }
-  }
+                                                           int64_t ldy, const Epilogue& e, int64_t m, int64_t count) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512 lo = activation_lo(e.act), hi = activation_hi(e.act);
   constexpr int kOut = (NVP + 1) / 2;  // output vectors of 16
+  const int64_t full = K / 2;
+  for (int64_t t = 0; t < count; ++t, x += R * K, y += R * ldy, m += R) {
+    __m512 acc[R][NVP];
 #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    __m512 sum[NVP];
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 3
-    for (int v = 0; v < NVP; ++v) sum[v] = _mm512_add_ps(acc[r][v], _mm512_permute_ps(acc[r][v], 0xB1));
+      for (int v = 0; v < NVP; ++v) acc[r][v] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < full; ++p) pair_step<R, NVP, Scaled, false>(acc, x, K, w, e.s, p);
+    if (K % 2) pair_step<R, NVP, Scaled, true>(acc, x, K, w, e.s, full);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      __m512 sum[NVP];
+#pragma GCC unroll 3
+      for (int v = 0; v < NVP; ++v) sum[v] = _mm512_add_ps(acc[r][v], _mm512_permute_ps(acc[r][v], 0xB1));
 #pragma GCC unroll 2
-    for (int j = 0; j < kOut; ++j) {
-      __m512 o = 2 * j + 1 < NVP ? _mm512_permutex2var_ps(sum[2 * j], even, sum[std::min(2 * j + 1, NVP - 1)])
-                                 : _mm512_permutexvar_ps(even, sum[2 * j]);
-      const int64_t n = 16 * j, valid = std::min<int64_t>(16, e.N - n);
-      const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
-      o = _mm512_add_ps(o, _mm512_loadu_ps(e.bias + n));
-      if (e.z) o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(mask, e.z + (m + r) * e.N + n));
-      if (e.act.kind != ops::Activation::None) o = activation_ps(o, e.act.kind, lo, hi);
-      _mm512_mask_storeu_ps(y + r * ldy + n, mask, o);
+      for (int j = 0; j < kOut; ++j) {
+        __m512 o = 2 * j + 1 < NVP ? _mm512_permutex2var_ps(sum[2 * j], even, sum[std::min(2 * j + 1, NVP - 1)])
+                                   : _mm512_permutexvar_ps(even, sum[2 * j]);
+        const int64_t n = 16 * j, valid = std::min<int64_t>(16, e.N - n);
+        const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
+        o = _mm512_add_ps(o, _mm512_loadu_ps(e.bias + n));
+        if (e.z) o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(mask, e.z + (m + r) * e.N + n));
+        if (e.act.kind != ops::Activation::None) o = activation_ps(o, e.act.kind, lo, hi);
+        _mm512_mask_storeu_ps(y + r * ldy + n, mask, o);
+      }
     }
   }
 }
@@ -260,7 +294,7 @@ __attribute__((target("avx512f"), noinline)) void pair_tile(const float* __restr
 #pragma GCC diagnostic pop
 
 template <int NVP>
-using PairFn = void (*)(const float*, int64_t, const float*, float*, int64_t, const Epilogue&, int64_t);
+using PairFn = void (*)(const float*, int64_t, const float*, float*, int64_t, const Epilogue&, int64_t, int64_t);
 template <int NVP, bool Scaled, int... Rs>
 constexpr std::array<PairFn<NVP>, sizeof...(Rs)> pair_tiles_of(std::integer_sequence<int, Rs...>) {
   return {&pair_tile<Rs + 1, NVP, Scaled>...};
@@ -271,11 +305,14 @@ constexpr auto kPairTiles = pair_tiles_of<NVP, Scaled>(std::make_integer_sequenc
 template <int NVP>
 void pair_rows(const float* x, int64_t m0, int64_t m1, int64_t K, const float* w, float* y, int64_t ldy,
                const Epilogue& e) {
-  const int64_t tiles = (m1 - m0 + kPairRows<NVP> - 1) / kPairRows<NVP>;
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t m = m0 + (m1 - m0) * t / tiles, rows = m0 + (m1 - m0) * (t + 1) / tiles - m;
-    (e.s ? kPairTiles<NVP, true> : kPairTiles<NVP, false>)[rows - 1](x + m * K, K, w, y + m * ldy, ldy, e, m);
-  }
+  if (m1 <= m0) return;
+  // Tiles of equal height, the taller ones first, each height one run (as column_block).
+  const int64_t tiles = (m1 - m0 + kPairRows<NVP> - 1) / kPairRows<NVP>, height = (m1 - m0) / tiles,
+                taller = (m1 - m0) % tiles;
+  const auto& fns = e.s ? kPairTiles<NVP, true> : kPairTiles<NVP, false>;
+  if (taller) fns[height](x + m0 * K, K, w, y + m0 * ldy, ldy, e, m0, taller);
+  const int64_t m = m0 + taller * (height + 1);
+  if (tiles > taller) fns[height - 1](x + m * K, K, w, y + m * ldy, ldy, e, m, tiles - taller);
 }
 
 }  // namespace
