@@ -41,10 +41,16 @@ class StemConv {
     int64_t n0, nv, offset;
     uint16_t tail;  // the last vector's valid outputs
   };
+  // `count` tiles of `pixels` output pixels from pixel p along a row; `inside`: their taps all
+  // lie inside the input row.
+  struct TileRun {
+    int64_t p, pixels, count;
+    bool inside;
+  };
 
  private:
   StemShape s_;
-  std::vector<std::pair<int64_t, int64_t>> tiles_[4];  // per block width: first pixel, pixels
+  std::vector<TileRun> runs_[4];  // per block width
   AlignedFloats w_;
   std::vector<float> bias_;  // [OC rounded up to 16]
   std::vector<Block> blocks_;
