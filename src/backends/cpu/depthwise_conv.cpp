@@ -24,8 +24,8 @@
 #include "backends/cpu/activation_apply.h"
 #include "backends/cpu/avx512_activation.h"
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/row_conv.h"
 #include "backends/cpu/simd.h"
 
 namespace kiln::backends::cpu {
@@ -293,30 +293,6 @@ KILN_SIMD void row_plain(const DepthwiseShape& s, const float* w, const float* b
   }
 }
 
-class DepthwiseKernel : public Kernel {
- public:
-  DepthwiseKernel(DepthwiseConv conv, int64_t images, int threads)
-      : conv_(std::move(conv)), images_(images), threads_(threads) {}
-
-  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
-    const DepthwiseShape& s = conv_.shape();
-    const float* x = inputs[0]->data<float>();
-    float* y = outputs[0]->data<float>();
-    const int64_t in_image = s.H * s.W * s.C, out_row = s.OW * s.C;
-    // Rows split across the threads, as the convs before and after split pixels.
-    const int threads = s.OH * out_row >= kParallelMinElements ? threads_ : 1;
-    for (int64_t i = 0; i < images_; ++i)
-      parallel_for(s.OH, threads, [&](int64_t r0, int64_t r1) {
-        conv_.rows(x + i * in_image, 0, y + (i * s.OH + r0) * out_row, r0, r1);
-      });
-  }
-
- private:
-  DepthwiseConv conv_;
-  int64_t images_;
-  int threads_;
-};
-
 std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads) {
   std::unique_ptr<DepthwiseShape> s = depthwise_shape(node);
   // Up to 5x5 (efficientnet_b0's): taller kernels take the generic row loop, which lost to
@@ -326,7 +302,8 @@ std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads) {
   const std::optional<ops::Activation> act = epilogue_of(node);
   if (!act) return nullptr;
   DepthwiseConv conv(*s, node.input(1)->constant().data<float>(), b ? b->constant().data<float>() : nullptr, *act);
-  return std::make_unique<DepthwiseKernel>(std::move(conv), node.input(0)->type.static_dims()[0], threads);
+  return std::make_unique<RowConvKernel<DepthwiseConv>>(std::move(conv), *row_conv_geometry(node),
+                                                        node.input(0)->type.static_dims()[0], threads);
 }
 
 }  // namespace
@@ -379,28 +356,12 @@ void DepthwiseConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, 
 }
 
 std::unique_ptr<DepthwiseShape> depthwise_shape(const ir::Node& node) {
-  const bool fused = node.domain() == "kiln" && node.op_type() == "FusedConv";
-  if (!fused || !node.attr_int("channels_last", 0)) return nullptr;
-  if (node.num_inputs() < 2 || node.num_outputs() != 1) return nullptr;
-  for (int i = 3; i < node.num_inputs(); ++i)  // a residual Z or channel scale S
-    if (node.input(i)) return nullptr;
-  if (node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0)) return nullptr;
-  const ir::Value *x = node.input(0), *w = node.input(1), *b = node.input(2), *y = node.output(0);
-  if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return nullptr;
-  if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return nullptr;
-  if (node.attr_string("auto_pad", "NOTSET") != "NOTSET") return nullptr;
-  if (node.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return nullptr;
-  const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
-  if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || xd[0] != yd[0]) return nullptr;
-  auto s = std::make_unique<DepthwiseShape>();
-  s->H = xd[1], s->W = xd[2], s->C = xd[3], s->OH = yd[1], s->OW = yd[2], s->KH = wd[2], s->KW = wd[3];
-  if (node.attr_int("group", 1) != s->C || wd[0] != s->C || wd[1] != 1 || yd[3] != s->C) return nullptr;
-  if (b && b->type.static_dims() != std::vector<int64_t>{s->C}) return nullptr;
-  const auto st = node.attr_ints("strides", {1, 1}), pads = node.attr_ints("pads", {0, 0, 0, 0});
-  if (st.size() != 2 || pads.size() != 4 || st[0] < 1 || st[1] < 1 || s->KH > kMaxKernelRows) return nullptr;
-  s->SH = st[0], s->SW = st[1], s->PT = pads[0], s->PL = pads[1];
-  if ((s->H + pads[0] + pads[2] - s->KH) / s->SH + 1 != s->OH || (s->W + pads[1] + pads[3] - s->KW) / s->SW + 1 != s->OW)
+  const std::optional<RowConvGeometry> g = row_conv_geometry(node);
+  if (!g || g->G != g->C || g->OC != g->C || node.input(1)->type.static_dims()[1] != 1 || g->KH > kMaxKernelRows)
     return nullptr;
+  auto s = std::make_unique<DepthwiseShape>();
+  s->H = g->H, s->W = g->W, s->C = g->C, s->OH = g->OH, s->OW = g->OW, s->KH = g->KH, s->KW = g->KW;
+  s->SH = g->SH, s->SW = g->SW, s->PT = g->PT, s->PL = g->PL;
   return s;
 }
 

@@ -16,8 +16,8 @@
 #include "backends/cpu/avx512_activation.h"
 #include "backends/cpu/depthwise_conv.h"
 #include "backends/cpu/kernels.h"
-#include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/row_conv.h"
 
 namespace kiln::backends::cpu {
 
@@ -126,35 +126,14 @@ void block_row(const StemShape& s, const float* const* in, int64_t kh0, int64_t 
   }
 }
 
-class StemConvKernel : public Kernel {
- public:
-  StemConvKernel(StemConv conv, int64_t images, int threads) : conv_(std::move(conv)), images_(images), threads_(threads) {}
-
-  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
-    const StemShape& s = conv_.shape();
-    const float* x = inputs[0]->data<float>();
-    float* y = outputs[0]->data<float>();
-    const int64_t in_image = s.H * s.W * s.C, out_row = s.OW * s.OC;
-    const int threads = s.OH * out_row >= kParallelMinElements ? threads_ : 1;
-    for (int64_t i = 0; i < images_; ++i)
-      parallel_for(s.OH, threads, [&](int64_t r0, int64_t r1) {
-        conv_.rows(x + i * in_image, 0, y + (i * s.OH + r0) * out_row, r0, r1);
-      });
-  }
-
- private:
-  StemConv conv_;
-  int64_t images_;
-  int threads_;
-};
-
 std::unique_ptr<Kernel> make_stem_conv(const ir::Node& node, int threads) {
   std::unique_ptr<StemShape> s = stem_shape(node);
   const std::optional<ops::Activation> act = s ? epilogue_of(node) : std::nullopt;
   if (!act) return nullptr;
   const ir::Value* b = node.input(2);
   StemConv conv(*s, node.input(1)->constant().data<float>(), b ? b->constant().data<float>() : nullptr, *act);
-  return std::make_unique<StemConvKernel>(std::move(conv), node.input(0)->type.static_dims()[0], threads);
+  return std::make_unique<RowConvKernel<StemConv>>(std::move(conv), *row_conv_geometry(node),
+                                                    node.input(0)->type.static_dims()[0], threads);
 }
 
 }  // namespace
@@ -233,30 +212,15 @@ void StemConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64
 }
 
 std::unique_ptr<StemShape> stem_shape(const ir::Node& node) {
-  if (!kHasAvx512 || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
-  if (!node.attr_int("channels_last", 0) || node.attr_int("group", 1) != 1) return nullptr;
-  if (node.num_inputs() < 2 || node.num_outputs() != 1) return nullptr;
-  for (int i = 3; i < node.num_inputs(); ++i)  // a residual Z or channel scale S
-    if (node.input(i)) return nullptr;
-  if (node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0)) return nullptr;
-  const ir::Value *x = node.input(0), *w = node.input(1), *b = node.input(2), *y = node.output(0);
-  if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return nullptr;
-  if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return nullptr;
-  if (node.attr_string("auto_pad", "NOTSET") != "NOTSET") return nullptr;
-  if (node.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return nullptr;
-  const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
-  if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || xd[0] != yd[0]) return nullptr;
-  auto s = std::make_unique<StemShape>();
-  s->H = xd[1], s->W = xd[2], s->C = xd[3], s->OH = yd[1], s->OW = yd[2], s->OC = yd[3], s->KH = wd[2], s->KW = wd[3];
-  if (wd[0] != s->OC || wd[1] != s->C || s->C > kMaxChannels || s->KH * s->KW * s->C > kMaxTaps) return nullptr;
-  if (s->KH * s->KW == 1 || s->KH > kMaxKernelRows) return nullptr;  // 1x1: kiln_pointwise's
-  if (b && b->type.static_dims() != std::vector<int64_t>{s->OC}) return nullptr;
-  const auto st = node.attr_ints("strides", {1, 1}), pads = node.attr_ints("pads", {0, 0, 0, 0});
-  if (st.size() != 2 || pads.size() != 4 || st[0] < 1 || st[1] < 1 || st[1] > 4 || s->KW > 16) return nullptr;
-  s->SH = st[0], s->SW = st[1], s->PT = pads[0], s->PL = pads[1];
-  if (pads[0] < 0 || pads[1] < 0 || pads[2] < 0 || pads[3] < 0) return nullptr;
-  if ((s->H + pads[0] + pads[2] - s->KH) / s->SH + 1 != s->OH || (s->W + pads[1] + pads[3] - s->KW) / s->SW + 1 != s->OW)
+  if (!kHasAvx512) return nullptr;
+  const std::optional<RowConvGeometry> g = row_conv_geometry(node);
+  if (!g || g->G != 1 || node.input(1)->type.static_dims()[1] != g->C || g->C > kMaxChannels ||
+      g->KH * g->KW * g->C > kMaxTaps)
     return nullptr;
+  if (g->KH * g->KW == 1 || g->KH > kMaxKernelRows || g->KW > 16 || g->SW > 4) return nullptr;  // 1x1: kiln_pointwise's
+  auto s = std::make_unique<StemShape>();
+  s->H = g->H, s->W = g->W, s->C = g->C, s->OH = g->OH, s->OW = g->OW, s->OC = g->OC, s->KH = g->KH, s->KW = g->KW;
+  s->SH = g->SH, s->SW = g->SW, s->PT = g->PT, s->PL = g->PL;
   return s;
 }
 

@@ -1,0 +1,50 @@
+// What kiln's row-at-a-time convs (DepthwiseConv, StemConv: an output row at a time from
+// whatever input rows are at hand, so they also run on a ConvChain's line buffers) share: the
+// node forms they take and the kernel that runs one on whole images.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include "backends/backend.h"
+#include "backends/cpu/parallel.h"
+#include "ir/graph.h"
+
+namespace kiln::backends::cpu {
+
+struct RowConvGeometry {
+  int64_t H = 0, W = 0, C = 0, OH = 0, OW = 0, OC = 0, KH = 0, KW = 0, SH = 1, SW = 1, PT = 0, PL = 0, G = 1;
+};
+
+// The geometry of a channels-last kiln.FusedConv with plain NHWC ends, no residual Z or channel
+// scale S, static float X, W and Y, constant W (OC first) and bias (OC floats), explicit
+// non-negative pads that agree with Y's size, no dilation; else nullopt. The caller checks
+// what its kernel needs of the groups and the kernel size.
+std::optional<RowConvGeometry> row_conv_geometry(const ir::Node& node);
+
+// A row conv on whole images, its output rows split across the threads (as the convs before
+// and after split pixels). Conv has rows(x, x_row0, y, oy0, oy1).
+template <class Conv>
+class RowConvKernel : public Kernel {
+ public:
+  RowConvKernel(Conv conv, const RowConvGeometry& g, int64_t images, int threads)
+      : conv_(std::move(conv)), images_(images), rows_(g.OH), in_image_(g.H * g.W * g.C), out_row_(g.OW * g.OC),
+        threads_(threads) {}
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
+    const float* x = inputs[0]->data<float>();
+    float* y = outputs[0]->data<float>();
+    const int threads = rows_ * out_row_ >= kParallelMinElements ? threads_ : 1;
+    for (int64_t i = 0; i < images_; ++i)
+      parallel_for(rows_, threads, [&](int64_t r0, int64_t r1) {
+        conv_.rows(x + i * in_image_, 0, y + (i * rows_ + r0) * out_row_, r0, r1);
+      });
+  }
+
+ private:
+  Conv conv_;
+  int64_t images_, rows_, in_image_, out_row_;
+  int threads_;
+};
+
+}  // namespace kiln::backends::cpu
