@@ -28,9 +28,10 @@ constexpr int64_t kConvChainMinBytes = 1 << 20;
 constexpr int64_t kConvChainLightMinBytes = 192 * 1024;
 
 // Rewrites a channels-last graph with static types; returns how many chains were formed.
-// `pools`: max and average pools may join (the 1-thread setting: paired, squeezenet1_1 1.013x at
-// 1 thread, but 1.00x at 2 and resnet18 0.978x at 2, where oneDNN's 2-thread stem beat the
-// chain's halves).
+// `pools`: max and average pools may join. Sessions let them at any thread count: paired,
+// squeezenet1_1 1.013x at 1 thread; at 2 threads on Zen 5 (1 MiB L2) squeezenet1_1 1.09x (its
+// stem -> pool -> squeeze chain against a 2-thread stem, pool and squeeze) and resnet18 1.00x,
+// where on the 2 MiB-L2 Xeon squeezenet1_1 measured 1.00x and resnet18 0.978x.
 // `threads`: the team the kernel will split rows across; chains whose last output's rows split
 // unevenly (shares under 90% of the largest on average) are not formed.
 int fuse_conv_chains(ir::Graph& g, int64_t min_bytes = kConvChainMinBytes,

@@ -127,7 +127,7 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     if (fusion_level > 0 && on("conv_chain") &&
         (cp->layout.conv_chains = lower::fuse_conv_chains(sg, lower::kConvChainMinBytes,
                                                           lower::kConvChainLightMinBytes,
-                                                          /*pools=*/backend->threads() == 1, backend->threads())) > 0)
+                                                          /*pools=*/true, backend->threads())) > 0)
       ops::ShapeInference().run(sg);
     if (on("blocked_layout")) cp->layout.blocked_values = lower::assign_blocked_activations(sg);
   }
