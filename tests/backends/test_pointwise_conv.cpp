@@ -94,6 +94,33 @@ TEST(PointwiseConv, ChannelScale) {
         }
 }
 
+// With 512 KiB of weights or more, two threads split the output blocks instead of the pixels
+// (each running every pixel): 520 -> 260 (five blocks, the last one partial) with each kind of
+// activation (Sigmoid after the blocks, on each thread's outputs only), a residual, a channel
+// scale, and as a channel slice of a wider output (kiln.ConvConcat).
+TEST(PointwiseConv, SplitsOutputsWithWideWeights) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
+  for (const char* act : {"", "Relu", "SiLU", "Sigmoid"})
+    for (bool residual : {false, true}) {
+      SCOPED_TRACE(std::string(act) + (residual ? " residual" : ""));
+      Case c{"FusedConv", "kiln", {{2, 3, 5, 520}, {260, 520, 1, 1}, {260}}, {false, true, true}, {{2, 3, 5, 260}},
+             pointwise_attrs(act)};
+      if (residual) {
+        c.in_dims.push_back({2, 3, 5, 260});
+        c.constant.push_back(false);
+      }
+      c.threads = 2;
+      c.tol = 3e-4f;
+      check(c);
+    }
+  Case scaled{"FusedConv", "kiln", {{2, 7, 7, 640}, {208, 640, 1, 1}, {208}, {1}, {2, 1, 1, 640}},
+              {false, true, true, true, false}, {{2, 7, 7, 208}}, pointwise_attrs("SiLU")};
+  scaled.unset_inputs = {3};
+  scaled.threads = 2;
+  scaled.tol = 3e-4f;
+  check(scaled);
+}
+
 TEST(PointwiseConv, NoBias) {
   if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
   check({"FusedConv", "kiln", {{1, 3, 5, 40}, {64, 40, 1, 1}}, {false, true}, {{1, 3, 5, 64}}, pointwise_attrs("Relu")});

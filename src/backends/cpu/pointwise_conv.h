@@ -30,6 +30,11 @@ class PointwiseRows {
   // y[m] = act(x[m] * W + bias (+ z[m])) for pixels m in [m0, m1): x's pixels K floats apart,
   // y's ldy, z's (the residual, or nullptr) N; `s` (or nullptr) scales input channel k by s[k].
   void rows(const float* x, int64_t m0, int64_t m1, float* y, const float* z, const float* s) const;
+  // The same for the outputs of parts [part0, part1) only (of parts(): blocks of up to 64
+  // outputs; one part in pair mode), so that threads can split the outputs.
+  void rows(const float* x, int64_t m0, int64_t m1, float* y, const float* z, const float* s, int64_t part0,
+            int64_t part1) const;
+  int64_t parts() const;
 
   int64_t K() const { return K_; }
   int64_t N() const { return N_; }
