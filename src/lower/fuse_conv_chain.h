@@ -24,8 +24,11 @@ constexpr int64_t kConvChainMinBytes = 1 << 20;
 // mobilenet_v2 at 2 threads: chains worth 1.098x with these links, 1.063x without; 7x7 blocks
 // (128 KiB links) lost 1.6-2.6%. At 1 thread these links cost 2% while the chain's 1x1 layers
 // were oneDNN primitives per band; on kiln's pointwise kernel they gain 0.8% (mobilenet_v2),
-// 0.5% (efficientnet_b0), 1.6% (shufflenet_v2_x1_0), paired.
-constexpr int64_t kConvChainLightMinBytes = 192 * 1024;
+// 0.5% (efficientnet_b0), 1.6% (shufflenet_v2_x1_0), paired. From 128 KiB rather than 192 the
+// 7x7 blocks (188 KiB links) chain too at 1 thread (at 2 their 7 rows split unevenly, so they
+// stay separate convs): on Zen 5, mobilenet_v2 0.988-0.998x the time, efficientnet_b0
+// 0.983-0.992x, shufflenet_v2_x1_0 0.981-0.989x (paired); from 64 KiB mobilenet_v2 1.019x.
+constexpr int64_t kConvChainLightMinBytes = 128 * 1024;
 
 // Rewrites a channels-last graph with static types; returns how many chains were formed.
 // `pools`: max and average pools may join. Sessions let them at any thread count: paired,
