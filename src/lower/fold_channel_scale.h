@@ -6,7 +6,7 @@
 // kiln_fused.cpp). Done where the activation has at least twice the weights' elements (the
 // early blocks; efficientnet_b0: 8 of 16), and for 1x1 convs of at most `free_pixels` pixels,
 // whose kernel multiplies each weight vector by its scale as it loads it (the cpu backend's
-// kiln_pointwise_scaled, up to backends::cpu::kMaxPixels): the deep blocks (14x14 and 7x7
+// kiln_pointwise_scaled): the deep blocks (14x14 and 7x7
 // images, wide weights) then drop their Mul as well.
 #pragma once
 #include <cstdint>
@@ -15,8 +15,10 @@
 
 namespace kiln::lower {
 
-// 1x1 convs of at most this many pixels take a scale at no cost (the cpu backend's
-// kMaxPixels, checked equal in tests/lower/test_fold_channel_scale.cpp).
+// 1x1 convs of at most this many pixels take a scale at no cost: kiln_pointwise runs them
+// (up to the cpu backend's kMaxPixels, checked in tests/lower/test_fold_channel_scale.cpp) and
+// scales each weight vector as it loads it. Not raised with kMaxPixels (256 -> 4096): folding
+// into the 28x28 and 56x56 blocks is unmeasured.
 constexpr int64_t kScaleFreePixels = 256;
 
 // Rewrites a channels-last graph with static types; returns how many Muls were folded.

@@ -26,7 +26,8 @@ TEST(PointwiseConv, IsChosenForFewPixels) {
   if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
   EXPECT_EQ(chosen({1, 7, 7, 320}, 1280), "kiln_pointwise");
   EXPECT_EQ(chosen({1, 14, 14, 96}, 576), "kiln_pointwise");
-  EXPECT_NE(chosen({1, 28, 28, 32}, 192), "kiln_pointwise");  // 784 pixels: oneDNN
+  EXPECT_EQ(chosen({1, 55, 55, 128}, 16), "kiln_pointwise");  // squeezenet's 55x55 squeeze
+  EXPECT_NE(chosen({1, 112, 112, 32}, 192), "kiln_pointwise");  // 12544 pixels: oneDNN
   // With a channel scale S (a folded squeeze-excitation), any number of pixels.
   EXPECT_EQ(kernel_check::first_fused_conv_kernel({1, 28, 28, 144}, {40, 144, 1, 1}, pointwise_attrs(""), true),
             "kiln_pointwise_scaled");
