@@ -6,8 +6,8 @@
 // kiln_fused.cpp). Done where the activation has at least twice the weights' elements (the
 // early blocks; efficientnet_b0: 8 of 16), and for 1x1 convs of at most `free_pixels` pixels,
 // whose kernel multiplies each weight vector by its scale as it loads it (the cpu backend's
-// kiln_pointwise_scaled): the deep blocks (14x14 and 7x7
-// images, wide weights) then drop their Mul as well.
+// kiln_pointwise_scaled): the deep blocks (14x14 and 7x7 images, wide weights) then drop their
+// Mul as well.
 #pragma once
 #include <cstdint>
 
