@@ -16,10 +16,12 @@
 
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string_view>
 #include <vector>
 
+#include "frontend/onnx/raw_data_split.h"
 #include "frontend/onnx/tensor_proto.h"
 
 namespace kiln::onnx_fe {
@@ -101,18 +103,23 @@ int graph_nesting(std::string_view bytes) {
 
 class Importer {
  public:
-  Importer(const fs::path& dir, const ImportOptions& opts) : dir_(dir), opts_(opts) {}
+  // `main_raw`: the main graph's initializer data held outside its proto (raw_data_split.h).
+  Importer(const fs::path& dir, const ImportOptions& opts,
+           const std::vector<std::optional<std::string_view>>* main_raw = nullptr)
+      : dir_(dir), opts_(opts), main_raw_(main_raw) {}
 
   void import_graph(const onnx::GraphProto& gp, ir::Graph& g, int depth) {
     if (depth > opts_.max_subgraph_depth)
       throw Error("graph '" + gp.name() + "': subgraphs nested deeper than " + std::to_string(opts_.max_subgraph_depth));
     g.name = gp.name();
 
-    for (const auto& init : gp.initializer()) {
+    const bool split = depth == 0 && main_raw_ && main_raw_->size() == static_cast<size_t>(gp.initializer_size());
+    for (int i = 0; i < gp.initializer_size(); ++i) {
+      const onnx::TensorProto& init = gp.initializer(i);
       std::string what = "initializer '" + init.name() + "'";
       if (init.name().empty()) throw Error("an initializer has no name");
       if (g.find_value(init.name())) throw Error(what + ": duplicate name");
-      g.add_constant(init.name(), tensor_from_proto(init, dir_, what));
+      g.add_constant(init.name(), tensor_from_proto(init, dir_, what, split ? (*main_raw_)[i] : std::nullopt));
     }
     if (gp.sparse_initializer_size() > 0) throw UnsupportedError("sparse initializers are not supported");
 
@@ -245,6 +252,7 @@ class Importer {
 
   fs::path dir_;
   ImportOptions opts_;
+  const std::vector<std::optional<std::string_view>>* main_raw_;
 };
 
 }  // namespace
@@ -257,7 +265,16 @@ std::unique_ptr<ir::Graph> load_model_view(std::string_view bytes, const fs::pat
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
     throw Error("not a valid ONNX model: " + std::to_string(bytes.size()) + " bytes is over protobuf's 2 GiB limit");
   onnx::ModelProto model;
-  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+  // The weights stay where they lie in `bytes` (raw_data_split.h). The whole parse is the
+  // fallback, and names what is wrong with a malformed file.
+  std::optional<RawDataSplit> split = split_raw_data(bytes);
+  bool parsed = split && model.ParseFromString(split->skeleton);
+  if (!parsed) {
+    split.reset();
+    model.Clear();
+    parsed = model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  }
+  if (!parsed) {
     // Deeper than the importer's own limit (which names the graph) but stopped by protobuf's.
     if (int depth = graph_nesting(bytes); depth - 1 > opts.max_subgraph_depth)
       throw Error("not a valid ONNX model: subgraphs nested deeper than " + std::to_string(opts.max_subgraph_depth) +
@@ -276,7 +293,7 @@ std::unique_ptr<ir::Graph> load_model_view(std::string_view bytes, const fs::pat
   const int64_t opset = g->opsets[""];
   if (opset < 1 || opset > 17)
     throw UnsupportedError("model uses opset " + std::to_string(opset) + " of ai.onnx; kiln supports opsets 1 to 17");
-  Importer(model_dir, opts).import_graph(model.graph(), *g, 0);
+  Importer(model_dir, opts, split ? &split->raw : nullptr).import_graph(model.graph(), *g, 0);
   if (g->outputs().empty()) throw Error("not a valid ONNX model: the graph has no outputs");
   return g;
 }

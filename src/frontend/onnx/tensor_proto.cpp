@@ -84,7 +84,8 @@ void copy_field(Tensor& t, const Field& field, const std::string& what) {
 
 }  // namespace
 
-Tensor tensor_from_proto(const onnx::TensorProto& p, const fs::path& base_dir, const std::string& what) {
+Tensor tensor_from_proto(const onnx::TensorProto& p, const fs::path& base_dir, const std::string& what,
+                         std::optional<std::string_view> raw_split) {
   if (p.has_segment()) throw UnsupportedError(what + ": segmented tensors are not supported");
   DType dt;
   try {
@@ -111,9 +112,11 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const fs::path& base_dir, c
     return t;
   }
   const bool external = p.data_location() == onnx::TensorProto::EXTERNAL;
-  if (external || p.has_raw_data()) {
+  if (raw_split || external || p.has_raw_data()) {
     std::string ext;
-    const std::string& raw = external ? (ext = external_bytes(p, base_dir, what, t.nbytes())) : p.raw_data();
+    const std::string_view raw = raw_split ? *raw_split
+                                 : external ? std::string_view(ext = external_bytes(p, base_dir, what, t.nbytes()))
+                                            : std::string_view(p.raw_data());
     if (raw.size() != t.nbytes())
       throw Error(what + ": raw data has " + std::to_string(raw.size()) + " bytes but " + t.describe() + " needs " +
                   std::to_string(t.nbytes()));

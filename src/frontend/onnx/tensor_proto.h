@@ -3,7 +3,9 @@
 #include <kiln/tensor.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace onnx {
 class TensorProto;
@@ -13,8 +15,10 @@ namespace kiln::onnx_fe {
 
 // Decodes a TensorProto. External data is read only from files inside `base_dir` (the model's
 // folder): absolute locations, '..' escapes and symlinks leading outside are refused.
-// `what` names the tensor in error messages ("initializer 'w'").
-Tensor tensor_from_proto(const onnx::TensorProto& p, const std::filesystem::path& base_dir, const std::string& what);
+// `what` names the tensor in error messages ("initializer 'w'"). `raw`, when given, is the
+// tensor's raw_data kept outside `p` (raw_data_split.h) and read instead of p's fields.
+Tensor tensor_from_proto(const onnx::TensorProto& p, const std::filesystem::path& base_dir, const std::string& what,
+                         std::optional<std::string_view> raw = std::nullopt);
 void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto* p);
 
 // Reads / writes one TensorProto file (test_data_set_N/input_K.pb). `name` receives the stored
