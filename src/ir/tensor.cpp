@@ -10,6 +10,7 @@
 #include <new>
 #include <sstream>
 
+#include "ir/zeroed_memory.h"
 #include "ops/core/dispatch.h"
 
 namespace kiln {
@@ -73,14 +74,8 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> dims)
     data_ = p;
     return;
   }
-  size_t bytes = static_cast<size_t>(numel_) * esz;
-  size_t alloc = ((bytes + 63) / 64) * 64;
-  if (alloc == 0) alloc = 64;
-  void* p = std::aligned_alloc(64, alloc);
-  if (!p) throw Error("out of memory allocating " + std::to_string(alloc) + " bytes");
-  std::memset(p, 0, alloc);
-  owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
-  data_ = p;
+  owner_ = allocate_zeroed(static_cast<size_t>(numel_) * esz);
+  data_ = owner_.get();
 }
 
 Tensor Tensor::wrap(DType dtype, std::vector<int64_t> dims, void* data) {

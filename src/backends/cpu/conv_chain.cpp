@@ -248,16 +248,13 @@ class ConvChainKernel : public Kernel {
     v->prim = dnnl::convolution_forward(pd);
     v->scratchpad = pd.scratchpad_desc().get_size();
     // Variants of one layer share a prepacked weight layout where they agree on it.
-    for (auto& [w_md, w_mem] : weights_[l])
-      if (w_md == pd.weights_desc()) v->weights = w_mem;
+    for (auto& [w_md, w_packed] : weights_[l])
+      if (w_md == pd.weights_desc()) v->weights = w_packed.mem;
     if (!v->weights) {
-      memory src(L.w_plain, eng, const_cast<void*>(L.weights->constant().raw()));
-      memory dst(pd.weights_desc(), eng);
-      dnnl::stream s(eng);
-      dnnl::reorder(src, dst).execute(s, src, dst);
-      s.wait();
-      weights_[l].emplace_back(pd.weights_desc(), dst);
-      v->weights = dst;
+      dnnl_util::PackedConstant packed = dnnl_util::pack_constant(L.weights->constant().raw(), L.w_plain,
+                                                                  pd.weights_desc());
+      v->weights = packed.mem;
+      weights_[l].emplace_back(pd.weights_desc(), std::move(packed));
     }
     return (variants_[key] = std::move(v)).get();
   }
@@ -338,7 +335,7 @@ class ConvChainKernel : public Kernel {
   std::vector<size_t> window_offset_;
   size_t scratch_offset_ = 0, buffer_bytes_ = 0;
   std::map<std::tuple<int, int64_t, int64_t, int64_t>, std::unique_ptr<Variant>> variants_;
-  std::unordered_map<int, std::vector<std::pair<memory::desc, memory>>> weights_;
+  std::unordered_map<int, std::vector<std::pair<memory::desc, dnnl_util::PackedConstant>>> weights_;
   std::vector<Schedule> schedules_;
 };
 

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "ir/zeroed_memory.h"
+
 namespace kiln::backends::cpu::dnnl_util {
 
 dnnl::engine& engine() {
@@ -48,6 +50,17 @@ void* scratch(size_t bytes) {
     buf.p = std::aligned_alloc(64, buf.n);
   }
   return buf.p;
+}
+
+PackedConstant pack_constant(const void* data, const dnnl::memory::desc& have, const dnnl::memory::desc& want) {
+  PackedConstant out;
+  out.storage = allocate_zeroed(want.get_size());
+  out.mem = dnnl::memory(want, engine(), out.storage.get());
+  dnnl::memory src(have, engine(), const_cast<void*>(data));
+  dnnl::stream s(engine());
+  dnnl::reorder(src, out.mem).execute(s, src, out.mem);
+  s.wait();
+  return out;
 }
 
 bool static_float(const ir::Value* v) {

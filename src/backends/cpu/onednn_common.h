@@ -6,6 +6,8 @@
 
 #include <kiln/tensor.h>
 
+#include <memory>
+
 #include "ir/graph.h"
 
 namespace kiln::backends::cpu::dnnl_util {
@@ -23,6 +25,17 @@ bool late_activation(const ir::Node& node);
 // A per-thread buffer of at least `bytes` for the primitive's user-mode scratchpad; primitives
 // run with scratchpad_mode::user so concurrent run() calls never share one.
 void* scratch(size_t bytes);
+
+// A constant reordered once into a primitive's layout, and the buffer under it, which kiln
+// allocates (ir/zeroed_memory.h: large weights in huge pages). Empty when there is none.
+struct PackedConstant {
+  dnnl::memory mem;
+  std::shared_ptr<void> storage;
+  explicit operator bool() const { return static_cast<bool>(mem); }
+};
+
+// `data`, laid out as `have`, reordered into `want`.
+PackedConstant pack_constant(const void* data, const dnnl::memory::desc& have, const dnnl::memory::desc& want);
 
 // True when every dim of the value's type is static and its dtype is float32.
 bool static_float(const ir::Value* v);

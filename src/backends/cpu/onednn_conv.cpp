@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends/cpu/activation_apply.h"
+#include "backends/cpu/background_builds.h"
 #include "backends/cpu/blocked_reorder.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
@@ -57,7 +58,7 @@ int64_t nhwc_ld(const memory::desc& md) {
 // padding holds zero weights, so any channel serves), so no reorder runs per run: oneDNN's
 // plain-to-packed reorder cost 1.6 ns per element here, a Mul over the activation 0.25.
 struct ScaledWeights {
-  memory packed;
+  dnnl_util::PackedConstant packed;
   std::vector<int32_t> channel;
 };
 
@@ -72,8 +73,8 @@ class ConvKernel : public Kernel {
  public:
   // `post` is an activation applied by kiln after the primitive (see late_activation()).
   // `z_plain`: the residual's layout, when it has one of its own (else Y's).
-  ConvKernel(typename Primitive::primitive_desc pd, memory::desc src_plain, memory::desc dst_plain, memory weights,
-             memory bias, bool has_z, ops::Activation post = {ops::Activation::None}, int threads = 1,
+  ConvKernel(typename Primitive::primitive_desc pd, memory::desc src_plain, memory::desc dst_plain,
+             dnnl_util::PackedConstant weights, dnnl_util::PackedConstant bias, bool has_z, ops::Activation post = {ops::Activation::None}, int threads = 1,
              memory::desc z_plain = {}, std::shared_ptr<const ScaledWeights> scaled = nullptr)
       : pd_(pd), prim_(pd), src_plain_(src_plain), dst_plain_(dst_plain),
         z_plain_(z_plain.is_zero() ? dst_plain : z_plain), weights_(weights), bias_(bias), has_z_(has_z), post_(post),
@@ -115,7 +116,7 @@ class ConvKernel : public Kernel {
     const size_t scr_b = (pd_.scratchpad_desc().get_size() + 63) / 64 * 64;
     const size_t w_b = scaled_ ? pd_.weights_desc().get_size() : 0;
     char* buf = static_cast<char*>(dnnl_util::scratch(src_b + dst_b + scr_b + w_b));
-    memory weights = weights_;
+    memory weights = weights_.mem;
     if (scaled_) weights = scale_weights(*inputs[4], buf + src_b + dst_b + scr_b);
     memory src = src_user, dst = dst_user;
     const int64_t *sd = src_dims_, *dd = dst_dims_;
@@ -149,7 +150,7 @@ class ConvKernel : public Kernel {
     memory scratchpad(pd_.scratchpad_desc(), eng, buf + src_b + dst_b);
     std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights},
                                             {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
-    if (bias_) args[DNNL_ARG_BIAS] = bias_;
+    if (bias_) args[DNNL_ARG_BIAS] = bias_.mem;
     prim_.execute(s, args);
     if (dst_ld_) {
       s.wait();
@@ -170,7 +171,7 @@ class ConvKernel : public Kernel {
   // The packed weights times the channel scale `sc`, written at `at`.
   memory scale_weights(const Tensor& sc, char* at) const {
     const ScaledWeights& sw = *scaled_;
-    scale_by_channel(static_cast<const float*>(sw.packed.get_data_handle()), sw.channel.data(), sc.data<float>(),
+    scale_by_channel(static_cast<const float*>(sw.packed.mem.get_data_handle()), sw.channel.data(), sc.data<float>(),
                      reinterpret_cast<float*>(at), static_cast<int64_t>(sw.channel.size()));
     return memory(pd_.weights_desc(), dnnl_util::engine(), at);
   }
@@ -178,7 +179,7 @@ class ConvKernel : public Kernel {
   typename Primitive::primitive_desc pd_;
   Primitive prim_;
   memory::desc src_plain_, dst_plain_, z_plain_;
-  memory weights_, bias_;
+  dnnl_util::PackedConstant weights_, bias_;
   bool has_z_;
   ops::Activation post_;
   int threads_;
@@ -190,29 +191,22 @@ class ConvKernel : public Kernel {
   std::shared_ptr<const ScaledWeights> scaled_;
 };
 
-// A constant-input memory in `want`'s layout, reordered once from the plain `have` layout.
-memory prepack(const Tensor& t, const memory::desc& have, const memory::desc& want) {
-  auto& eng = dnnl_util::engine();
-  memory src(have, eng, const_cast<void*>(t.raw()));
-  memory dst(want, eng);
-  dnnl::stream s(eng);
-  dnnl::reorder(src, dst).execute(s, src, dst);
-  s.wait();
-  return dst;
+// A constant input in `want`'s layout, reordered once from the plain `have` layout.
+dnnl_util::PackedConstant prepack(const Tensor& t, const memory::desc& have, const memory::desc& want) {
+  return dnnl_util::pack_constant(t.raw(), have, want);
 }
 
 // Runs `first` until a background thread has built the better kernel, then that one. oneDNN
 // 2.6 transforms Winograd weights slowly (one thread: 23-37 ms for a 256x256x3x3 conv, about
 // 100 ms for 512x512); building them eagerly took resnet18's session creation to 0.47 s at 1
-// thread and 0.53 s at 2, while the direct conv's weights reorder in about 7 ms. The builder
-// runs on one OpenMP thread of its own and holds its own handles on what it needs (the weights'
-// buffer, descriptors), never a reference into the graph.
+// thread and 0.53 s at 2, while the direct conv's weights reorder in about 7 ms. The build runs
+// on the process's background build thread (background_builds.h) and holds its own handles on
+// what it needs (the weights' buffer, descriptors), never a reference into the graph.
 class TieredKernel : public Kernel {
  public:
   TieredKernel(std::unique_ptr<Kernel> first, std::function<std::unique_ptr<Kernel>()> build)
       : current_(std::move(first)) {
-    upgrade_ = std::async(std::launch::async, [this, build = std::move(build)] {
-      omp_set_num_threads(1);
+    upgrade_ = run_in_background([this, build = std::move(build)] {
       try {
         if (std::shared_ptr<const Kernel> better = build()) {
           std::lock_guard<std::mutex> lock(mu_);
@@ -359,7 +353,7 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
                                                     algo, plain ? src_plain : src_any,
                                                     w_any, plain ? dst_dense : dst_any, st, dl, pl, pr);
     dnnl::convolution_forward::primitive_desc pd(desc, attr, dnnl_util::engine());
-    memory bias;
+    dnnl_util::PackedConstant bias;
     if (b) bias = prepack(b->constant(), b_md, pd.bias_desc());
     // Winograd weights of 256x256x3x3 and up are transformed in the background (TieredKernel)
     // while the direct conv runs; smaller ones take a few ms.
@@ -368,7 +362,7 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
         const Tensor w_copy = w->constant();  // a handle on the constant's buffer, not a copy
         const bool has_z = z != nullptr;
         return std::make_unique<TieredKernel>(std::move(direct), [=]() -> std::unique_ptr<Kernel> {
-          memory weights = prepack(w_copy, w_plain, pd.weights_desc());
+          dnnl_util::PackedConstant weights = prepack(w_copy, w_plain, pd.weights_desc());
           return std::make_unique<ConvKernel<dnnl::convolution_forward>>(pd, src_plain, dst_plain, weights, bias,
                                                                           has_z, post, threads, z_plain);
         });
@@ -379,14 +373,14 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
       sw->packed = prepack(w->constant(), w_plain, pd.weights_desc());
       Tensor channels(DType::Float, w->type.static_dims());
       for (int64_t i = 0; i < channels.numel(); ++i) channels.data<float>()[i] = static_cast<float>(i / (KH * KW) % C);
-      const memory packed_channels = prepack(channels, w_plain, pd.weights_desc());
-      const float* pc = static_cast<const float*>(packed_channels.get_data_handle());
+      const dnnl_util::PackedConstant packed_channels = prepack(channels, w_plain, pd.weights_desc());
+      const float* pc = static_cast<const float*>(packed_channels.mem.get_data_handle());
       sw->channel.resize(pd.weights_desc().get_size() / sizeof(float));
       for (size_t j = 0; j < sw->channel.size(); ++j) sw->channel[j] = static_cast<int32_t>(pc[j]);
-      return std::make_unique<ConvKernel<dnnl::convolution_forward>>(pd, src_plain, dst_plain, memory(), bias,
+      return std::make_unique<ConvKernel<dnnl::convolution_forward>>(pd, src_plain, dst_plain, dnnl_util::PackedConstant{}, bias,
                                                                       z != nullptr, post, threads, z_plain, sw);
     }
-    memory weights = prepack(w->constant(), w_plain, pd.weights_desc());
+    dnnl_util::PackedConstant weights = prepack(w->constant(), w_plain, pd.weights_desc());
     return std::make_unique<ConvKernel<dnnl::convolution_forward>>(pd, src_plain, dst_plain, weights, bias, z != nullptr,
                                                                     post, threads, z_plain);
   } catch (const dnnl::error&) {
@@ -466,8 +460,8 @@ std::unique_ptr<Kernel> make_deconv(const ir::Node& node) {
     auto desc = b ? dnnl::deconvolution_forward::desc(prop, algo, src_any, w_any, b_md, dst_any, st, dl, pl, pr)
                   : dnnl::deconvolution_forward::desc(prop, algo, src_any, w_any, dst_any, st, dl, pl, pr);
     dnnl::deconvolution_forward::primitive_desc pd(desc, attr, dnnl_util::engine());
-    memory weights = prepack(w->constant(), w_plain, pd.weights_desc());
-    memory bias;
+    dnnl_util::PackedConstant weights = prepack(w->constant(), w_plain, pd.weights_desc());
+    dnnl_util::PackedConstant bias;
     if (b) bias = prepack(b->constant(), b_md, pd.bias_desc());
     return std::make_unique<ConvKernel<dnnl::deconvolution_forward>>(pd, src_plain, dst_plain, weights, bias, false);
   } catch (const dnnl::error&) {

@@ -21,7 +21,7 @@ class MatMulKernel : public Kernel {
  public:
   // `weights` / `bias` are set when constant (prepacked); otherwise read from the inputs.
   MatMulKernel(dnnl::matmul::primitive_desc pd, memory::desc src, memory::desc weights_md, memory::desc bias_md,
-               memory::desc dst, memory weights, memory bias, int bias_input)
+               memory::desc dst, dnnl_util::PackedConstant weights, dnnl_util::PackedConstant bias, int bias_input)
       : pd_(pd), prim_(pd), src_(src), weights_md_(weights_md), bias_md_(bias_md), dst_(dst), weights_(weights),
         bias_(bias), bias_input_(bias_input) {}
 
@@ -31,10 +31,10 @@ class MatMulKernel : public Kernel {
     memory scratchpad(pd_.scratchpad_desc(), eng, dnnl_util::scratch(pd_.scratchpad_desc().get_size()));
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, memory(src_, eng, const_cast<void*>(inputs[0]->raw()))},
-        {DNNL_ARG_WEIGHTS, weights_ ? weights_ : memory(weights_md_, eng, const_cast<void*>(inputs[1]->raw()))},
+        {DNNL_ARG_WEIGHTS, weights_ ? weights_.mem : memory(weights_md_, eng, const_cast<void*>(inputs[1]->raw()))},
         {DNNL_ARG_DST, memory(dst_, eng, outputs[0]->raw())},
         {DNNL_ARG_SCRATCHPAD, scratchpad}};
-    if (bias_) args[DNNL_ARG_BIAS] = bias_;
+    if (bias_) args[DNNL_ARG_BIAS] = bias_.mem;
     else if (bias_input_ >= 0)
       args[DNNL_ARG_BIAS] = memory(bias_md_, eng, const_cast<void*>(inputs[bias_input_]->raw()));
     prim_.execute(s, args);
@@ -45,7 +45,7 @@ class MatMulKernel : public Kernel {
   dnnl::matmul::primitive_desc pd_;
   dnnl::matmul prim_;
   memory::desc src_, weights_md_, bias_md_, dst_;
-  memory weights_, bias_;
+  dnnl_util::PackedConstant weights_, bias_;
   int bias_input_;  // input index of a non-constant bias, or -1
 };
 
@@ -62,8 +62,7 @@ struct Operand {
 };
 
 // `t`'s data as a standalone memory in `want`'s layout, scaled by `scale`.
-memory prepack(const Tensor& t, const memory::desc& have, const memory::desc& want, float scale) {
-  auto& eng = dnnl_util::engine();
+dnnl_util::PackedConstant prepack(const Tensor& t, const memory::desc& have, const memory::desc& want, float scale) {
   std::vector<float> scaled;
   const void* data = t.raw();
   if (scale != 1.f) {
@@ -71,12 +70,7 @@ memory prepack(const Tensor& t, const memory::desc& have, const memory::desc& wa
     for (float& v : scaled) v *= scale;
     data = scaled.data();
   }
-  memory src(have, eng, const_cast<void*>(data));
-  memory dst(want, eng);
-  dnnl::stream s(eng);
-  dnnl::reorder(src, dst).execute(s, src, dst);
-  s.wait();
-  return dst;
+  return dnnl_util::pack_constant(data, have, want);
 }
 
 struct Spec {
@@ -116,7 +110,7 @@ std::unique_ptr<Kernel> build(const ir::Node& node, const Spec& s) {
     auto desc = s.c ? dnnl::matmul::desc(s.a.md(), w_md, s.c->md(), s.y.md())
                     : dnnl::matmul::desc(s.a.md(), w_md, s.y.md());
     dnnl::matmul::primitive_desc pd(desc, attr, dnnl_util::engine());
-    memory weights, bias;
+    dnnl_util::PackedConstant weights, bias;
     if (b_const) weights = prepack(s.bvalue->constant(), s.b.md(), pd.weights_desc(), alpha_in_weights ? s.alpha : 1.f);
     if (c_const)
       bias = prepack(s.cvalue->constant(), s.c->md(), pd.bias_desc(), alpha_scales ? s.beta / s.alpha : s.beta);
