@@ -1,5 +1,6 @@
 // Bad input must end in one clear message and exit code 2: never a crash or a wrong answer.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <random>
@@ -56,6 +57,14 @@ TEST(BadInput, TruncatedModel) {
 
 TEST(BadInput, MissingFile) {
   expect_error(run_kiln({"run", "/nonexistent/model.onnx"}), "cannot open model file");
+}
+
+TEST(BadInput, NotARegularFileIsRefusedWithoutWaiting) {
+  expect_error(run_kiln({"run", "/dev/null"}), "not a regular file");
+  // A FIFO with no writer: opening it for reading would block until one came.
+  fs::path d = temp_dir("fifo");
+  ASSERT_EQ(::mkfifo((d / "model.onnx").c_str(), 0600), 0);
+  expect_error(run_kiln({"run", (d / "model.onnx").string()}), "not a regular file");
 }
 
 TEST(BadInput, UnknownOp) {

@@ -74,8 +74,9 @@ class ConvKernel : public Kernel {
   // `post` is an activation applied by kiln after the primitive (see late_activation()).
   // `z_plain`: the residual's layout, when it has one of its own (else Y's).
   ConvKernel(typename Primitive::primitive_desc pd, memory::desc src_plain, memory::desc dst_plain,
-             dnnl_util::PackedConstant weights, dnnl_util::PackedConstant bias, bool has_z, ops::Activation post = {ops::Activation::None}, int threads = 1,
-             memory::desc z_plain = {}, std::shared_ptr<const ScaledWeights> scaled = nullptr)
+             dnnl_util::PackedConstant weights, dnnl_util::PackedConstant bias, bool has_z,
+             ops::Activation post = {ops::Activation::None}, int threads = 1, memory::desc z_plain = {},
+             std::shared_ptr<const ScaledWeights> scaled = nullptr)
       : pd_(pd), prim_(pd), src_plain_(src_plain), dst_plain_(dst_plain),
         z_plain_(z_plain.is_zero() ? dst_plain : z_plain), weights_(weights), bias_(bias), has_z_(has_z), post_(post),
         threads_(threads), scaled_(std::move(scaled)) {

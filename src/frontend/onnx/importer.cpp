@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
-#include <memory>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -300,34 +300,38 @@ std::unique_ptr<ir::Graph> load_model_view(std::string_view bytes, const fs::pat
   return g;
 }
 
-// A regular file's bytes, read into memory of our own (ir/zeroed_memory.h: huge pages from
-// 2 MiB), or an empty buffer when `path` is not a regular file with data (then the caller
-// reads it as a stream). Not mapped: where each 4 KiB page's first touch by the process costs a
-// trip to the hypervisor (shadow paging), resnet18's 47 MB file read through a mapping took
-// about 55 ms, read() into 2 MiB pages 15 ms, and the copy in fresh 4 KiB pages it replaced 150.
+// The model file's bytes, read into memory of our own (ir/zeroed_memory.h: huge pages from
+// 2 MiB). Not mapped: where each 4 KiB page's first touch by the process costs a trip to the
+// hypervisor (shadow paging), resnet18's 47 MB file read through a mapping took about 55 ms,
+// read() into 2 MiB pages 15 ms, and the copy in fresh 4 KiB pages it replaced 150.
 struct FileBytes {
   std::shared_ptr<void> buffer;
   size_t size = 0;
   std::string_view view() const { return {static_cast<const char*>(buffer.get()), size}; }
 };
 
-FileBytes read_regular_file(const fs::path& path) {
-  FileBytes out;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;
+FileBytes read_model_file(const fs::path& path) {
+  // Non-blocking: opening a FIFO with no writer would otherwise wait forever; it is refused below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw Error("cannot open model file '" + path.string() + "'");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    const size_t want = static_cast<size_t>(st.st_size);
-    out.buffer = allocate_zeroed(want);
-    char* at = static_cast<char*>(out.buffer.get());
-    while (out.size < want) {
-      const ssize_t got = ::read(fd, at + out.size, want - out.size);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) break;  // an error, or the file shrank: parse what was read, or fail there
-      out.size += static_cast<size_t>(got);
-    }
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    throw Error("cannot read model file '" + path.string() + "': not a regular file");
+  FileBytes out;
+  const size_t want = static_cast<size_t>(st.st_size);
+  out.buffer = allocate_zeroed(want);
+  char* at = static_cast<char*>(out.buffer.get());
+  while (out.size < want) {
+    const ssize_t got = ::read(fd, at + out.size, want - out.size);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw Error("cannot read model file '" + path.string() + "': " + std::strerror(errno));
+    if (got == 0) break;  // the file shrank: parse what was read, which then fails with a reason
+    out.size += static_cast<size_t>(got);
   }
-  ::close(fd);
   return out;
 }
 
@@ -343,20 +347,8 @@ std::unique_ptr<ir::Graph> load_model(const fs::path& path, const ImportOptions&
   if (fs::is_directory(path, ec)) throw Error("'" + path.string() + "' is a folder, not a model file");
   fs::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
-  if (const FileBytes file = read_regular_file(path); file.size > 0) return load_model_view(file.view(), dir, opts);
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot open model file '" + path.string() + "'");
-  // One read into a string of the file's size: streaming through an ostringstream grew and
-  // copied the buffer, 115 ms for resnet18's 46.7 MB (of a 0.4 s session creation).
-  const auto size = fs::file_size(path, ec);
-  std::string bytes;
-  if (!ec) {
-    bytes.resize(static_cast<size_t>(size));
-    f.read(bytes.data(), static_cast<std::streamsize>(size));
-    bytes.resize(static_cast<size_t>(f.gcount()));
-  }
-  if (ec || f.bad()) throw Error("cannot read model file '" + path.string() + "'");
-  return load_model_view(bytes, dir, opts);
+  const FileBytes file = read_model_file(path);
+  return load_model_view(file.view(), dir, opts);
 }
 
 }  // namespace kiln::onnx_fe
