@@ -4,10 +4,14 @@
 #include <kiln/tensor.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <thread>
 
 #include "backends/backend.h"
+#include "backends/cpu/depthwise_conv.h"
+#include "backends/cpu/nhwc_pool.h"
+#include "backends/cpu/stem_conv.h"
 #include "lower/fuse_conv_chain.h"
 #include "lower/fuse_conv_concat.h"
 #include "ops/core/infer_graph.h"
@@ -342,6 +346,55 @@ TEST(CpuKernels, ConvChannelScale) {
   EXPECT_FALSE(check({"FusedConv", "kiln", {{1, 5, 5, 16}, {16, 16, 3, 3}, {16}, {1, 5, 5, 16}, {1, 1, 1, 16}},
                       {false, true, true, false, false}, {1, 5, 5, 16}, a, "onednn_winograd"},
                      false));
+}
+
+// The row-at-a-time kernels a ConvChain runs on its windows (depthwise, stem, pool) reading
+// their input rows from a ring (row r in slot r % ring, row_slot) write what they write reading
+// the whole image: each output row from a ring of four rows holding just the rows it reads,
+// placed where the row numbers put them (so a kernel's rows wrap around the ring's end).
+TEST(CpuKernels, RowKernelsReadTheirInputFromARing) {
+  std::mt19937 rng(3);
+  constexpr int64_t H = 11, W = 9, kRing = 4;
+  // out_rows(x, x_row0, y, oy0, oy1, ring) for one kernel; rows of `in_row` floats in, `out_row` out.
+  auto check = [&](const char* what, int64_t C, int64_t OH, int64_t out_row, int64_t K, int64_t S, int64_t P,
+                   const std::function<void(const float*, float*, int64_t, int64_t)>& rows) {
+    SCOPED_TRACE(what);
+    const int64_t in_row = W * C;
+    const Tensor x = random_tensor({1, H, W, C}, rng);
+    std::vector<float> whole(static_cast<size_t>(OH * out_row)), ringed(static_cast<size_t>(out_row));
+    rows(x.data<float>(), whole.data(), 0, 0);
+    for (int64_t oy = 0; oy < OH; ++oy) {
+      std::vector<float> ring(static_cast<size_t>(kRing * in_row), std::nanf(""));
+      for (int64_t r = std::max<int64_t>(0, oy * S - P); r < std::min(H, oy * S - P + K); ++r)
+        std::copy_n(x.data<float>() + r * in_row, in_row, ring.data() + (r % kRing) * in_row);
+      rows(ring.data(), ringed.data(), oy, kRing);
+      for (int64_t i = 0; i < out_row; ++i) ASSERT_EQ(ringed[i], whole[oy * out_row + i]) << "row " << oy << " at " << i;
+    }
+  };
+  // rows(x, y, oy, ring): output row oy from x (ring 0: the whole image, all rows).
+  backends::cpu::DepthwiseShape d;
+  d.H = H, d.W = W, d.C = 20, d.OH = 6, d.OW = 5, d.KH = 3, d.KW = 3, d.SH = 2, d.SW = 2, d.PT = 1, d.PL = 1;
+  const Tensor dw_w = random_tensor({20, 1, 3, 3}, rng), dw_b = random_tensor({20}, rng);
+  const backends::cpu::DepthwiseConv dw(d, dw_w.data<float>(), dw_b.data<float>(), {ops::Activation::Relu});
+  check("depthwise", 20, d.OH, d.OW * 20, 3, 2, 1, [&](const float* x, float* y, int64_t oy, int64_t ring) {
+    if (ring) dw.rows(x, 0, y, oy, oy + 1, ring);
+    else dw.rows(x, 0, y, 0, d.OH);
+  });
+  backends::cpu::StemShape st;
+  st.H = H, st.W = W, st.C = 3, st.OH = 11, st.OW = 9, st.OC = 24, st.KH = 3, st.KW = 3, st.PT = 1, st.PL = 1;
+  const Tensor st_w = random_tensor({24, 3, 3, 3}, rng), st_b = random_tensor({24}, rng);
+  if (__builtin_cpu_supports("avx512f")) {
+    const backends::cpu::StemConv stem(st, st_w.data<float>(), st_b.data<float>(), {ops::Activation::None});
+    check("stem", 3, st.OH, st.OW * 24, 3, 1, 1, [&](const float* x, float* y, int64_t oy, int64_t ring) {
+      if (ring) stem.rows(x, 0, y, oy, oy + 1, ring);
+      else stem.rows(x, 0, y, 0, st.OH);
+    });
+  }
+  const backends::cpu::PoolWindow pw{3, 3, 2, 2, 1, 1, 0, 0, 1, 1, H, W, 17, 6, 5, true, false};
+  check("max pool", 17, pw.OH, pw.OW * 17, 3, 2, 0, [&](const float* x, float* y, int64_t oy, int64_t ring) {
+    if (ring) backends::cpu::pool_rows(pw, x, 0, y, oy, oy + 1, ring);
+    else backends::cpu::pool_rows(pw, x, 0, y, 0, pw.OH);
+  });
 }
 
 // A kiln.ConvChain (src/lower/fuse_conv_chain.cpp) for the tests below: a dense stride-2 stem

@@ -1,8 +1,11 @@
 // kiln.ConvChain (src/lower/fuse_conv_chain.cpp): the last conv's output is computed a band of
 // rows at a time, and each intermediate tensor exists only as a window of the rows its consumer
-// still needs (a line buffer). When a band moves on, the rows the next band shares with it move
-// to the window's front and only the new rows are computed, so nothing is computed twice; the
-// windows stay in the L2 cache where the whole tensors (mobilenet_v2's 112x112x96: 4.8 MB) would
+// still needs (a line buffer). When a band moves on, only the rows it does not share with the
+// band before are computed, so nothing is computed twice: between kiln's kernels a window is a
+// ring (row r in slot r % rows, see row_slot), so the new rows overwrite the ones no longer
+// needed; around a oneDNN primitive, which reads and writes contiguous rows, the shared rows
+// move to the window's front instead (mobilenet_v2: the moves were 2-3% of its time at 1
+// thread). The windows stay in the L2 cache where the whole tensors (mobilenet_v2's 112x112x96: 4.8 MB) would
 // go to L3 and back. 1x1 layers run on kiln's pointwise kernel, 3x3 and 5x5 depthwise layers,
 // pools and stems (few input channels) on kiln's depthwise, pooling and stem kernels, each
 // reading the window in place (squeezenet1_1's stem ->
@@ -117,8 +120,18 @@ class ConvChainKernel : public Kernel {
       band_ = r;
     }
     capacity_.assign(n, 0);
+    ring_.assign(n, false);
     const int parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, out_rows)));
     for (int t = 0; t < parts; ++t) schedules_.push_back(plan(out_rows * t / parts, out_rows * (t + 1) / parts));
+    // The windows' sizes known, those between two of kiln's kernels become rings and the steps
+    // are planned again (the same rows live at each step, so the same sizes).
+    auto on_kiln = [](const Layer& L) { return L.pw || L.dw || L.stem || L.pool; };
+    bool rings = false;
+    for (int t = 1; t < n; ++t) rings |= ring_[t] = on_kiln(layers_[t - 1]) && on_kiln(layers_[t]);
+    if (rings) {
+      schedules_.clear();
+      for (int t = 0; t < parts; ++t) schedules_.push_back(plan(out_rows * t / parts, out_rows * (t + 1) / parts));
+    }
     // Each thread's buffer: the windows (64-byte aligned), then the primitives' scratchpad.
     window_offset_.assign(n, 0);
     size_t off = 0, scratch = 0;
@@ -183,17 +196,25 @@ class ConvChainKernel : public Kernel {
     std::vector<int64_t> have_lo(n, -1), have_hi(n, -1), need_lo(n + 1), need_hi(n + 1);
     auto conv = [&](int l, int64_t a, int64_t b) {
       const Layer& L = layers_[l];
-      const auto [lo, hi] = input_rows(l, a, b);
-      const int64_t in_lo = std::max<int64_t>(lo, 0), in_hi = std::min(hi, L.H);
-      Step st;
-      st.layer = l;
-      st.row = a;
-      st.rows = b - a;
-      st.src_offset = l == 0 ? in_lo : in_lo - have_lo[l];
-      st.dst_offset = l == n - 1 ? a : a - have_lo[l + 1];
-      st.src_row0 = l == 0 ? 0 : have_lo[l];
-      if (!L.dw && !L.pool && !L.pw && !L.stem) st.v = variant(l, in_hi - in_lo, in_lo - lo, hi - in_hi, b - a);
-      s.steps.push_back(st);
+      const bool ring_src = l > 0 && ring_[l], ring_dst = l < n - 1 && ring_[l + 1];
+      // A ring's rows are contiguous up to its end: a step writing past it, or a 1x1 layer
+      // reading past it, is split there.
+      for (int64_t p = a, q; p < b; p = q) {
+        q = b;
+        if (ring_dst) q = std::min(q, (p / capacity_[l + 1] + 1) * capacity_[l + 1]);
+        if (ring_src && L.pw) q = std::min(q, (p / capacity_[l] + 1) * capacity_[l]);
+        const auto [lo, hi] = input_rows(l, p, q);
+        const int64_t in_lo = std::max<int64_t>(lo, 0), in_hi = std::min(hi, L.H);
+        Step st;
+        st.layer = l;
+        st.row = p;
+        st.rows = q - p;
+        st.src_offset = l == 0 ? in_lo : ring_src ? in_lo % capacity_[l] : in_lo - have_lo[l];
+        st.dst_offset = l == n - 1 ? p : ring_dst ? p % capacity_[l + 1] : p - have_lo[l + 1];
+        st.src_row0 = l == 0 ? 0 : have_lo[l];
+        if (!L.dw && !L.pool && !L.pw && !L.stem) st.v = variant(l, in_hi - in_lo, in_lo - lo, hi - in_hi, q - p);
+        s.steps.push_back(st);
+      }
     };
     for (int64_t o0 = r0; o0 < r1; o0 += band_) {
       need_lo[n] = o0;
@@ -207,7 +228,7 @@ class ConvChainKernel : public Kernel {
         if (have_lo[t] < 0) have_lo[t] = have_hi[t] = need_lo[t];
         if (need_lo[t] > have_lo[t]) {
           const int64_t keep = have_hi[t] - need_lo[t];
-          if (keep > 0) {
+          if (keep > 0 && !ring_[t]) {
             Step mv;
             mv.window = t;
             mv.rows = keep;
@@ -288,12 +309,14 @@ class ConvChainKernel : public Kernel {
         continue;
       }
       if (z && z != dst) std::memcpy(dst, z, count * sizeof(float));  // oneDNN's sum post-op adds it
+      const float* rows = st.layer == 0 ? x : window(st.layer);
+      const int64_t ring = st.layer > 0 && ring_[st.layer] ? capacity_[st.layer] : 0;
       if (L.dw) {  // reads the window's rows where they are, zero padding outside the image
-        L.dw->rows(st.layer == 0 ? x : window(st.layer), st.src_row0, dst, st.row, st.row + st.rows);
+        L.dw->rows(rows, st.src_row0, dst, st.row, st.row + st.rows, ring);
       } else if (L.stem) {
-        L.stem->rows(st.layer == 0 ? x : window(st.layer), st.src_row0, dst, st.row, st.row + st.rows);
+        L.stem->rows(rows, st.src_row0, dst, st.row, st.row + st.rows, ring);
       } else if (L.pool) {
-        pool_rows(*L.pool, st.layer == 0 ? x : window(st.layer), st.src_row0, dst, st.row, st.row + st.rows);
+        pool_rows(*L.pool, rows, st.src_row0, dst, st.row, st.row + st.rows, ring);
       } else {
         run_primitive(*st.v, L, src, dst, count, buf, s, args);
       }
@@ -332,6 +355,7 @@ class ConvChainKernel : public Kernel {
   std::vector<Layer> layers_;
   int64_t band_ = 1;
   std::vector<int64_t> capacity_;  // rows of each intermediate window (index = tensor)
+  std::vector<bool> ring_;         // whether the window is a ring (row r in slot r % capacity)
   std::vector<size_t> window_offset_;
   size_t scratch_offset_ = 0, buffer_bytes_ = 0;
   std::map<std::tuple<int, int64_t, int64_t, int64_t>, std::unique_ptr<Variant>> variants_;

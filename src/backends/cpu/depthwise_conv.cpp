@@ -320,13 +320,13 @@ DepthwiseConv::DepthwiseConv(const DepthwiseShape& s, const float* weights, cons
   }
 }
 
-void DepthwiseConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1) const {
+void DepthwiseConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1, int64_t ring) const {
   const int64_t row = s_.W * s_.C, out_row = s_.OW * s_.C;
   std::array<const float*, kMaxKernelRows> in{};  // rows() runs per band of a chain: no allocation
   auto inputs = [&](int64_t oy) {
     for (int64_t ky = 0; ky < s_.KH; ++ky) {
       const int64_t iy = oy * s_.SH - s_.PT + ky;
-      in[ky] = iy >= 0 && iy < s_.H ? x + (iy - x_row0) * row : nullptr;
+      in[ky] = iy >= 0 && iy < s_.H ? x + row_slot(iy, x_row0, ring) * row : nullptr;
     }
   };
   if (!kHasAvx512) {

@@ -27,8 +27,8 @@ class DepthwiseConv {
 
   // Output rows [oy0, oy1) to y (row oy0 first, rows of OW * C floats). Input row r (of the
   // H rows; the others are zero padding) is at x + (r - x_row0) * W * C: `x` may hold only the
-  // rows these outputs read.
-  void rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1) const;
+  // rows these outputs read; with `ring` > 0, row r is at x + (r % ring) * W * C (row_slot).
+  void rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1, int64_t ring = 0) const;
 
   const DepthwiseShape& shape() const { return s_; }
 

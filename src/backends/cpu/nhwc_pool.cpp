@@ -17,6 +17,7 @@
 #include "backends/cpu/nhwc_pool.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/row_conv.h"
 #include "backends/cpu/simd.h"
 
 namespace kiln::backends::cpu {
@@ -66,9 +67,10 @@ KILN_SIMD void fold_plain(const PoolWindow& g, const float* const* taps, int n, 
     for (int64_t c = 0; c < C; ++c) o[c] *= scale;
 }
 
-// One output row: y[ow, :] over every ow, from the input rows at x (row r at
-// x + (r - x_row0) * W * C); `taps` holds kh * kw pointers.
-void pool_row(const PoolWindow& g, const float* x, int64_t x_row0, int64_t oh, float* y, const float** taps) {
+// One output row: y[ow, :] over every ow, from the input rows at x (row r in slot
+// row_slot(r, x_row0, ring)); `taps` holds kh * kw pointers.
+void pool_row(const PoolWindow& g, const float* x, int64_t x_row0, int64_t ring, int64_t oh, float* y,
+              const float** taps) {
   const int64_t C = g.C;
   const int64_t h0 = oh * g.sh - g.pt;
   int64_t khl = 0, khh = g.kh;  // the taps inside the input along H
@@ -87,7 +89,8 @@ void pool_row(const PoolWindow& g, const float* x, int64_t x_row0, int64_t oh, f
     }
     int n = 0;
     for (int64_t i = khl; i < khh; ++i)
-      for (int64_t j = kwl; j < kwh; ++j) taps[n++] = x + ((h0 + i * g.dh - x_row0) * g.W + (w0 + j * g.dw)) * C;
+      for (int64_t j = kwl; j < kwh; ++j)
+        taps[n++] = x + (row_slot(h0 + i * g.dh, x_row0, ring) * g.W + (w0 + j * g.dw)) * C;
     float scale = 1.f;
     if (!g.is_max) {
       const int64_t padded_w = std::min(g.kw, (g.W + g.pr - w0 + g.dw - 1) / g.dw);
@@ -101,9 +104,10 @@ void pool_row(const PoolWindow& g, const float* x, int64_t x_row0, int64_t oh, f
 
 }  // namespace
 
-void pool_rows(const PoolWindow& g, const float* x, int64_t x_row0, float* y, int64_t oh0, int64_t oh1) {
+void pool_rows(const PoolWindow& g, const float* x, int64_t x_row0, float* y, int64_t oh0, int64_t oh1,
+               int64_t ring) {
   std::vector<const float*> taps(static_cast<size_t>(g.kh * g.kw));
-  for (int64_t oh = oh0; oh < oh1; ++oh) pool_row(g, x, x_row0, oh, y + (oh - oh0) * g.OW * g.C, taps.data());
+  for (int64_t oh = oh0; oh < oh1; ++oh) pool_row(g, x, x_row0, ring, oh, y + (oh - oh0) * g.OW * g.C, taps.data());
 }
 
 std::optional<PoolWindow> nhwc_pool_window(const ir::Node& node) {

@@ -21,7 +21,9 @@ std::optional<PoolWindow> nhwc_pool_window(const ir::Node& node);
 
 // Output rows [oh0, oh1) of one image to y (row oh0 first). Input row r (of the H rows; taps
 // outside them are ignored, or counted as zeros by an average with count_include_pad) is at
-// x + (r - x_row0) * W * C: `x` may hold only the rows these outputs read.
-void pool_rows(const PoolWindow& g, const float* x, int64_t x_row0, float* y, int64_t oh0, int64_t oh1);
+// x + (r - x_row0) * W * C: `x` may hold only the rows these outputs read; with `ring` > 0 at
+// x + (r % ring) * W * C (row_slot in row_conv.h).
+void pool_rows(const PoolWindow& g, const float* x, int64_t x_row0, float* y, int64_t oh0, int64_t oh1,
+               int64_t ring = 0);
 
 }  // namespace kiln::backends::cpu

@@ -177,7 +177,7 @@ StemConv::StemConv(const StemShape& s, const float* weights, const float* bias, 
   }
 }
 
-void StemConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1) const {
+void StemConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1, int64_t ring) const {
   const int64_t row = s_.W * s_.C, out_row = s_.OW * s_.OC;
   thread_local std::vector<float> edge;  // per thread: rows() runs on every thread of a team
   if (edge.size() < static_cast<size_t>(kMaxKernelRows * kMaxEdge)) edge.resize(kMaxKernelRows * kMaxEdge);
@@ -188,7 +188,7 @@ void StemConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64
       const int64_t iy = oy * s_.SH - s_.PT + kh;
       if (iy < 0 || iy >= s_.H) continue;
       kh0 = std::min(kh0, kh), kh1 = kh + 1;
-      in[kh] = x + (iy - x_row0) * row;
+      in[kh] = x + row_slot(iy, x_row0, ring) * row;
     }
     float* yr = y + (oy - oy0) * out_row;
     if (kh0 >= kh1) {  // every kernel row in the padding: the bias alone

@@ -31,8 +31,9 @@ class StemConv {
   StemConv(const StemShape& s, const float* weights, const float* bias, ops::Activation act);
 
   // Output rows [oy0, oy1) to y (row oy0 first, rows of OW * OC floats). Input row r (of the H
-  // rows; the others are zero padding) is at x + (r - x_row0) * W * C.
-  void rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1) const;
+  // rows; the others are zero padding) is at x + (r - x_row0) * W * C, or with `ring` > 0 at
+  // x + (r % ring) * W * C (row_slot).
+  void rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1, int64_t ring = 0) const;
 
   const StemShape& shape() const { return s_; }
 
