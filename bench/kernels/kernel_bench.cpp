@@ -16,6 +16,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/pointwise_conv.h"
+#include "backends/cpu/stem_conv.h"
 #include "ops/core/infer_graph.h"
 
 namespace {
@@ -138,8 +139,30 @@ void pointwise_rows(benchmark::State& state, int64_t pixels, int64_t K, int64_t 
                                                 benchmark::Counter::kIsRate);
 }
 
+// kiln's stem kernel on rows as a ConvChain runs it (mobilenet_v2's 3x3/2, 3 -> 32 on 224x224,
+// ReLU6), reading the NHWC image (arg 0) or the NCHW planes the chain takes when the input's
+// Transpose joined it (arg 1); GFLOPS to set beside FmaPeak.
+void stem_rows(benchmark::State& state) {
+  const bool planar = state.range(0) != 0;
+  backends::cpu::StemShape s;
+  s.H = s.W = 224, s.C = 3, s.OH = s.OW = 112, s.OC = 32, s.KH = s.KW = 3, s.SH = s.SW = 2, s.PT = s.PL = 1;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(224 * 224 * 3), w(32 * 27), b(32), y(112 * 112 * 32);
+  for (std::vector<float>* v : {&x, &w, &b})
+    for (float& f : *v) f = u(rng);
+  ops::Activation act{ops::Activation::Clip};
+  act.a = 0.f;
+  act.b = 6.f;
+  const backends::cpu::StemConv stem(s, w.data(), b.data(), act, planar);
+  for (auto _ : state) stem.rows(x.data(), 0, y.data(), 0, s.OH);
+  state.counters["GFLOPS"] = benchmark::Counter(static_cast<double>(state.iterations()) * 112 * 112 * 32 * 27 * 2 / 1e9,
+                                                benchmark::Counter::kIsRate);
+}
+
 int register_all() {
   benchmark::RegisterBenchmark("FmaPeak", fma_peak)->Arg(1)->Arg(2)->UseRealTime();
+  benchmark::RegisterBenchmark("StemRows_224_3to32", stem_rows)->Arg(0)->Arg(1)->UseRealTime();
   // efficientnet_b0's squeeze-excitation scales, channels-last.
   add("SeMul_112x112x32", {"Mul", "", {{1, 112, 112, 32}, {1, 1, 1, 32}}, {false, false}});
   add("SeMul_56x56x144", {"Mul", "", {{1, 56, 56, 144}, {1, 1, 1, 144}}, {false, false}});

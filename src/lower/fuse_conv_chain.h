@@ -37,7 +37,11 @@ constexpr int64_t kConvChainLightMinBytes = 128 * 1024;
 // where on the 2 MiB-L2 Xeon squeezenet1_1 measured 1.00x and resnet18 0.978x.
 // `threads`: the team the kernel will split rows across; chains whose last output's rows split
 // unevenly (shares under 90% of the largest on average) are not formed.
+// `input_transpose`: the layout's Transpose of an NCHW input that only a chain's stem (a conv on
+// at most 8 channels, at most 3x3) reads joins the chain in front, and the stem reads the NCHW
+// planes.
 int fuse_conv_chains(ir::Graph& g, int64_t min_bytes = kConvChainMinBytes,
-                     int64_t light_min_bytes = kConvChainMinBytes, bool pools = true, int threads = 1);
+                     int64_t light_min_bytes = kConvChainMinBytes, bool pools = true, int threads = 1,
+                     bool input_transpose = true);
 
 }  // namespace kiln::lower

@@ -82,6 +82,7 @@ void check_value_sizes(const ir::Graph& g) {
 
 const std::vector<std::string>& lowering_pass_names() {
   static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "channel_scale", "conv_concat", "conv_chain",
+                                                 "conv_chain_input",
                                                  "blocked_layout"};
   return names;
 }
@@ -127,7 +128,8 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     if (fusion_level > 0 && on("conv_chain") &&
         (cp->layout.conv_chains = lower::fuse_conv_chains(sg, lower::kConvChainMinBytes,
                                                           lower::kConvChainLightMinBytes,
-                                                          /*pools=*/true, backend->threads())) > 0)
+                                                          /*pools=*/true, backend->threads(),
+                                                          on("conv_chain_input"))) > 0)
       ops::ShapeInference().run(sg);
     if (on("blocked_layout")) cp->layout.blocked_values = lower::assign_blocked_activations(sg);
   }

@@ -648,6 +648,63 @@ TEST(CpuKernels, ConvChainPools) {
     }
 }
 
+// A chain on the model's NCHW input: the Transpose to NHWC before the stem joins the chain and
+// the stem reads the planes (kiln's stem kernel), or (kiln_stem_conv disabled, so oneDNN runs
+// the stem) the kernel transposes each image first; band by band at 1 and 2 threads, 3x3 and
+// 2x2 stems.
+TEST(CpuKernels, ConvChainOnNchwInput) {
+  for (int64_t k : {3, 2}) {
+    std::mt19937 rng(9);
+    ir::Graph g;
+    g.opsets[""] = 17;
+    g.opsets["kiln"] = 1;
+    ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {2, 3, 21, 17}));
+    ir::Value* t = g.add_value("t");
+    g.add_node("Transpose", {x}, {t}, {{"perm", ir::Attribute::of_ints({0, 2, 3, 1})}}, "layout");
+    auto conv = [&](ir::Value* in, int64_t oc, int64_t c_per_group, int64_t kk, int64_t stride, const std::string& name) {
+      ir::Attributes a = conv_attrs({stride, stride}, {kk / 2, kk / 2, kk / 2, kk / 2}, {1, 1}, c_per_group == 1 ? oc : 1);
+      a["channels_last"] = ir::Attribute::of_int(1);
+      a["activation"] = ir::Attribute::of_string("Relu");
+      ir::Value* y = g.add_value(name);
+      g.add_node("FusedConv", {in, g.add_constant(name + "_w", random_tensor({oc, c_per_group, kk, kk}, rng)),
+                               g.add_constant(name + "_b", random_tensor({oc}, rng))},
+                 {y}, a, name, "kiln");
+      return y;
+    };
+    ir::Value* v = conv(t, 16, 3, k, 2, "stem");  // [2, 11, 9, 16]
+    v = conv(v, 16, 1, 3, 1, "dw");
+    v = conv(v, 24, 16, 1, 1, "pw");
+    g.add_output(v);
+    ops::ShapeInference().run(g);
+    ASSERT_EQ(lower::fuse_conv_chains(g, 0), 1);
+    ops::ShapeInference().run(g);
+    ASSERT_EQ(g.nodes().size(), 1u);  // the Transpose is in the chain
+    ir::Node* node = g.nodes().back();
+    ASSERT_EQ(node->op_type(), "ConvChain");
+    ASSERT_EQ(node->input(0), x);
+    const Tensor in = random_tensor({2, 3, 21, 17}, rng);
+    const std::vector<const Tensor*> args{&in};
+    const Tensor expected = ops::run_reference(*node, args)[0];
+    for (bool kiln_stem : {true, false})
+      for (int64_t band : {1, 2, 0})
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE("k " + std::to_string(k) + (kiln_stem ? " kiln_stem_conv" : " onednn") + " band " +
+                       std::to_string(band) + " threads " + std::to_string(threads));
+          node->attrs["band_rows"] = ir::Attribute::of_int(band);
+          auto backend = backends::make_cpu_backend(threads);
+          if (!kiln_stem) backend->set_disabled_kernels({"kiln_stem_conv"});
+          auto kernel = backend->create(*node);
+          ASSERT_TRUE(kernel);
+          Tensor actual(DType::Float, expected.dims());
+          kernel->run(args, {&actual});
+          for (int64_t i = 0; i < actual.numel(); ++i) {
+            const float e = expected.data<float>()[i];
+            ASSERT_NEAR(actual.data<float>()[i], e, 1e-4 * std::max(1.f, std::fabs(e))) << " at " << i;
+          }
+        }
+  }
+}
+
 // Two callers of one kernel at once (sessions share kernels): each run's line buffers belong to
 // its own thread. One thread per run, so ThreadSanitizer (make tsan) sees every synchronization
 // (libgomp's team is not instrumented).

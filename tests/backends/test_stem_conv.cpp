@@ -5,6 +5,8 @@
 // leaves to the other kernels.
 #include "kernel_check.h"
 
+#include "backends/cpu/stem_conv.h"
+
 namespace kiln {
 namespace {
 
@@ -76,6 +78,42 @@ TEST(StemConv, MatchesTheReference) {
         EXPECT_EQ(chosen(s, act) == "kiln_stem_conv", taken);
         check(c);
       }
+}
+
+// Planar (a ConvChain whose input is the model's NCHW image): each channel's row is a kernel row
+// of its own, up to 7 x 8 of them, and the pixels whose taps cross an edge are computed one by
+// one (every pixel, where the kernel is wider than the row). The output rows against the same
+// conv on the NHWC image.
+TEST(StemConv, ReadsNchwPlanes) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_stem_conv needs AVX-512";
+  const StemCase cases[] = {
+      {17, 23, 3, 32, 3, 3, 2, {1, 1, 1, 1}}, {19, 21, 3, 64, 7, 7, 2, {3, 3, 3, 3}},
+      {7, 6, 8, 150, 3, 3, 2, {2, 1, 0, 2}},  {11, 9, 8, 20, 7, 2, 1, {3, 0, 3, 1}},
+      {6, 13, 1, 9, 2, 2, 3, {0, 1, 1, 0}},   {3, 5, 3, 20, 3, 3, 2, {4, 1, 4, 1}},
+      {5, 3, 2, 16, 3, 5, 1, {1, 2, 1, 2}},   {4, 2, 1, 40, 3, 5, 1, {1, 2, 1, 2}},  // kernels wider than the row
+  };
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (const StemCase& c : cases) {
+    SCOPED_TRACE(std::to_string(c.c) + " channels, " + std::to_string(c.kh) + "x" + std::to_string(c.kw));
+    backends::cpu::StemShape s;
+    s.H = c.h, s.W = c.w, s.C = c.c, s.OC = c.oc, s.KH = c.kh, s.KW = c.kw, s.SH = s.SW = c.stride;
+    s.PT = c.pads[0], s.PL = c.pads[1];
+    s.OH = out_size(c.h, c.kh, c.stride, c.pads[0], c.pads[2]), s.OW = out_size(c.w, c.kw, c.stride, c.pads[1], c.pads[3]);
+    std::vector<float> nchw(c.c * c.h * c.w), nhwc(nchw.size()), w(c.oc * c.c * c.kh * c.kw), b(c.oc);
+    for (float& v : nchw) v = u(rng);
+    for (float& v : w) v = u(rng);
+    for (float& v : b) v = u(rng);
+    for (int64_t ch = 0; ch < c.c; ++ch)
+      for (int64_t p = 0; p < c.h * c.w; ++p) nhwc[p * c.c + ch] = nchw[ch * c.h * c.w + p];
+    const ops::Activation act{ops::Activation::Relu};
+    const backends::cpu::StemConv rows(s, w.data(), b.data(), act), planes(s, w.data(), b.data(), act, true);
+    std::vector<float> expected(s.OH * s.OW * c.oc), actual(expected.size());
+    rows.rows(nhwc.data(), 0, expected.data(), 0, s.OH);
+    planes.rows(nchw.data(), 0, actual.data(), 0, s.OH);
+    for (size_t i = 0; i < actual.size(); ++i)
+      ASSERT_NEAR(actual[i], expected[i], 1e-5f * std::max(1.f, std::fabs(expected[i]))) << "at " << i;
+  }
 }
 
 }  // namespace

@@ -154,5 +154,30 @@ TEST(FuseConvChain, LightLinksBetweenSmallKernels) {
   fuse_and_compare(build(3), 0, bytes + 1, bytes + 1);
 }
 
+// The layout's Transpose of the NCHW input joins a chain in front when only a stem (few input
+// channels, at most 3x3) reads it; not when another node reads it too, nor before a conv on 16
+// channels or a 5x5 stem.
+TEST(FuseConvChain, InputTransposeJoinsBeforeAStem) {
+  auto build = [](int64_t c, bool second_reader, int64_t k = 3) {
+    return [c, second_reader, k](Builder& b) {
+      ir::Value* x = b.in("x", {1, c, 12, 10});
+      ir::Value* t = b.op("Transpose", {x}, {{"perm", Is({0, 2, 3, 1})}});
+      ir::Value* s = b.op("FusedConv", {t, b.rand({16, c, k, k}), b.rand({16})}, conv(k, 2), "kiln");
+      ir::Value* d = b.op("FusedConv", {s, b.rand({16, 1, 3, 3})}, conv(3, 1, 16), "kiln");
+      b.out(b.op("FusedConv", {d, b.rand({8, 16, 1, 1})}, conv(1, 1, 1, ""), "kiln"));
+      if (second_reader) b.out(t);
+    };
+  };
+  auto transposes_left = [](const std::function<void(Builder&)>& f) {
+    auto g = check_lowering(
+        f, [](ir::Graph& graph) { return lower::fuse_conv_chains(graph, 0, 0, true, 1); }, 1);
+    return count(*g, "Transpose");
+  };
+  EXPECT_EQ(transposes_left(build(3, false)), 0);
+  EXPECT_EQ(transposes_left(build(3, true)), 1);
+  EXPECT_EQ(transposes_left(build(16, false)), 1);
+  EXPECT_EQ(transposes_left(build(3, false, 5)), 1);
+}
+
 }  // namespace
 }  // namespace kiln::passes::testing

@@ -32,7 +32,7 @@ struct LimitOptions {
 // says when a name is neither.
 void add_disabled(SessionOptions& o, const std::vector<std::string>& names);
 inline constexpr const char* kDisableHelp =
-    "A lowering rewrite (channels_last, channel_shuffle, channel_scale, conv_concat, conv_chain, blocked_layout) "
+    "A lowering rewrite (channels_last, channel_shuffle, channel_scale, conv_concat, conv_chain, conv_chain_input, blocked_layout) "
     "or a kernel (kiln_pointwise, kiln_depthwise, gemv, onednn_winograd, ...) to skip";
 
 // Each sets `exit_code` when its subcommand runs.

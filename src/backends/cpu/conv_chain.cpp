@@ -80,6 +80,10 @@ struct Layer {
   std::shared_ptr<const StemConv> stem;
   // A max or average pool layer (nhwc_pool.h): KH, SH, PT and PB are its window's.
   std::optional<PoolWindow> pool;
+  // The first layer's input is NCHW: the chain's body starts with the Transpose to NHWC that the
+  // layout assignment put before it (the model's input image). A stem reads the planes as they
+  // are; any other first layer gets each image transposed first.
+  bool nchw_input = false;
   int64_t row_floats() const { return OW * OC; }  // of its output
 };
 
@@ -152,8 +156,16 @@ class ConvChainKernel : public Kernel {
     const int parts = static_cast<int>(schedules_.size());
     const bool pooled = outputs.size() > 1 && outputs[1];
     std::vector<float> sums(pooled ? static_cast<size_t>(parts * last.OC) : 0);
+    std::vector<float> nhwc;  // the image transposed, where the first layer cannot read NCHW
+    if (first.nchw_input && !first.stem) nhwc.resize(static_cast<size_t>(in_image));
     for (int64_t img = 0; img < images; ++img) {
       const float* x = static_cast<const float*>(inputs[0]->raw()) + img * in_image;
+      if (!nhwc.empty()) {
+        const int64_t pixels = first.H * first.W;
+        for (int64_t c = 0; c < first.C; ++c)
+          for (int64_t p = 0; p < pixels; ++p) nhwc[p * first.C + c] = x[c * pixels + p];
+        x = nhwc.data();
+      }
       float* y = static_cast<float*>(outputs[0]->raw()) + img * out_image;
       std::fill(sums.begin(), sums.end(), 0.f);
       parallel_for(parts, parts, [&](int64_t b, int64_t e) {
@@ -379,8 +391,17 @@ std::vector<Layer> read_layers(const ir::Node& node) {
   if (pool && (pool->domain() != "kiln" || pool->op_type() != "NhwcGlobalAveragePool")) pool = nullptr;
   if ((pool != nullptr) != (node.num_outputs() == 2) || body.outputs().size() != static_cast<size_t>(node.num_outputs()))
     return {};
+  bool nchw_input = false;
   for (const ir::Node* c : nodes) {
     if (c == pool) break;
+    if (c->domain().empty() && c->op_type() == "Transpose") {  // NCHW -> NHWC, before the first conv
+      if (prev || !input_index.count(c->input(0)) || !dnnl_util::static_float(c->input(0)) ||
+          c->attr_ints("perm") != std::vector<int64_t>{0, 2, 3, 1})
+        return {};
+      nchw_input = true;
+      prev = c->output(0);
+      continue;
+    }
     if (std::optional<PoolWindow> pw = nhwc_pool_window(*c)) {  // after a conv: its rows are the band's
       if (layers.empty() || c->input(0) != prev || pw->kh > kMaxKernelRows) return {};
       Layer L;
@@ -404,6 +425,7 @@ std::vector<Layer> read_layers(const ir::Node& node) {
     const auto xd = x->type.static_dims(), yd = y->type.static_dims(), wd = w->type.static_dims();
     if (xd.size() != 4 || yd.size() != 4 || wd.size() != 4 || xd[0] != yd[0]) return {};
     Layer L;
+    L.nchw_input = nchw_input && layers.empty();
     L.H = xd[1], L.W = xd[2], L.C = xd[3], L.OH = yd[1], L.OW = yd[2], L.OC = yd[3], L.KH = wd[2], L.KW = wd[3];
     L.G = c->attr_int("group", 1);
     const auto st = c->attr_ints("strides", {1, 1}), pads = c->attr_ints("pads", {0, 0, 0, 0});
@@ -441,7 +463,7 @@ std::vector<Layer> read_layers(const ir::Node& node) {
       const std::optional<ops::Activation> act = epilogue_of(*c);
       if (!act) return {};
       L.stem = std::make_shared<StemConv>(*ss, w->constant().data<float>(), b ? b->constant().data<float>() : nullptr,
-                                          *act);
+                                          *act, L.nchw_input);
     } else if (dnnl_util::late_activation(*c)) {
       L.late = ops::activation_of(*c);
     } else if (!dnnl_util::append_activation(*c, po)) {

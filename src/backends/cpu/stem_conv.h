@@ -27,12 +27,14 @@ struct StemShape {
 class StemConv {
  public:
   // weights: ONNX's [OC, C, KH, KW]; bias: OC floats or nullptr. Needs AVX-512 (stem_shape
-  // checks).
-  StemConv(const StemShape& s, const float* weights, const float* bias, ops::Activation act);
+  // checks). `planar`: the input is a whole NCHW image instead of NHWC rows (the model's input
+  // as given, where a Transpose to NHWC would otherwise run first): each channel's row is then
+  // a kernel row of its own, of KW taps.
+  StemConv(const StemShape& s, const float* weights, const float* bias, ops::Activation act, bool planar = false);
 
   // Output rows [oy0, oy1) to y (row oy0 first, rows of OW * OC floats). Input row r (of the H
   // rows; the others are zero padding) is at x + (r - x_row0) * W * C, or with `ring` > 0 at
-  // x + (r % ring) * W * C (row_slot).
+  // x + (r % ring) * W * C (row_slot); planar: channel c's row r at x + (c * H + r) * W.
   void rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1, int64_t ring = 0) const;
 
   const StemShape& shape() const { return s_; }
@@ -51,6 +53,9 @@ class StemConv {
 
  private:
   StemShape s_;
+  bool planar_;
+  // What the tiles see: s_, or planar, one input channel and KH * C kernel rows (row kh * C + c).
+  StemShape tiles_;
   std::vector<TileRun> runs_[4];  // per block width
   AlignedFloats w_;
   std::vector<float> bias_;  // [OC rounded up to 16]
