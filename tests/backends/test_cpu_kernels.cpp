@@ -282,7 +282,8 @@ TEST(CpuKernels, ConvConcatWritesSlices) {
 }
 
 // kiln's channels-last depthwise conv (depthwise_conv.cpp) against the reference: channels a
-// multiple of 16 and not (masked blocks), 3x3 at strides 1 and 2 with asymmetric pads (groups of
+// multiple of 16 and not (masked blocks), 3x3 at strides 1 (rows in pairs, and an odd row left
+// over) and 2 with asymmetric pads (groups of
 // eight pixels inside the row and at its edges, and shorter tails), 5x5 at strides 1 and 2
 // (rows narrower than the kernel), a 2x2 and a 1x3 kernel (the generic path), images narrower
 // than a block of pixels and wider, with the activations it applies in registers and one it
@@ -296,7 +297,7 @@ TEST(CpuKernels, DepthwiseConv) {
                           {48, 5, 3, 3, 3, 1, {0, 1, 2, 1}},  {24, 6, 40, 3, 3, 2, {1, 1, 1, 1}},
                           {40, 9, 21, 5, 5, 1, {2, 2, 2, 2}}, {20, 7, 4, 5, 5, 1, {2, 1, 2, 2}},
                           {35, 11, 37, 5, 5, 2, {1, 2, 2, 1}}, {21, 8, 17, 2, 2, 2, {0, 0, 1, 1}},
-                          {16, 7, 13, 1, 3, 1, {0, 1, 0, 1}}};
+                          {16, 7, 13, 1, 3, 1, {0, 1, 0, 1}}, {20, 8, 11, 3, 3, 1, {0, 1, 2, 1}}};
   for (const Shape& sh : shapes)
     for (const char* act : {"", "Relu", "Clip", "SiLU", "HardSwish"})
       for (int threads : {1, 2}) {
