@@ -1,28 +1,30 @@
 // 64-byte aligned float buffers for packed weights that kernels read with aligned vector loads
 // (a std::vector's 16-byte alignment split cache lines: kiln_winograd ran 4% slower with it).
 #pragma once
-#include <kiln/error.h>
+#include "ir/zeroed_memory.h"
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
-#include <string>
 
 namespace kiln::backends::cpu {
 
-struct FreeFloats {
-  void operator()(float* p) const { std::free(p); }
-};
-using AlignedFloats = std::unique_ptr<float[], FreeFloats>;
+// Packed weights: floats that kernels only read after building them, so copies share them.
+class AlignedFloats {
+ public:
+  AlignedFloats() = default;
+  explicit AlignedFloats(std::shared_ptr<void> mem) : mem_(std::move(mem)) {}
+  float* get() const { return static_cast<float*>(mem_.get()); }
 
-// n floats, zeroed; throws when the allocation fails.
+ private:
+  std::shared_ptr<void> mem_;
+};
+
+// n floats, zeroed, from allocate_zeroed (ir/zeroed_memory.h: from 2 MiB up in huge pages, which
+// a session's creation fills in a fraction of the time 4 KiB pages take here); throws when the
+// allocation fails.
 inline AlignedFloats aligned_floats(size_t n) {
-  const size_t bytes = (std::max<size_t>(n, 1) * sizeof(float) + 63) / 64 * 64;
-  AlignedFloats p(static_cast<float*>(std::aligned_alloc(64, bytes)));
-  if (!p) throw Error("out of memory for " + std::to_string(bytes) + " bytes of packed weights");
-  std::fill(p.get(), p.get() + n, 0.f);
-  return p;
+  return AlignedFloats(allocate_zeroed(std::max<size_t>(n, 1) * sizeof(float)));
 }
 
 // n rounded up to whole 16-float vectors.
