@@ -53,13 +53,18 @@ using dt = memory::data_type;
 // for the band's input and output rows. 1 MiB on the 2 MiB-L2 Xeon it was first tuned on; on
 // Zen 5 (1 MiB L2) 512 KiB rather than 1 MiB measured efficientnet_b0 0.976-0.983x the time at 1
 // thread and 0.991x at 2, squeezenet1_1 0.986x / 0.996x, mobilenet_v2 and resnet18 1.00x
-// (paired); 384 and 256 KiB no better.
-int64_t band_bytes() {
-  static const int64_t bytes = [] {
-    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return l2 > 0 ? static_cast<int64_t>(l2) / 2 : int64_t{1} << 20;
+// (paired); 384 and 256 KiB no better. Since the windows became rings (no rows moved when a
+// band moves on), a chain run by one thread takes three quarters of the L2: on Zen 5, paired in
+// both orders, mobilenet_v2 1.4-3% faster at 1 thread (1 MiB: 1-3%), efficientnet_b0 0.6-5%,
+// shufflenet_v2_x1_0 0.3-1.4%, squeezenet1_1 and resnet18 unchanged; at 2 threads mobilenet_v2
+// and squeezenet1_1 unchanged and efficientnet_b0 dominated by the order (+-7%), so a team keeps
+// half.
+int64_t band_bytes(int threads) {
+  static const int64_t l2 = [] {
+    const long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return bytes > 0 ? static_cast<int64_t>(bytes) : int64_t{2} << 20;
   }();
-  return bytes;
+  return threads > 1 ? l2 / 2 : l2 / 4 * 3;
 }
 
 // One conv of the chain, NHWC: reads tensor l, writes tensor l + 1.
@@ -118,9 +123,10 @@ class ConvChainKernel : public Kernel {
     const int n = static_cast<int>(layers_.size());
     const int64_t out_rows = layers_.back().OH;
     // Band height: the most output rows whose windows fit band_bytes().
+    const int64_t budget = band_bytes(threads);
     band_ = 1;
     for (int64_t r = 1; r <= out_rows; ++r) {
-      if (band_rows > 0 ? r > band_rows : window_bytes(r) > band_bytes()) break;
+      if (band_rows > 0 ? r > band_rows : window_bytes(r) > budget) break;
       band_ = r;
     }
     capacity_.assign(n, 0);
