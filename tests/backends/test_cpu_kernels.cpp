@@ -398,6 +398,23 @@ TEST(CpuKernels, RowKernelsReadTheirInputFromARing) {
   });
 }
 
+// Runs a kiln.ConvChain node on the cpu backend in bands of `band` rows (0: sized to the cache)
+// at `threads`, the `disabled` kernels off, and compares its first output with `expected`.
+void check_chain_bands(ir::Node& node, const std::vector<const Tensor*>& args, const Tensor& expected, int64_t band,
+                       int threads, const std::vector<std::string>& disabled = {}) {
+  node.attrs["band_rows"] = ir::Attribute::of_int(band);
+  auto backend = backends::make_cpu_backend(threads);
+  if (!disabled.empty()) backend->set_disabled_kernels(disabled);
+  auto kernel = backend->create(node);
+  ASSERT_TRUE(kernel);
+  Tensor actual(DType::Float, expected.dims());
+  kernel->run(args, {&actual});
+  for (int64_t i = 0; i < actual.numel(); ++i) {
+    const float e = expected.data<float>()[i];
+    ASSERT_NEAR(actual.data<float>()[i], e, 1e-4 * std::max(1.f, std::fabs(e))) << "at " << i;
+  }
+}
+
 // A kiln.ConvChain (src/lower/fuse_conv_chain.cpp) for the tests below: a dense stride-2 stem
 // with asymmetric pads, a depthwise 3x3, a 1x1 project with SiLU, an expand, a stride-2
 // depthwise and a 1x1 project adding a residual from outside the chain, on two odd-sized images;
@@ -532,17 +549,8 @@ TEST(CpuKernels, ConvChainWidePointwise) {
       for (int threads : {1, 2}) {
         SCOPED_TRACE(std::string(kiln_pointwise ? "kiln_pointwise" : "onednn") + " band " + std::to_string(band) +
                      " threads " + std::to_string(threads));
-        node->attrs["band_rows"] = ir::Attribute::of_int(band);
-        auto backend = backends::make_cpu_backend(threads);
-        if (!kiln_pointwise) backend->set_disabled_kernels({"kiln_pointwise"});
-        auto kernel = backend->create(*node);
-        ASSERT_TRUE(kernel);
-        Tensor actual(DType::Float, expected[0].dims());
-        kernel->run(args, {&actual});
-        for (int64_t i = 0; i < actual.numel(); ++i) {
-          const float e = expected[0].data<float>()[i];
-          ASSERT_NEAR(actual.data<float>()[i], e, 1e-4 * std::max(1.f, std::fabs(e))) << "at " << i;
-        }
+        check_chain_bands(*node, args, expected[0], band, threads,
+                          kiln_pointwise ? std::vector<std::string>{} : std::vector<std::string>{"kiln_pointwise"});
       }
 }
 
@@ -637,15 +645,7 @@ TEST(CpuKernels, ConvChainPools) {
   for (int64_t band : {1, 2, 3, 0})
     for (int threads : {1, 2}) {
       SCOPED_TRACE("band " + std::to_string(band) + " threads " + std::to_string(threads));
-      node->attrs["band_rows"] = ir::Attribute::of_int(band);
-      auto kernel = backends::make_cpu_backend(threads)->create(*node);
-      ASSERT_TRUE(kernel);
-      Tensor actual(DType::Float, expected.dims());
-      kernel->run(args, {&actual});
-      for (int64_t i = 0; i < actual.numel(); ++i) {
-        const float e = expected.data<float>()[i];
-        ASSERT_NEAR(actual.data<float>()[i], e, 1e-4 * std::max(1.f, std::fabs(e))) << " at " << i;
-      }
+      check_chain_bands(*node, args, expected, band, threads);
     }
 }
 
@@ -691,17 +691,8 @@ TEST(CpuKernels, ConvChainOnNchwInput) {
         for (int threads : {1, 2}) {
           SCOPED_TRACE("k " + std::to_string(k) + (kiln_stem ? " kiln_stem_conv" : " onednn") + " band " +
                        std::to_string(band) + " threads " + std::to_string(threads));
-          node->attrs["band_rows"] = ir::Attribute::of_int(band);
-          auto backend = backends::make_cpu_backend(threads);
-          if (!kiln_stem) backend->set_disabled_kernels({"kiln_stem_conv"});
-          auto kernel = backend->create(*node);
-          ASSERT_TRUE(kernel);
-          Tensor actual(DType::Float, expected.dims());
-          kernel->run(args, {&actual});
-          for (int64_t i = 0; i < actual.numel(); ++i) {
-            const float e = expected.data<float>()[i];
-            ASSERT_NEAR(actual.data<float>()[i], e, 1e-4 * std::max(1.f, std::fabs(e))) << " at " << i;
-          }
+          check_chain_bands(*node, args, expected, band, threads,
+                            kiln_stem ? std::vector<std::string>{} : std::vector<std::string>{"kiln_stem_conv"});
         }
   }
 }
