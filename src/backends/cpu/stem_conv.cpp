@@ -141,7 +141,7 @@ void block_row(const StemShape& s, const float* const* in, int64_t kh0, int64_t 
                const float* bias, float* y, const ops::Activation& act, __mmask16 tail,
                const std::vector<StemConv::TileRun>& runs, float* edge, bool pixel_edges) {
   const int64_t step = s.SW * s.C;
-  std::array<const float*, kMaxTileRows> at{};
+  std::array<const float*, kMaxTileRows> at;  // rows [kh0, kh1) set below, the only ones read
   for (const StemConv::TileRun& run : runs) {
     const int64_t p = run.p, pixels = run.pixels;
     const int64_t col0 = p * s.SW - s.PL, col1 = (p + pixels - 1) * s.SW - s.PL + s.KW;
