@@ -7,6 +7,7 @@
 #include <kiln/tensor.h>
 
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <tuple>
 
 #include "backends/backend.h"
+#include "backends/cpu/depthwise_conv.h"
 #include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/stem_conv.h"
 #include "ops/core/infer_graph.h"
@@ -160,9 +162,54 @@ void stem_rows(benchmark::State& state) {
                                                 benchmark::Counter::kIsRate);
 }
 
+// kiln's depthwise kernel (mobilenet_v2's 7x7x960, 3x3, ReLU6) with its input where a chain's
+// first window is: at the start of a mapping, the page before it not mapped (arg 1), or with
+// mapped pages around it (arg 0). The masked-out loads of the edge pixels must not go outside
+// the rows (depthwise_conv.cpp, edge_tap): there they took 3x the time.
+void depthwise_at_mapping_start(benchmark::State& state) {
+  if (!__builtin_cpu_supports("avx512f")) return state.SkipWithError("no AVX-512");
+  backends::cpu::DepthwiseShape s;
+  s.H = s.W = s.OH = s.OW = 7, s.C = 960, s.KH = s.KW = 3, s.PT = s.PL = 1;
+  const size_t page = 4096, bytes = 7 * 7 * 960 * sizeof(float), span = (bytes + page - 1) / page * page;
+  // A guard page, the input, a guard page, the output: the guards unmapped (arg 1) or touched.
+  char* m = static_cast<char*>(mmap(nullptr, 2 * span + 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (m == MAP_FAILED) return state.SkipWithError("mmap failed");
+  float* x = reinterpret_cast<float*>(m + page);
+  float* y = reinterpret_cast<float*>(m + 2 * page + span);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> w(960 * 9), b(960);
+  for (std::vector<float>* v : {&w, &b})
+    for (float& f : *v) f = u(rng);
+  for (size_t i = 0; i < bytes / sizeof(float); ++i) x[i] = u(rng);
+  if (state.range(0)) {
+    munmap(m, page);
+    munmap(m + page + span, page);
+  } else {
+    std::memset(m, 0, page);
+    std::memset(m + page + span, 0, page);
+  }
+  ops::Activation act{ops::Activation::Clip};
+  act.a = 0.f;
+  act.b = 6.f;
+  const backends::cpu::DepthwiseConv dw(s, w.data(), b.data(), act);
+  for (auto _ : state) dw.rows(x, 0, y, 0, 7);
+  benchmark::DoNotOptimize(y[0]);
+  if (state.range(0)) {
+    munmap(m + page, span);
+    munmap(m + 2 * page + span, span);
+  } else {
+    munmap(m, 2 * span + 2 * page);
+  }
+}
+
 int register_all() {
   benchmark::RegisterBenchmark("FmaPeak", fma_peak)->Arg(1)->Arg(2)->UseRealTime();
   benchmark::RegisterBenchmark("StemRows_224_3to32", stem_rows)->Arg(0)->Arg(1)->UseRealTime();
+  benchmark::RegisterBenchmark("Depthwise3x3_960x7_MappingStart", depthwise_at_mapping_start)
+      ->Arg(0)
+      ->Arg(1)
+      ->UseRealTime();
   // efficientnet_b0's squeeze-excitation scales, channels-last.
   add("SeMul_112x112x32", {"Mul", "", {{1, 112, 112, 32}, {1, 1, 1, 32}}, {false, false}});
   add("SeMul_56x56x144", {"Mul", "", {{1, 56, 56, 144}, {1, 1, 1, 144}}, {false, false}});

@@ -163,11 +163,29 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 load_input(const
   return v;
 }
 
+// Input pixel ix0 + j of a group: its mask (clear outside the row, Edge), and its load's offset
+// in floats from pixel ix0. A load whose mask is all clear still has an address, and where that
+// lies in a page not mapped in (before the first row or after the last row of a buffer), this
+// CPU (Zen 5) takes a slow path of some hundreds of cycles; Safe sends such loads to the row's
+// first or last pixel instead. 7x7x960 with its input at the start of a mapping: 20-43 us,
+// 7.3-7.5 with Safe; in mobilenet_v2 (kiln.ConvChain's first window starts its thread buffer)
+// its 7x7x960 layers went from 20-28 to 12-23 us (KILN_PROFILE per chain layer). Only the
+// rows at the ends of what the kernel is given need it (elsewhere the neighbouring row is
+// there), so the other rows keep compile-time offsets.
+template <bool Edge, bool Safe>
+__attribute__((always_inline)) inline void edge_tap(int64_t ix0, int j, int64_t C, int64_t W, __mmask16 m,
+                                                    __mmask16& mask, int64_t& at) {
+  const int64_t ix = ix0 + j;
+  const bool inside = !Edge || (ix >= 0 && ix < W);
+  mask = inside ? m : __mmask16(0);
+  at = (!Safe || inside ? j : ix < 0 ? -ix0 : W - 1 - ix0) * C;
+}
+
 // A group of P output pixels (P <= 8) of one 16-channel block, K x K taps (3 or 5) at
 // horizontal stride S. Each input vector of a kernel row is loaded once and feeds the pixels
 // whose taps it is. Edge: some of the group's input pixels lie outside the row; their loads are
 // masked to zero (a masked-out load does not fault), so the taps need no branches.
-template <int K, int P, int S, bool Edge, bool Full>
+template <int K, int P, int S, bool Edge, bool Full, bool Safe>
 __attribute__((target("avx512f"), always_inline)) inline void group(const float* const* in, int64_t C, int64_t W,
                                                                    int64_t ix0, int64_t c0, __mmask16 m,
                                                                    const TapWeights<K>& w, __m512 b,
@@ -177,8 +195,9 @@ __attribute__((target("avx512f"), always_inline)) inline void group(const float*
   // Fewer than four pixels leave the FMA latency exposed: a second set of sums for odd rows.
   constexpr int R = P >= 4 ? 1 : 2;
   __mmask16 mk[N];
+  int64_t at[N];
 #pragma GCC unroll 19
-  for (int j = 0; j < N; ++j) mk[j] = !Edge || (ix0 + j >= 0 && ix0 + j < W) ? m : __mmask16(0);
+  for (int j = 0; j < N; ++j) edge_tap<Edge, Safe>(ix0, j, C, W, m, mk[j], at[j]);
   __m512 acc[R][P];
 #pragma GCC unroll 8
   for (int p = 0; p < P; ++p) {
@@ -193,7 +212,7 @@ __attribute__((target("avx512f"), always_inline)) inline void group(const float*
     if constexpr (K == 3) {  // input by input: the row's inputs need not all be live at once
 #pragma GCC unroll 17
       for (int j = 0; j < N; ++j) {
-        const __m512 v = load_input<Edge || !Full>(r + j * C, mk[j]);
+        const __m512 v = load_input<Edge || !Full>(r + at[j], mk[j]);
 #pragma GCC unroll 3
         for (int kx = 0; kx < 3; ++kx) {
           const int p = (j - kx) / S;
@@ -203,7 +222,7 @@ __attribute__((target("avx512f"), always_inline)) inline void group(const float*
     } else {  // tap by tap, each weight loaded once: the row's inputs (12 or 19) in registers
       __m512 v[N];
 #pragma GCC unroll 19
-      for (int j = 0; j < N; ++j) v[j] = load_input<Edge || !Full>(r + j * C, mk[j]);
+      for (int j = 0; j < N; ++j) v[j] = load_input<Edge || !Full>(r + at[j], mk[j]);
 #pragma GCC unroll 5
       for (int kx = 0; kx < K; ++kx) {
         const __m512 wv = w.at(ky * K + kx);
@@ -223,18 +242,18 @@ __attribute__((target("avx512f"), always_inline)) inline void group(const float*
 }
 
 // The last P < 8 pixels of a row, P known at run time.
-template <int K, int S, bool Full, int... Ps>
+template <int K, int S, bool Full, bool Safe, int... Ps>
 __attribute__((target("avx512f"), always_inline)) inline void tail(int p, std::integer_sequence<int, Ps...>,
                                                                   const float* const* in, int64_t C, int64_t W,
                                                                   int64_t ix0, int64_t c0, __mmask16 m,
                                                                   const TapWeights<K>& w, __m512 b,
                                                                   ops::Activation::Kind kind, __m512 lo, __m512 hi,
                                                                   float* y) {
-  ((p == Ps + 1 ? group<K, Ps + 1, S, true, Full>(in, C, W, ix0, c0, m, w, b, kind, lo, hi, y) : void()), ...);
+  ((p == Ps + 1 ? group<K, Ps + 1, S, true, Full, Safe>(in, C, W, ix0, c0, m, w, b, kind, lo, hi, y) : void()), ...);
 }
 
 // One output row of a K x K depthwise conv of horizontal stride S, groups of eight pixels.
-template <int K, int S, bool Full>
+template <int K, int S, bool Full, bool Safe>
 __attribute__((target("avx512f"))) void row_kxk(const DepthwiseShape& s, const float* w, const float* bias,
                                                 const ops::Activation& act, const float* const* in, float* y,
                                                 int64_t c_begin, int64_t c_end) {
@@ -250,19 +269,19 @@ __attribute__((target("avx512f"))) void row_kxk(const DepthwiseShape& s, const f
     for (; ox + 8 <= OW; ox += 8) {
       const int64_t ix0 = ox * S - s.PL;
       float* yo = y + ox * C;
-      if (ix0 >= 0 && ix0 + kSpan <= W) group<K, 8, S, false, Full>(in, C, W, ix0, c0, m, wt, b, kind, lo, hi, yo);
-      else group<K, 8, S, true, Full>(in, C, W, ix0, c0, m, wt, b, kind, lo, hi, yo);
+      if (ix0 >= 0 && ix0 + kSpan <= W) group<K, 8, S, false, Full, false>(in, C, W, ix0, c0, m, wt, b, kind, lo, hi, yo);
+      else group<K, 8, S, true, Full, Safe>(in, C, W, ix0, c0, m, wt, b, kind, lo, hi, yo);
     }
     if (ox < OW)
-      tail<K, S, Full>(static_cast<int>(OW - ox), std::make_integer_sequence<int, 7>{}, in, C, W, ox * S - s.PL, c0, m,
-                       wt, b, kind, lo, hi, y + ox * C);
+      tail<K, S, Full, Safe>(static_cast<int>(OW - ox), std::make_integer_sequence<int, 7>{}, in, C, W, ox * S - s.PL, c0,
+                             m, wt, b, kind, lo, hi, y + ox * C);
   }
 }
 
 // Two output rows of a 3x3 stride-1 conv at once, P pixels of one 16-channel block each: the
 // four input rows are loaded once for both (each vector feeds up to six FMAs, where one row at
 // a time loads three rows per output row). in[r] is input row oy - PT + r (r < 4), or nullptr.
-template <int P, bool Edge, bool Full>
+template <int P, bool Edge, bool Full, bool Safe>
 __attribute__((target("avx512f"), always_inline)) inline void group2(const float* const* in, int64_t C, int64_t W,
                                                                     int64_t ix0, int64_t c0, __mmask16 m,
                                                                     const TapWeights<3>& w, __m512 b,
@@ -270,8 +289,9 @@ __attribute__((target("avx512f"), always_inline)) inline void group2(const float
                                                                     float* y0, float* y1) {
   constexpr int N = P + 2;  // input pixels per row
   __mmask16 mk[N];
+  int64_t at[N];
 #pragma GCC unroll 10
-  for (int j = 0; j < N; ++j) mk[j] = !Edge || (ix0 + j >= 0 && ix0 + j < W) ? m : __mmask16(0);
+  for (int j = 0; j < N; ++j) edge_tap<Edge, Safe>(ix0, j, C, W, m, mk[j], at[j]);
   __m512 acc[2][P];
 #pragma GCC unroll 8
   for (int p = 0; p < P; ++p) acc[0][p] = acc[1][p] = b;
@@ -281,7 +301,7 @@ __attribute__((target("avx512f"), always_inline)) inline void group2(const float
     const float* row = in[r] + ix0 * C + c0;
 #pragma GCC unroll 10
     for (int j = 0; j < N; ++j) {
-      const __m512 v = load_input<Edge || !Full>(row + j * C, mk[j]);
+      const __m512 v = load_input<Edge || !Full>(row + at[j], mk[j]);
 #pragma GCC unroll 3
       for (int kx = 0; kx < 3; ++kx) {
         const int p = j - kx;
@@ -304,19 +324,19 @@ __attribute__((target("avx512f"), always_inline)) inline void group2(const float
   }
 }
 
-template <bool Full, int... Ps>
+template <bool Full, bool Safe, int... Ps>
 __attribute__((target("avx512f"), always_inline)) inline void tail2(int p, std::integer_sequence<int, Ps...>,
                                                                    const float* const* in, int64_t C, int64_t W,
                                                                    int64_t ix0, int64_t c0, __mmask16 m,
                                                                    const TapWeights<3>& w, __m512 b,
                                                                    ops::Activation::Kind kind, __m512 lo, __m512 hi,
                                                                    float* y0, float* y1) {
-  ((p == Ps + 1 ? group2<Ps + 1, true, Full>(in, C, W, ix0, c0, m, w, b, kind, lo, hi, y0, y1) : void()), ...);
+  ((p == Ps + 1 ? group2<Ps + 1, true, Full, Safe>(in, C, W, ix0, c0, m, w, b, kind, lo, hi, y0, y1) : void()), ...);
 }
 
 // Output rows oy and oy + 1 of a 3x3 stride-1 conv (in: its four input rows), groups of eight
 // pixels.
-template <bool Full>
+template <bool Full, bool Safe>
 __attribute__((target("avx512f"))) void row2_3x3(const DepthwiseShape& s, const float* w, const float* bias,
                                                  const ops::Activation& act, const float* const* in, float* y0,
                                                  float* y1, int64_t c_begin, int64_t c_end) {
@@ -331,12 +351,12 @@ __attribute__((target("avx512f"))) void row2_3x3(const DepthwiseShape& s, const 
     for (; ox + 8 <= OW; ox += 8) {
       const int64_t ix0 = ox - s.PL;
       if (ix0 >= 0 && ix0 + 10 <= W)
-        group2<8, false, Full>(in, C, W, ix0, c0, m, wt, b, kind, lo, hi, y0 + ox * C, y1 + ox * C);
+        group2<8, false, Full, false>(in, C, W, ix0, c0, m, wt, b, kind, lo, hi, y0 + ox * C, y1 + ox * C);
       else
-        group2<8, true, Full>(in, C, W, ix0, c0, m, wt, b, kind, lo, hi, y0 + ox * C, y1 + ox * C);
+        group2<8, true, Full, Safe>(in, C, W, ix0, c0, m, wt, b, kind, lo, hi, y0 + ox * C, y1 + ox * C);
     }
     if (ox < OW)
-      tail2<Full>(static_cast<int>(OW - ox), std::make_integer_sequence<int, 7>{}, in, C, W, ox - s.PL, c0, m, wt, b,
+      tail2<Full, Safe>(static_cast<int>(OW - ox), std::make_integer_sequence<int, 7>{}, in, C, W, ox - s.PL, c0, m, wt, b,
                   kind, lo, hi, y0 + ox * C, y1 + ox * C);
   }
 }
@@ -348,16 +368,26 @@ using RowFn = void (*)(const DepthwiseShape&, const float*, const float*, const 
 using Row2Fn = void (*)(const DepthwiseShape&, const float*, const float*, const ops::Activation&, const float* const*,
                         float*, float*, int64_t, int64_t);
 
-template <bool Full>
+// The generic row (row_avx512) loads only pixels inside the row: it is its own Safe form.
+template <bool Full, bool Safe>
 RowFn pick_row(const DepthwiseShape& s) {
-  if (s.KH == 3 && s.KW == 3 && s.SW == 1) return row_kxk<3, 1, Full>;
-  if (s.KH == 3 && s.KW == 3 && s.SW == 2) return row_kxk<3, 2, Full>;
-  if (s.KH == 5 && s.KW == 5 && s.SW == 1) return row_kxk<5, 1, Full>;
-  if (s.KH == 5 && s.KW == 5 && s.SW == 2) return row_kxk<5, 2, Full>;
+  if (s.KH == 3 && s.KW == 3 && s.SW == 1) return row_kxk<3, 1, Full, Safe>;
+  if (s.KH == 3 && s.KW == 3 && s.SW == 2) return row_kxk<3, 2, Full, Safe>;
+  if (s.KH == 5 && s.KW == 5 && s.SW == 1) return row_kxk<5, 1, Full, Safe>;
+  if (s.KH == 5 && s.KW == 5 && s.SW == 2) return row_kxk<5, 2, Full, Safe>;
   return row_avx512<0, 0, 0, Full>;
 }
 
-RowFn pick_row(const DepthwiseShape& s) { return s.C % 16 == 0 ? pick_row<true>(s) : pick_row<false>(s); }
+template <bool Safe>
+RowFn pick_row(const DepthwiseShape& s) {
+  return s.C % 16 == 0 ? pick_row<true, Safe>(s) : pick_row<false, Safe>(s);
+}
+
+template <bool Safe>
+Row2Fn pick_row2(const DepthwiseShape& s) {
+  if (s.KH != 3 || s.KW != 3 || s.SH != 1 || s.SW != 1) return nullptr;
+  return s.C % 16 == 0 ? row2_3x3<true, Safe> : row2_3x3<false, Safe>;
+}
 
 // The same for CPUs without AVX-512, a channel at a time.
 KILN_SIMD void row_plain(const DepthwiseShape& s, const float* w, const float* bias, const float* const* in, float* y) {
@@ -408,12 +438,22 @@ DepthwiseConv::DepthwiseConv(const DepthwiseShape& s, const float* weights, cons
 void DepthwiseConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1, int64_t ring) const {
   const int64_t row = s_.W * s_.C, out_row = s_.OW * s_.C;
   std::array<const float*, kMaxKernelRows> in{};  // rows() runs per band of a chain: no allocation
-  auto inputs = [&](int64_t oy) {
-    for (int64_t ky = 0; ky < s_.KH; ++ky) {
-      const int64_t iy = oy * s_.SH - s_.PT + ky;
-      in[ky] = iy >= 0 && iy < s_.H ? x + row_slot(iy, x_row0, ring) * row : nullptr;
+  // The slots at the ends of what x holds (as far as this call knows): their pixels before the
+  // first and after the last may lie outside the buffer, so rows reading them take the Safe form.
+  const int64_t last_slot =
+      ring > 0 ? ring - 1 : std::min(s_.H - 1, (oy1 - 1) * s_.SH - s_.PT + s_.KH - 1) - x_row0;
+  // Points in[0, n) at the input rows from iy0 on; whether one of them is at an end.
+  auto point = [&](const float** in, int64_t n, int64_t iy0) {
+    bool end = false;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t iy = iy0 + k, slot = row_slot(iy, x_row0, ring);
+      const bool inside = iy >= 0 && iy < s_.H;
+      in[k] = inside ? x + slot * row : nullptr;
+      end |= inside && (slot == 0 || slot == last_slot);
     }
+    return end;
   };
+  auto inputs = [&](int64_t oy) { return point(in.data(), s_.KH, oy * s_.SH - s_.PT); };
   if (!kHasAvx512) {
     for (int64_t oy = oy0; oy < oy1; ++oy) {
       inputs(oy);
@@ -426,13 +466,11 @@ void DepthwiseConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, 
   // Channel blocks outermost: a block's input rows (KH rows of W cache lines) stay in L1 from
   // one output row to the next, where a row of all channels (mobilenet_v2's 28x28x192: 64 KiB
   // for three rows) would not.
-  const RowFn fn = pick_row(s_);
+  const RowFn fn = pick_row<false>(s_), fn_safe = pick_row<true>(s_);
   // 3x3 stride 1: output rows in pairs (row2_3x3). Paired both ways: mobilenet_v2 1.6-1.8% faster
   // at 1 thread, 1.0-1.7% at 2; shufflenet_v2_x1_0 about 1%; efficientnet_b0 (mostly 5x5 and
   // stride 2) unchanged. Kernel bench: 14x14x576 and 7x7x960 0.75-0.8x the time, 56x56x144 0.85x.
-  const Row2Fn fn2 = s_.KH != 3 || s_.KW != 3 || s_.SH != 1 || s_.SW != 1 ? nullptr
-                     : s_.C % 16 == 0                                    ? row2_3x3<true>
-                                                                         : row2_3x3<false>;
+  const Row2Fn fn2 = pick_row2<false>(s_), fn2_safe = pick_row2<true>(s_);
   const int64_t C16 = (s_.C + 15) / 16 * 16;
   constexpr int64_t kBlocks = 4;  // channel blocks per sweep over the rows
   for (int64_t c0 = 0; c0 < C16; c0 += 16 * kBlocks) {
@@ -441,17 +479,12 @@ void DepthwiseConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, 
     if (fn2)
       for (; oy + 2 <= oy1; oy += 2) {
         std::array<const float*, 4> in4{};
-        for (int64_t r = 0; r < 4; ++r) {
-          const int64_t iy = oy - s_.PT + r;
-          in4[r] = iy >= 0 && iy < s_.H ? x + row_slot(iy, x_row0, ring) * row : nullptr;
-        }
-        fn2(s_, w_.data(), bias_.data(), act_, in4.data(), y + (oy - oy0) * out_row, y + (oy + 1 - oy0) * out_row, c0,
-            c1);
+        (point(in4.data(), 4, oy - s_.PT) ? fn2_safe : fn2)(s_, w_.data(), bias_.data(), act_, in4.data(),
+                                                            y + (oy - oy0) * out_row, y + (oy + 1 - oy0) * out_row,
+                                                            c0, c1);
       }
-    for (; oy < oy1; ++oy) {
-      inputs(oy);
-      fn(s_, w_.data(), bias_.data(), act_, in.data(), y + (oy - oy0) * out_row, c0, c1);
-    }
+    for (; oy < oy1; ++oy)
+      (inputs(oy) ? fn_safe : fn)(s_, w_.data(), bias_.data(), act_, in.data(), y + (oy - oy0) * out_row, c0, c1);
   }
   if (!activation_in_registers(act_))
     for (int64_t oy = oy0; oy < oy1; ++oy) apply_activation(act_, y + (oy - oy0) * out_row, out_row);
