@@ -47,8 +47,8 @@ TEST(PointwiseConv, MatchesTheReference) {
   };
   // Pixels: 1, 13 (a tile and a tail at every width), 49, 5 x 11; outputs: 9 to 208 (equal
   // blocks of 1-4 vectors: 144 as 3 x 3, 150 as 3 + 3 + 4 ending in 6 outputs; a last vector of 9
-  // or 8 outputs); input channels: 1, 7, 128 exactly, 300 (two ranges at 48 outputs), 520 on 24
-  // outputs (three ranges of 173-174).
+  // or 8 outputs); input channels: 1, 7, 128 exactly, 300 (two ranges at 48 outputs in a team of
+  // two, four of 75 at 1 thread), 520 on 24 outputs (pair mode).
   const Shape shapes[] = {{1, 1, 7, 16},  {1, 13, 300, 48}, {7, 7, 128, 208}, {5, 11, 1, 9},  {7, 7, 130, 80},
                           {1, 13, 20, 40}, {3, 3, 64, 200},  {5, 3, 520, 24},  {2, 5, 24, 144}, {3, 7, 16, 150}};
   for (const Shape& s : shapes)

@@ -383,7 +383,7 @@ class ConvChainKernel : public Kernel {
 
 // The body's convs as layers, or an empty vector when one is outside what the kernel runs (the
 // lowering pass only forms chains it runs; this guards hand-made graphs).
-std::vector<Layer> read_layers(const ir::Node& node) {
+std::vector<Layer> read_layers(const ir::Node& node, int threads) {
   auto it = node.attrs.find("body");
   if (it == node.attrs.end() || !it->second.g || node.num_outputs() < 1 || node.num_outputs() > 2) return {};
   const ir::Graph& body = *it->second.g;
@@ -464,7 +464,7 @@ std::vector<Layer> read_layers(const ir::Node& node) {
       const std::optional<ops::Activation> act = epilogue_of(*c);
       if (!act) return {};
       L.pw = std::make_shared<PointwiseRows>(L.C, L.OC, w->constant().data<float>(),
-                                             b ? b->constant().data<float>() : nullptr, *act, L.OC);
+                                             b ? b->constant().data<float>() : nullptr, *act, L.OC, threads);
     } else if (std::unique_ptr<StemShape> ss = stem_shape(*c); ss && kernel_enabled("kiln_stem_conv")) {
       const std::optional<ops::Activation> act = epilogue_of(*c);
       if (!act) return {};
@@ -489,7 +489,7 @@ std::vector<Layer> read_layers(const ir::Node& node) {
 }
 
 std::unique_ptr<Kernel> make_conv_chain(const ir::Node& node, int threads) {
-  std::vector<Layer> layers = read_layers(node);
+  std::vector<Layer> layers = read_layers(node, threads);
   if (layers.empty()) return nullptr;
   try {
     return std::make_unique<ConvChainKernel>(std::move(layers), threads, node.attr_int("band_rows", 0));

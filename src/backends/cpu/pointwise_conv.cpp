@@ -44,6 +44,7 @@ struct Epilogue {
   const float* s;     // channel scale [K] (FusedConv's S: X * S is convolved) or nullptr
   int64_t N;
   ops::Activation act;
+  int64_t depth;  // range_depth()
 };
 
 // Loads and stores of a tile's vector v: the last vector of the last block may be partial
@@ -64,8 +65,13 @@ template <int NV>
 constexpr int kRows = NV == 4 ? 6 : NV == 3 ? 8 : NV == 2 ? 12 : 14;
 
 // The inputs' channels are taken at most this many at a time for 64 outputs, so that a block's
-// weights for them (32 KiB) stay in L1 across all tiles of pixels.
-constexpr int64_t kDepth = 128;
+// weights for them stay in L1 across all tiles of pixels. 128 (32 KiB) on the Xeon it was first
+// tuned on; on Zen 5 (48 KiB L1), paired in both orders at 1 thread, 64 (16 KiB) measured
+// mobilenet_v2 1.0-2.1% faster, mobilenet_v2_bn 0.8-1.4%, efficientnet_b0 1.5-2.8%,
+// shufflenet_v2_x1_0 0.1-1.7%, squeezenet1_1 within +-0.6% (32 and 96 no better than 64, 192
+// 3-4% slower); with 2 threads 64 was slower (shufflenet_v2_x1_0 5%, squeezenet1_1 1.6-2%,
+// efficientnet_b0 0.5-1.7%), so teams keep 128.
+int64_t range_depth(int threads) { return threads > 1 ? 128 : 64; }
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -183,11 +189,11 @@ void column_block(const float* x, int64_t m0, int64_t m1, int64_t K, const float
   if (m1 <= m0) return;
   const int64_t tiles = (m1 - m0 + kRows<NV> - 1) / kRows<NV>, height = (m1 - m0) / tiles,
                 taller = (m1 - m0) % tiles;
-  // Ranges of equal depth, each block's weights for a range at most 32 KiB (kDepth rows of 64
-  // outputs, twice as deep at 32): 144 input channels on 24 outputs are one range, not 128 and
-  // a 16-deep one that reloads every partial sum (efficientnet_b0 1.024x at 1 thread,
+  // Ranges of equal depth, each block's weights for a range at most e.depth rows of 64 outputs
+  // (twice as deep at 32): with depth 128, 144 input channels on 24 outputs are one range, not
+  // 128 and a 16-deep one that reloads every partial sum (efficientnet_b0 1.024x at 1 thread,
   // mobilenet_v2 1.01x, paired).
-  const int64_t max_depth = kDepth * 4 / NV, ranges = (K + max_depth - 1) / max_depth;
+  const int64_t max_depth = e.depth * 4 / NV, ranges = (K + max_depth - 1) / max_depth;
   const auto& fns = e.s ? kTiles<NV, true> : kTiles<NV, false>;
   for (int64_t r = 0; r < ranges; ++r) {
     const int64_t k0 = K * r / ranges, kc = K * (r + 1) / ranges - k0;
@@ -318,9 +324,9 @@ void pair_rows(const float* x, int64_t m0, int64_t m1, int64_t K, const float* w
 }  // namespace
 
 PointwiseRows::PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act,
-                             int64_t ldy)
-    : K_(K), N_(N), ldy_(ldy), act_(act), packed_(aligned_floats(static_cast<size_t>(K * round16(N)))),
-      bias_(static_cast<size_t>(round16(N)), 0.f) {
+                             int64_t ldy, int threads)
+    : K_(K), N_(N), ldy_(ldy), act_(act), depth_(range_depth(threads)),
+      packed_(aligned_floats(static_cast<size_t>(K * round16(N)))), bias_(static_cast<size_t>(round16(N)), 0.f) {
   if (bias) std::copy(bias, bias + N, bias_.begin());
   pair_vectors_ = N <= 24 && K <= kPairMaxK ? (N + 7) / 8 : 0;
   if (pair_vectors_) {  // [pair][vector][16]: lane 2i + j is w[8 * vector + i][2 * pair + j]
@@ -361,7 +367,7 @@ int64_t PointwiseRows::parts() const { return pair_vectors_ ? 1 : static_cast<in
 void PointwiseRows::rows(const float* x, int64_t m0, int64_t m1, float* y, const float* z, const float* s,
                          int64_t part0, int64_t part1) const {
   if (part1 <= part0) return;
-  const Epilogue e{bias_.data(), z, s, N_, act_};
+  const Epilogue e{bias_.data(), z, s, N_, act_, depth_};
   if (pair_vectors_) {
     switch (pair_vectors_) {
       case 3: pair_rows<3>(x, m0, m1, K_, packed_.get(), y, ldy_, e); break;
@@ -405,7 +411,7 @@ class PointwiseConvKernel : public Kernel {
   PointwiseConvKernel(int64_t images, int64_t pixels, int64_t K, int64_t N, const float* w, const float* bias,
                       ops::Activation act, int threads, int64_t ldy)
       : images_(images), M_(pixels), K_(K), N_(N), ldy_(ldy), threads_(std::max(1, threads)),
-        gemm_(K, N, w, bias, act, ldy),
+        gemm_(K, N, w, bias, act, ldy, threads),
         split_outputs_(K * N * 4 >= kSplitOutputsMinWeightBytes && gemm_.parts() >= 2 * threads_) {}
 
   // Threads split the pixels, or with at least kSplitOutputsMinWeightBytes of weights the

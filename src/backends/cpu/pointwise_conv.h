@@ -27,8 +27,10 @@ constexpr int64_t kMaxPixels = 4096;
 // checks pointwise_supported()).
 class PointwiseRows {
  public:
-  // w: ONNX's [N, K, 1, 1]; bias: N floats or nullptr; `ldy` >= N: floats between output pixels.
-  PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act, int64_t ldy);
+  // w: ONNX's [N, K, 1, 1]; bias: N floats or nullptr; `ldy` >= N: floats between output pixels;
+  // `threads`: of the team that runs the conv (it picks the depth of the input-channel ranges).
+  PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act, int64_t ldy,
+                int threads = 1);
 
   // y[m] = act(x[m] * W + bias (+ z[m])) for pixels m in [m0, m1): x's pixels K floats apart,
   // y's ldy, z's (the residual, or nullptr) N; `s` (or nullptr) scales input channel k by s[k].
@@ -56,6 +58,7 @@ class PointwiseRows {
   int64_t K_, N_, ldy_;
   ops::Activation act_;
   int64_t pair_vectors_ = 0;  // vectors of 8 outputs in pair mode, 0 in blocks
+  int64_t depth_;             // input channels per range for 64 outputs (pointwise_conv.cpp)
   AlignedFloats packed_;
   std::vector<float> bias_;
   std::vector<Block> blocks_;
