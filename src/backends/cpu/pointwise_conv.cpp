@@ -9,8 +9,9 @@
 // they prefetch the next range into L2, so the weights stream from L3 behind the FMAs
 // instead of before them. Bias, residual and activation are applied in registers before the
 // store; a channel scale S (efficientnet's squeeze-excitation folded into a project conv)
-// multiplies each weight vector as it is loaded ("kiln_pointwise_scaled": efficientnet_b0's
-// 14x14 project convs 143 -> 84 us at 2 threads, KILN_PROFILE=node; paired 1.0-1.03x). Paired against oneDNN (`kiln bench --pair-disable kiln_pointwise`): mobilenet_v2 and
+// multiplies each range's weights once per call, in a thread buffer, or in pair mode each
+// weight vector as it is loaded ("kiln_pointwise_scaled": efficientnet_b0's 14x14 project convs
+// 143 -> 84 us at 2 threads against oneDNN's, KILN_PROFILE=node; paired 1.0-1.03x). Paired against oneDNN (`kiln bench --pair-disable kiln_pointwise`): mobilenet_v2 and
 // efficientnet_b0 1.03-1.05x faster at 1 thread, 1.01-1.05x at 2 (the prefetch is most of it:
 // without it the kernel was 1-2% slower than oneDNN).
 #include <immintrin.h>
@@ -76,19 +77,13 @@ int64_t range_depth(int threads) { return threads > 1 ? 128 : 64; }
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// One input channel k of a tile: acc[r][v] += x[r][k] * w[k][v] (times the channel's scale s[k]).
-template <int R, int NV, bool Scaled>
+// One input channel k of a tile: acc[r][v] += x[r][k] * w[k][v].
+template <int R, int NV>
 __attribute__((target("avx512f"), always_inline)) inline void tile_step(__m512 (&acc)[R][NV], const float* xk,
-                                                                       const float* wk, int64_t K, int64_t k,
-                                                                       const float* s) {
+                                                                       const float* wk, int64_t K, int64_t k) {
   __m512 b[NV];
 #pragma GCC unroll 4
-  for (int v = 0; v < NV; ++v) {
-    b[v] = _mm512_load_ps(wk + k * NV * 16 + 16 * v);
-    // The scale of input channel k on its weights: NV multiplies per R * NV FMAs, where
-    // scaling the inputs or the packed weights would take a pass over memory each run.
-    if constexpr (Scaled) b[v] = _mm512_mul_ps(b[v], _mm512_set1_ps(s[k]));
-  }
+  for (int v = 0; v < NV; ++v) b[v] = _mm512_load_ps(wk + k * NV * 16 + 16 * v);
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     const __m512 a = _mm512_set1_ps(xk[r * K + k]);
@@ -97,20 +92,19 @@ __attribute__((target("avx512f"), always_inline)) inline void tile_step(__m512 (
   }
 }
 
-// y[R rows][NV * 16 outputs from n0] (+)= x[R rows][k0, k0 + kc) * w[k0, k0 + kc) (y's rows `N`
-// floats apart: a channel slice of a wider tensor in a kiln.ConvConcat), w being the
-// block's weights [K][NV * 16], for `count` tiles of R rows one after another. The first range
+// y[R rows][NV * 16 outputs from n0] (+)= x[R rows][k0, k0 + kc) * w (y's rows `N` floats
+// apart: a channel slice of a wider tensor in a kiln.ConvConcat), w being the range's weights
+// [kc][NV * 16] (rows k0 on of the block's), for `count` tiles of R rows one after another. The first range
 // of k starts from the bias, the others from the partial sums in y; the last applies the
 // residual and the activation. One function per shape (noinline) keeps the k loop's registers
 // to itself, and a run of tiles per call spreads its set-up: with 16-32 input channels a call
 // per tile spent about a quarter of the time outside the k loop.
-template <int R, int NV, bool Scaled>
+template <int R, int NV>
 __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x, int64_t K, int64_t k0, int64_t kc,
                                                       const float* __restrict w, float* __restrict y, int64_t N,
                                                       int64_t n0, const Epilogue& e, int64_t m, int64_t count,
                                                       const char* pf, int64_t pf_per_tile, int64_t pf_left,
                                                       __mmask16 tail) {
-  constexpr int W = NV * 16;
   const bool last_range = k0 + kc >= K;
   const __m512 lo = activation_lo(e.act), hi = activation_hi(e.act);
   for (int64_t t = 0; t < count; ++t, x += R * K, y += R * N, m += R, pf += pf_per_tile * 64, pf_left -= pf_per_tile) {
@@ -129,7 +123,7 @@ __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x
         for (int v = 0; v < NV; ++v) acc[r][v] = load_out<NV>(y + r * N + n0 + 16 * v, v, tail);
     }
     const float* xk = x + k0;
-    const float* wk = w + k0 * W;
+    const float* wk = w;
     // This tile's share of the next range's weights into L2 (`pf_per_tile` lines from `pf`, of
     // the `pf_left` still to fetch), one line per weight vector loaded over the first steps, so
     // the requests spread over the loop; the steps after carry no prefetch test.
@@ -139,9 +133,9 @@ __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v)
         if (k * NV + v < pf_lines) _mm_prefetch(pf + (k * NV + v) * 64, _MM_HINT_T1);
-      tile_step<R, NV, Scaled>(acc, xk, wk, K, k, e.s ? e.s + k0 : nullptr);
+      tile_step<R, NV>(acc, xk, wk, K, k);
     }
-    for (; k < kc; ++k) tile_step<R, NV, Scaled>(acc, xk, wk, K, k, e.s ? e.s + k0 : nullptr);
+    for (; k < kc; ++k) tile_step<R, NV>(acc, xk, wk, K, k);
     if (last_range) {
       if (e.z) {
         const float* z = e.z + m * e.N + n0;
@@ -171,13 +165,26 @@ template <int NV>
 using TileFn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, float*, int64_t, int64_t,
                         const Epilogue&, int64_t, int64_t, const char*, int64_t, int64_t, __mmask16);
 
-// tile<r, NV, Scaled> for r in [1, kRows<NV>].
-template <int NV, bool Scaled, int... Rs>
+// tile<r, NV> for r in [1, kRows<NV>].
+template <int NV, int... Rs>
 constexpr std::array<TileFn<NV>, sizeof...(Rs)> tiles_of(std::integer_sequence<int, Rs...>) {
-  return {&tile<Rs + 1, NV, Scaled>...};
+  return {&tile<Rs + 1, NV>...};
 }
-template <int NV, bool Scaled>
-constexpr auto kTiles = tiles_of<NV, Scaled>(std::make_integer_sequence<int, kRows<NV>>{});
+template <int NV>
+constexpr auto kTiles = tiles_of<NV>(std::make_integer_sequence<int, kRows<NV>>{});
+
+// One range's weights w ([kc][width]) with row k times s[k], in this thread's buffer (a range
+// is at most 128 rows of 64 outputs, range_depth()).
+__attribute__((target("avx512f"))) const float* scaled_range(const float* w, const float* s, int64_t kc,
+                                                             int64_t width) {
+  alignas(64) static thread_local float buf[128 * 64];
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 sk = _mm512_set1_ps(s[k]);
+    for (int64_t l = 0; l < width; l += 16)
+      _mm512_store_ps(buf + k * width + l, _mm512_mul_ps(_mm512_load_ps(w + k * width + l), sk));
+  }
+  return buf;
+}
 
 // Outputs [n0, n0 + NV * 16) of pixels [m0, m1), from the block's weights w ([K][NV * 16]).
 template <int NV>
@@ -194,9 +201,14 @@ void column_block(const float* x, int64_t m0, int64_t m1, int64_t K, const float
   // 128 and a 16-deep one that reloads every partial sum (efficientnet_b0 1.024x at 1 thread,
   // mobilenet_v2 1.01x, paired).
   const int64_t max_depth = e.depth * 4 / NV, ranges = (K + max_depth - 1) / max_depth;
-  const auto& fns = e.s ? kTiles<NV, true> : kTiles<NV, false>;
+  const auto& fns = kTiles<NV>;
   for (int64_t r = 0; r < ranges; ++r) {
     const int64_t k0 = K * r / ranges, kc = K * (r + 1) / ranges - k0;
+    // With a channel scale S (efficientnet's squeeze-excitation folded into a project conv) the
+    // range is scaled once into a buffer that all its tiles read, rather than each tile
+    // multiplying every weight vector it loads (NV multiplies per R * NV FMAs, on the FMA
+    // ports): paired both ways, efficientnet_b0 2.6-2.9% faster at 1 thread, 0.3-1.4% at 2.
+    const float* wr = e.s ? scaled_range(w + k0 * NV * 16, e.s + k0, kc, NV * 16) : w + k0 * NV * 16;
     // The next range's weights (the next block's first range after the last), into L2, a
     // share per tile: all from the first tile filled the line fill buffers in bursts and
     // stalled its own loads (spread: 1.0-1.6% on mobilenet_v2 and efficientnet_b0, paired).
@@ -204,10 +216,10 @@ void column_block(const float* x, int64_t m0, int64_t m1, int64_t K, const float
     const char* next = reinterpret_cast<const char*>(w + (k0 + kc) * NV * 16);
     const int64_t lines = kc * NV, per = (lines + tiles - 1) / tiles;
     if (taller)
-      fns[height](x + m0 * K, K, k0, kc, w, y + m0 * N, N, n0, e, m0, taller, next, per, lines, tail);
+      fns[height](x + m0 * K, K, k0, kc, wr, y + m0 * N, N, n0, e, m0, taller, next, per, lines, tail);
     const int64_t m = m0 + taller * (height + 1);
     if (tiles > taller)
-      fns[height - 1](x + m * K, K, k0, kc, w, y + m * N, N, n0, e, m, tiles - taller, next + taller * per * 64, per,
+      fns[height - 1](x + m * K, K, k0, kc, wr, y + m * N, N, n0, e, m, tiles - taller, next + taller * per * 64, per,
                       lines - taller * per, tail);
   }
 }
