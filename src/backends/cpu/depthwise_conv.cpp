@@ -169,7 +169,7 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 load_input(const
 // CPU (Zen 5) takes a slow path of some hundreds of cycles; Safe sends such loads to the row's
 // first or last pixel instead. 7x7x960 with its input at the start of a mapping: 20-43 us,
 // 7.3-7.5 with Safe; in mobilenet_v2 (kiln.ConvChain's first window starts its thread buffer)
-// its 7x7x960 layers went from 20-28 to 12-23 us (KILN_PROFILE per chain layer). Only the
+// its 7x7x960 layers went from 20-28 to 12-13 us (rdtsc per chain layer). Only the
 // rows at the ends of what the kernel is given need it (elsewhere the neighbouring row is
 // there), so the other rows keep compile-time offsets.
 template <bool Edge, bool Safe>

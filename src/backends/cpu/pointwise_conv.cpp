@@ -72,7 +72,8 @@ constexpr int kRows = NV == 4 ? 6 : NV == 3 ? 8 : NV == 2 ? 12 : 14;
 // shufflenet_v2_x1_0 0.1-1.7%, squeezenet1_1 within +-0.6% (32 and 96 no better than 64, 192
 // 3-4% slower); with 2 threads 64 was slower (shufflenet_v2_x1_0 5%, squeezenet1_1 1.6-2%,
 // efficientnet_b0 0.5-1.7%), so teams keep 128.
-int64_t range_depth(int threads) { return threads > 1 ? 128 : 64; }
+constexpr int64_t kMaxRangeDepth = 128;
+int64_t range_depth(int threads) { return threads > 1 ? kMaxRangeDepth : 64; }
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -93,7 +94,7 @@ __attribute__((target("avx512f"), always_inline)) inline void tile_step(__m512 (
 }
 
 // y[R rows][NV * 16 outputs from n0] (+)= x[R rows][k0, k0 + kc) * w (y's rows `N` floats
-// apart: a channel slice of a wider tensor in a kiln.ConvConcat), w being the range's weights
+// apart: a channel slice of a wider tensor in a kiln.ConvConcat), wk being the range's weights
 // [kc][NV * 16] (rows k0 on of the block's), for `count` tiles of R rows one after another. The first range
 // of k starts from the bias, the others from the partial sums in y; the last applies the
 // residual and the activation. One function per shape (noinline) keeps the k loop's registers
@@ -101,7 +102,7 @@ __attribute__((target("avx512f"), always_inline)) inline void tile_step(__m512 (
 // per tile spent about a quarter of the time outside the k loop.
 template <int R, int NV>
 __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x, int64_t K, int64_t k0, int64_t kc,
-                                                      const float* __restrict w, float* __restrict y, int64_t N,
+                                                      const float* __restrict wk, float* __restrict y, int64_t N,
                                                       int64_t n0, const Epilogue& e, int64_t m, int64_t count,
                                                       const char* pf, int64_t pf_per_tile, int64_t pf_left,
                                                       __mmask16 tail) {
@@ -123,7 +124,6 @@ __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x
         for (int v = 0; v < NV; ++v) acc[r][v] = load_out<NV>(y + r * N + n0 + 16 * v, v, tail);
     }
     const float* xk = x + k0;
-    const float* wk = w;
     // This tile's share of the next range's weights into L2 (`pf_per_tile` lines from `pf`, of
     // the `pf_left` still to fetch), one line per weight vector loaded over the first steps, so
     // the requests spread over the loop; the steps after carry no prefetch test.
@@ -174,10 +174,10 @@ template <int NV>
 constexpr auto kTiles = tiles_of<NV>(std::make_integer_sequence<int, kRows<NV>>{});
 
 // One range's weights w ([kc][width]) with row k times s[k], in this thread's buffer (a range
-// is at most 128 rows of 64 outputs, range_depth()).
+// holds at most kMaxRangeDepth rows of 64 outputs' weights: column_block).
 __attribute__((target("avx512f"))) const float* scaled_range(const float* w, const float* s, int64_t kc,
                                                              int64_t width) {
-  alignas(64) static thread_local float buf[128 * 64];
+  alignas(64) static thread_local float buf[kMaxRangeDepth * 64];
   for (int64_t k = 0; k < kc; ++k) {
     const __m512 sk = _mm512_set1_ps(s[k]);
     for (int64_t l = 0; l < width; l += 16)
