@@ -93,7 +93,7 @@ __attribute__((target("avx512f"), always_inline)) inline void tile_step(__m512 (
   }
 }
 
-// y[R rows][NV * 16 outputs from n0] (+)= x[R rows][k0, k0 + kc) * w (y's rows `N` floats
+// y[R rows][NV * 16 outputs from n0] (+)= x[R rows][k0, k0 + kc) * wk (y's rows `N` floats
 // apart: a channel slice of a wider tensor in a kiln.ConvConcat), wk being the range's weights
 // [kc][NV * 16] (rows k0 on of the block's), for `count` tiles of R rows one after another. The first range
 // of k starts from the bias, the others from the partial sums in y; the last applies the
