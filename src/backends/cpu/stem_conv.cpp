@@ -45,12 +45,13 @@ constexpr int kStemRows = stem_rows(NV);
 // in[kh][r * step + j] * w[kh][j]); in[kh] points at the tile's first pixel in row kh. `count`
 // such tiles one after another, one call per run as pointwise_conv.cpp's tiles (there a call
 // per tile cost 3-4% of mobilenet_v2; here the same speed within the noise).
-template <int R, int NV>
+template <int R, int NV, int STEP = 0>
 __attribute__((target("avx512f"), noinline)) void stem_tile(const float* const* in, int64_t kh0, int64_t kh1,
-                                                           int64_t taps, int64_t step, const float* __restrict w,
+                                                           int64_t taps, int64_t step_arg, const float* __restrict w,
                                                            const float* bias, float* __restrict y, int64_t ldy,
                                                            const ops::Activation& act, __mmask16 tail, int64_t count) {
   constexpr int V = NV * 16;
+  const int64_t step = STEP ? STEP : step_arg;
   const __m512 lo = activation_lo(act), hi = activation_hi(act);
   for (int64_t t = 0; t < count; ++t, y += R * ldy) {
     __m512 acc[R][NV];
@@ -67,9 +68,14 @@ __attribute__((target("avx512f"), noinline)) void stem_tile(const float* const* 
         __m512 b[NV];
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) b[v] = _mm512_load_ps(wk + j * V + 16 * v);
+        // Opaque to the optimizer: else it sees tap j + step of pixel r as tap j of pixel r + 1
+        // and carries the values between iterations through the stack (predictive commoning),
+        // or keeps R pointers in registers and spills; here R loads at fixed offsets from one.
+        const float* xj = x + j;
+        asm("" : "+r"(xj));
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
-          const __m512 a = _mm512_set1_ps(x[r * step + j]);
+          const __m512 a = _mm512_set1_ps(xj[r * step]);
 #pragma GCC unroll 4
           for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
         }
@@ -124,12 +130,14 @@ __attribute__((target("avx512f"))) void stem_edge_pixel(const StemShape& s, cons
 using StemTileFn = void (*)(const float* const*, int64_t, int64_t, int64_t, int64_t, const float*, const float*,
                             float*, int64_t, const ops::Activation&, __mmask16, int64_t);
 
-template <int NV, int... Rs>
+template <int NV, int STEP, int... Rs>
 constexpr std::array<StemTileFn, sizeof...(Rs)> stem_tiles_of(std::integer_sequence<int, Rs...>) {
-  return {&stem_tile<Rs + 1, NV>...};
+  return {&stem_tile<Rs + 1, NV, STEP>...};
 }
-template <int NV>
-constexpr auto kStemTiles = stem_tiles_of<NV>(std::make_integer_sequence<int, kStemRows<NV>>{});
+// STEP: the floats from one pixel's taps to the next's when known at compile time (planar
+// stride 2: mobilenet_v2's, efficientnet_b0's and squeezenet1_1's stems), 0 when not.
+template <int NV, int STEP = 0>
+constexpr auto kStemTiles = stem_tiles_of<NV, STEP>(std::make_integer_sequence<int, kStemRows<NV>>{});
 
 // One output row of one block, run by run of tiles. in[kh] is input row kh of the kernel
 // (nullptr in the padding rows outside [kh0, kh1)). Tiles whose taps all fall inside the row
@@ -162,7 +170,8 @@ void block_row(const StemShape& s, const float* const* in, int64_t kh0, int64_t 
       if (a < b) std::memcpy(e + (a - col0) * s.C, in[kh] + a * s.C, (b - a) * s.C * sizeof(float));
       at[kh] = e;
     }
-    kStemTiles<NV>[pixels - 1](at.data(), kh0, kh1, s.KW * s.C, step, w, bias, y + p * s.OC, s.OC, act, tail,
+    const StemTileFn tile = step == 2 ? kStemTiles<NV, 2>[pixels - 1] : kStemTiles<NV>[pixels - 1];
+    tile(at.data(), kh0, kh1, s.KW * s.C, step, w, bias, y + p * s.OC, s.OC, act, tail,
                                run.count);
   }
 }
