@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -27,15 +29,90 @@ void* map_huge_aligned(size_t bytes) {
   return reinterpret_cast<void*>(at);
 }
 
+// Freed large buffers kept while a RecycleLargeBuffers is alive: [start, start + len) each, both
+// multiples of 4 KiB (what a buffer takes from a kept range is its size rounded to a page, so
+// the memory under the rest, resident already in huge pages, is not left idle).
+struct Recycled {
+  std::mutex mu;
+  int scopes = 0;
+  std::vector<std::pair<char*, size_t>> ranges;
+};
+
+Recycled& recycled() {
+  static Recycled r;
+  return r;
+}
+
+void release(char* p, size_t len) {
+  Recycled& r = recycled();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.scopes > 0) {
+      r.ranges.emplace_back(p, len);
+      return;
+    }
+  }
+  ::munmap(p, len);
+}
+
+std::shared_ptr<void> owned(char* p, size_t len) {
+  return std::shared_ptr<void>(p, [len](void* q) { release(static_cast<char*>(q), len); });
+}
+
+// `len` bytes (a multiple of 4 KiB) from the front of the smallest kept range that holds them,
+// zeroed; the rest of the range stays kept. Null when none holds them.
+std::shared_ptr<void> reuse(size_t len) {
+  Recycled& r = recycled();
+  char* p = nullptr;
+  size_t take = 0;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto best = r.ranges.end();
+    for (auto it = r.ranges.begin(); it != r.ranges.end(); ++it)
+      if (it->second >= len && (best == r.ranges.end() || it->second < best->second)) best = it;
+    if (best == r.ranges.end()) return nullptr;
+    p = best->first;
+    if (best->second > len) {  // the rest stays kept (its pages are resident already: no holes)
+      take = len;
+      *best = {p + len, best->second - len};
+    } else {
+      take = best->second;
+      r.ranges.erase(best);
+    }
+  }
+  std::memset(p, 0, len);
+  return owned(p, take);
+}
+
 }  // namespace
+
+RecycleLargeBuffers::RecycleLargeBuffers() {
+  std::lock_guard<std::mutex> lock(recycled().mu);
+  ++recycled().scopes;
+}
+
+RecycleLargeBuffers::~RecycleLargeBuffers() {
+  std::vector<std::pair<char*, size_t>> left;
+  {
+    std::lock_guard<std::mutex> lock(recycled().mu);
+    if (--recycled().scopes == 0) left.swap(recycled().ranges);
+  }
+  for (const auto& [p, len] : left) ::munmap(p, len);
+}
+
+size_t recycled_bytes() {
+  std::lock_guard<std::mutex> lock(recycled().mu);
+  size_t n = 0;
+  for (const auto& range : recycled().ranges) n += range.second;
+  return n;
+}
 
 std::shared_ptr<void> allocate_zeroed(size_t bytes) {
   if (bytes == 0) bytes = 1;
   if (bytes >= kHugePageBytes) {
-    if (void* p = map_huge_aligned(bytes)) {
-      const size_t len = (bytes + 4095) / 4096 * 4096;
-      return std::shared_ptr<void>(p, [len](void* q) { ::munmap(q, len); });
-    }
+    const size_t len = (bytes + 4095) / 4096 * 4096;
+    if (std::shared_ptr<void> p = reuse(len)) return p;
+    if (void* p = map_huge_aligned(bytes)) return owned(static_cast<char*>(p), len);
   }
   const size_t alloc = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, alloc);

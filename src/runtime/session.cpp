@@ -8,6 +8,7 @@
 
 #include "frontend/onnx/importer.h"
 #include "ir/verifier.h"
+#include "ir/zeroed_memory.h"
 #include "ops/core/infer_graph.h"
 #include "passes/pipelines.h"
 #include "runtime/compiled_plan.h"
@@ -180,12 +181,14 @@ Session::~Session() = default;
 
 std::unique_ptr<Session> Session::create(const std::string& model_path, const SessionOptions& opts) {
   LimitsScope scope(limits_of(opts));
+  RecycleLargeBuffers recycle;  // the file's bytes, once copied out, hold the packed weights
   return std::unique_ptr<Session>(new Session(std::make_unique<Impl>(onnx_fe::load_model(model_path), opts)));
 }
 
 std::unique_ptr<Session> Session::create_from_bytes(const std::string& bytes, const SessionOptions& opts,
                                                     const std::string& model_dir) {
   LimitsScope scope(limits_of(opts));
+  RecycleLargeBuffers recycle;
   return std::unique_ptr<Session>(
       new Session(std::make_unique<Impl>(onnx_fe::load_model_bytes(bytes, model_dir), opts)));
 }

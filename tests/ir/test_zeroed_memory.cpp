@@ -44,4 +44,39 @@ TEST(ZeroedMemory, FreedLargeBuffersComeBackZeroed) {
   }
 }
 
+// Inside a RecycleLargeBuffers, a freed large buffer serves the next large request, zeroed
+// again, its front part (rounded to 4 KiB) where the request is smaller, the rest kept; at the
+// scope's end what is left is unmapped.
+TEST(ZeroedMemory, FreedLargeBuffersServeLaterOnesWhileRecycling) {
+  ASSERT_EQ(recycled_bytes(), 0u);
+  {
+    RecycleLargeBuffers recycle;
+    void* first = nullptr;
+    {
+      auto p = allocate_zeroed(4 * kHugePageBytes);
+      first = p.get();
+      std::memset(p.get(), 0xff, 4 * kHugePageBytes);
+    }
+    EXPECT_EQ(recycled_bytes(), 4 * kHugePageBytes);
+    {
+      auto q = allocate_zeroed(kHugePageBytes + 100);  // takes a huge page and 4 KiB
+      EXPECT_EQ(q.get(), first);
+      EXPECT_TRUE(all_zero(q.get(), kHugePageBytes + 100));
+      EXPECT_EQ(recycled_bytes(), 3 * kHugePageBytes - 4096);
+      auto r = allocate_zeroed(3 * kHugePageBytes - 4096);  // the rest, all of it
+      EXPECT_EQ(static_cast<char*>(r.get()), static_cast<char*>(first) + kHugePageBytes + 4096);
+      EXPECT_TRUE(all_zero(r.get(), 3 * kHugePageBytes - 4096));
+      EXPECT_EQ(recycled_bytes(), 0u);
+      auto fresh = allocate_zeroed(kHugePageBytes);  // nothing kept: a new mapping
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(fresh.get()) % kHugePageBytes, 0u);
+      EXPECT_TRUE(all_zero(fresh.get(), kHugePageBytes));
+    }
+    EXPECT_EQ(recycled_bytes(), 5 * kHugePageBytes);
+  }
+  EXPECT_EQ(recycled_bytes(), 0u);
+  auto after = allocate_zeroed(kHugePageBytes);  // outside a scope: freed buffers are unmapped
+  after.reset();
+  EXPECT_EQ(recycled_bytes(), 0u);
+}
+
 }  // namespace kiln::testing
