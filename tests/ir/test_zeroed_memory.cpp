@@ -44,9 +44,9 @@ TEST(ZeroedMemory, FreedLargeBuffersComeBackZeroed) {
   }
 }
 
-// Inside a RecycleLargeBuffers, a freed large buffer serves the next large request, zeroed
-// again, its front part (rounded to 4 KiB) where the request is smaller, the rest kept; at the
-// scope's end what is left is unmapped.
+// Inside a RecycleLargeBuffers, a freed large buffer serves the next request of 64 KiB or more,
+// zeroed again, its front part (rounded to 4 KiB) where the request is smaller, the rest kept;
+// at the scope's end what is left is unmapped.
 TEST(ZeroedMemory, FreedLargeBuffersServeLaterOnesWhileRecycling) {
   ASSERT_EQ(recycled_bytes(), 0u);
   {
@@ -67,11 +67,16 @@ TEST(ZeroedMemory, FreedLargeBuffersServeLaterOnesWhileRecycling) {
       EXPECT_EQ(static_cast<char*>(r.get()), static_cast<char*>(first) + kHugePageBytes + 4096);
       EXPECT_TRUE(all_zero(r.get(), 3 * kHugePageBytes - 4096));
       EXPECT_EQ(recycled_bytes(), 0u);
+      auto small = allocate_zeroed(1000);  // under 64 KiB: never from kept memory
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(small.get()) % 64, 0u);
       auto fresh = allocate_zeroed(kHugePageBytes);  // nothing kept: a new mapping
       EXPECT_EQ(reinterpret_cast<uintptr_t>(fresh.get()) % kHugePageBytes, 0u);
       EXPECT_TRUE(all_zero(fresh.get(), kHugePageBytes));
     }
     EXPECT_EQ(recycled_bytes(), 5 * kHugePageBytes);
+    auto mid = allocate_zeroed(64 << 10);  // from 64 KiB, kept memory serves too
+    EXPECT_TRUE(all_zero(mid.get(), 64 << 10));
+    EXPECT_EQ(recycled_bytes(), 5 * kHugePageBytes - (64 << 10));
   }
   EXPECT_EQ(recycled_bytes(), 0u);
   auto after = allocate_zeroed(kHugePageBytes);  // outside a scope: freed buffers are unmapped
