@@ -1,6 +1,6 @@
 // The one-row Gemm kernel (gemv.cpp) against the reference kernel: transposes, alpha/beta, bias
-// shapes, row counts off the 4- and 16-row blocks, and two threads (splitting the outputs, or
-// the inputs when there are fewer output blocks than threads).
+// shapes, row counts off the 4- and 16-row blocks, two threads (splitting the outputs, or the
+// inputs when there are fewer output blocks than threads), and kiln.FusedGemm's activations.
 #include "kernel_check.h"
 
 namespace kiln {
@@ -73,6 +73,37 @@ TEST(Gemv, TwoThreadsSplitTheInputs) {
     c.tol = 1e-3f;
     check(c);
   }
+}
+
+// kiln.FusedGemm (a Gemm and its activation: an MLP's hidden layers at batch 1) on gemv, the
+// activation applied per block of outputs, at 1 and 2 threads.
+TEST(Gemv, FusedGemmActivations) {
+  const std::pair<const char*, std::vector<float>> acts[] = {
+      {"Relu", {}}, {"Clip", {-0.2f, 0.3f}}, {"Sigmoid", {}}, {"LeakyRelu", {0.1f}}};
+  for (const auto& [act, params] : acts)
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(act) + " threads " + std::to_string(threads));
+      ir::Attributes a = gemm_attrs(0, 1, 0.5f);
+      a["activation"] = ir::Attribute::of_string(act);
+      if (!params.empty()) a["activation_params"] = ir::Attribute::of_floats(params);
+      Case c{"FusedGemm", "kiln", {{1, 256}, {517, 256}, {517}}, {false, true, true}, {{1, 517}}, a};
+      c.threads = threads;
+      c.concurrent = threads == 2;
+      c.tol = 1e-4f * 4;
+      check(c);
+      ir::Graph g;
+      g.opsets[""] = 17;
+      g.opsets["kiln"] = 1;
+      ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {1, 256}));
+      ir::Value* y = g.add_value("y");
+      ir::Node* n = g.add_node("FusedGemm", {x, g.add_constant("w", Tensor(DType::Float, {517, 256}))}, {y}, a, "n",
+                               "kiln");
+      g.add_output(y);
+      ops::ShapeInference().run(g);
+      const auto cands = backends::make_cpu_backend(threads)->candidates(*n);
+      ASSERT_FALSE(cands.empty());
+      EXPECT_EQ(cands[0].name, "gemv");
+    }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Matrix-vector products with constant weights, bound by reading the weights once:
-//  - Gemm with a single row (M == 1): the classifier of every CNN here (1280 -> 1000);
+//  - Gemm or kiln.FusedGemm with a single row (M == 1): the classifier of every CNN here
+//    (1280 -> 1000), an MLP's layers at batch 1;
 //  - a 1x1 Conv / kiln.FusedConv on a 1x1 image: efficientnet's squeeze-excitation convs, where
 //    a oneDNN convolution spends ~18 us of set-up on ~20k multiply-adds.
 // The weights are repacked at creation into column blocks (alpha folded in, see gemv_block);
@@ -162,7 +163,11 @@ std::unique_ptr<Kernel> make_gemv(const ir::Node& node, int threads) {
     bias.resize(static_cast<size_t>(N));
     for (int64_t n = 0; n < N; ++n) bias[n] = beta * c->data<float>()[cn == 1 ? 0 : n];
   }
-  return std::make_unique<GemvKernel>(bt->data<float>(), !tb, alpha, std::move(bias), N, K, threads);
+  // kiln.FusedGemm: a Gemm and its activation (mlp_small's hidden layers), the epilogue per block.
+  const std::optional<ops::Activation> act =
+      node.domain() == "kiln" ? epilogue_of(node) : std::optional<ops::Activation>(ops::Activation{ops::Activation::None});
+  if (!act) return nullptr;
+  return std::make_unique<GemvKernel>(bt->data<float>(), !tb, alpha, std::move(bias), N, K, threads, *act);
 }
 
 // A 1x1 convolution of a 1x1 image (NCHW or channels-last, the same bytes): W [O, C, 1, 1] is
@@ -198,6 +203,7 @@ std::unique_ptr<Kernel> make_gemv_conv(const ir::Node& node, int threads) {
 
 void add_gemv_kernels(std::vector<KernelFactory>& table) {
   table.push_back({"", "Gemm", make_gemv, "gemv"});
+  table.push_back({"kiln", "FusedGemm", make_gemv, "gemv"});
   table.push_back({"", "Conv", make_gemv_conv, "gemv"});
   table.push_back({"kiln", "FusedConv", make_gemv_conv, "gemv"});
 }
