@@ -64,7 +64,6 @@ std::shared_ptr<void> owned(char* p, size_t len) {
 std::shared_ptr<void> reuse(size_t len) {
   Recycled& r = recycled();
   char* p = nullptr;
-  size_t take = 0;
   {
     std::lock_guard<std::mutex> lock(r.mu);
     auto best = r.ranges.end();
@@ -72,16 +71,12 @@ std::shared_ptr<void> reuse(size_t len) {
       if (it->second >= len && (best == r.ranges.end() || it->second < best->second)) best = it;
     if (best == r.ranges.end()) return nullptr;
     p = best->first;
-    if (best->second > len) {  // the rest stays kept (its pages are resident already: no holes)
-      take = len;
-      *best = {p + len, best->second - len};
-    } else {
-      take = best->second;
-      r.ranges.erase(best);
-    }
+    // The rest stays kept (its pages are resident already: no holes).
+    if (best->second > len) *best = {p + len, best->second - len};
+    else r.ranges.erase(best);
   }
   std::memset(p, 0, len);
-  return owned(p, take);
+  return owned(p, len);
 }
 
 }  // namespace

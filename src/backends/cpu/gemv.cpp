@@ -164,8 +164,7 @@ std::unique_ptr<Kernel> make_gemv(const ir::Node& node, int threads) {
     for (int64_t n = 0; n < N; ++n) bias[n] = beta * c->data<float>()[cn == 1 ? 0 : n];
   }
   // kiln.FusedGemm: a Gemm and its activation (mlp_small's hidden layers), the epilogue per block.
-  const std::optional<ops::Activation> act =
-      node.domain() == "kiln" ? epilogue_of(node) : std::optional<ops::Activation>(ops::Activation{ops::Activation::None});
+  const std::optional<ops::Activation> act = epilogue_of(node);
   if (!act) return nullptr;
   return std::make_unique<GemvKernel>(bt->data<float>(), !tb, alpha, std::move(bias), N, K, threads, *act);
 }

@@ -171,8 +171,7 @@ void block_row(const StemShape& s, const float* const* in, int64_t kh0, int64_t 
       at[kh] = e;
     }
     const StemTileFn tile = step == 2 ? kStemTiles<NV, 2>[pixels - 1] : kStemTiles<NV>[pixels - 1];
-    tile(at.data(), kh0, kh1, s.KW * s.C, step, w, bias, y + p * s.OC, s.OC, act, tail,
-                               run.count);
+    tile(at.data(), kh0, kh1, s.KW * s.C, step, w, bias, y + p * s.OC, s.OC, act, tail, run.count);
   }
 }
 
