@@ -25,6 +25,11 @@ class Kernel {
   // transform, see TieredKernel in backends/cpu/onednn_conv.cpp) is done and run() uses its
   // final form. Most kernels have none.
   virtual void wait_ready() const {}
+  // Whether run() starts threads only through the CPU backend's parallel_for
+  // (backends/cpu/parallel.h), so that it may run inside a team held across several kernels
+  // (Backend::hold_team). A kernel that runs a multithreaded oneDNN primitive itself must not:
+  // inside the held team the primitive would run on one thread.
+  virtual bool runs_in_team() const { return false; }
 };
 
 struct KernelCandidate {
@@ -67,6 +72,9 @@ class Backend {
   // Called on the thread about to run a program with this backend's kernels (per-thread
   // runtime settings such as the OpenMP team size live there).
   virtual void enter_run() const {}
+  // Runs body() on the calling thread with this backend's threads held as one team for the
+  // kernels body runs that runs_in_team(), instead of one team started per kernel.
+  virtual void hold_team(const std::function<void()>& body) const { body(); }
 
  private:
   TuneOptions tune_;

@@ -2,6 +2,7 @@
 
 #include <kiln/error.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -24,7 +25,7 @@ Arena::Arena(int64_t bytes) : size_(bytes) {
 }
 
 std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& plan, Arena& arena,
-                            const std::vector<Tensor>& inputs, ValueMap* kept) {
+                            const std::vector<Tensor>& inputs, ValueMap* kept, const backends::Backend* backend) {
   if (arena.size() < plan.arena_bytes) throw Error("internal: arena smaller than its plan");
   std::vector<Tensor> values(prog.buffers.size());
   for (size_t i = 0; i < prog.graph_inputs.size(); ++i) values[prog.graph_inputs[i]] = inputs.at(i);
@@ -47,7 +48,7 @@ std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& 
   std::vector<const Tensor*> args;
   std::vector<ops::KernelContext::OutputSlot> slots;
   OpProfile* profile = OpProfile::enabled();
-  for (const lower::Instruction& ins : prog.instructions) {
+  auto run_one = [&](const lower::Instruction& ins) {
     const ir::Node& n = *ins.node;
     const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     args.clear();
@@ -108,6 +109,23 @@ std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& 
       values[id] = std::move(t);
     }
     if (profile) profile->add(n, ins.backend, std::chrono::steady_clock::now() - t0);
+  };
+  // Stretches of kernels that thread only through the backend's parallel loops run with its
+  // team held across them (Backend::hold_team), the others one by one.
+  auto in_team = [](const lower::Instruction& ins) { return !ins.kernel || ins.kernel->runs_in_team(); };
+  const std::vector<lower::Instruction>& code = prog.instructions;
+  for (size_t i = 0; i < code.size();) {
+    size_t end = i, kernels = 0;
+    if (backend)
+      for (; end < code.size() && in_team(code[end]); ++end) kernels += code[end].kernel != nullptr;
+    if (kernels < 2) {  // a team held for one loop would cost what it saves
+      for (const size_t stop = std::max(end, i + 1); i < stop; ++i) run_one(code[i]);
+      continue;
+    }
+    backend->hold_team([&] {
+      for (size_t k = i; k < end; ++k) run_one(code[k]);
+    });
+    i = end;
   }
 
   std::vector<Tensor> result;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/backend.h"
 #include "lower/program.h"
 #include "plan/memory_plan.h"
 #include "runtime/reference_executor.h"
@@ -33,8 +34,10 @@ class Arena {
 };
 
 // inputs: one per graph input. Returns one tensor per graph output; `kept` receives the
-// values of `keep` buffers (by value pointer).
+// values of `keep` buffers (by value pointer). With `backend`, kernels that runs_in_team() run
+// in stretches inside its held team (Backend::hold_team).
 std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& plan, Arena& arena,
-                            const std::vector<Tensor>& inputs, ValueMap* kept = nullptr);
+                            const std::vector<Tensor>& inputs, ValueMap* kept = nullptr,
+                            const backends::Backend* backend = nullptr);
 
 }  // namespace kiln::runtime

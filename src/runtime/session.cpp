@@ -103,7 +103,7 @@ struct Session::Impl {
     std::vector<Tensor> outs;
     try {
       if (backend) backend->enter_run();
-      outs = runtime::execute(cp->program, cp->memory, *arena, ins, kept ? &kept_local : nullptr);
+      outs = runtime::execute(cp->program, cp->memory, *arena, ins, kept ? &kept_local : nullptr, backend.get());
     } catch (...) {
       cp->release_arena(std::move(arena));
       throw;

@@ -26,6 +26,7 @@ KILN_SIMD void interleave(const uint32_t* __restrict a, const uint32_t* __restri
 
 class ChannelShuffleKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   struct Out {
     std::vector<int> input;       // per output channel
     std::vector<int64_t> channel;

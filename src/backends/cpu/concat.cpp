@@ -16,6 +16,7 @@ constexpr int64_t kParallelBytes = 256 << 10;
 
 class ConcatKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   // row_bytes[k]: bytes of input k per outer index (0 for absent inputs).
   ConcatKernel(int64_t outer, std::vector<int64_t> row_bytes, int threads)
       : outer_(outer), row_bytes_(std::move(row_bytes)), threads_(threads) {

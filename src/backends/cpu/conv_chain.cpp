@@ -118,6 +118,7 @@ struct Schedule {
 
 class ConvChainKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   // `band_rows` > 0 fixes the band height (tests use it to get many bands on small images).
   ConvChainKernel(std::vector<Layer> layers, int threads, int64_t band_rows) : layers_(std::move(layers)) {
     const int n = static_cast<int>(layers_.size());

@@ -9,6 +9,7 @@
 #include "backends/backend.h"
 #include "backends/cpu/elementwise_program.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/parallel.h"
 #include "backends/cpu/reduce_spec.h"
 
 namespace kiln::backends {
@@ -29,6 +30,7 @@ class CpuBackend : public Backend {
   // omp_set_num_threads sets the calling thread's team size only: a run on another thread than
   // the one that made the session would otherwise get one thread per core.
   void enter_run() const override { omp_set_num_threads(std::max(1, threads_)); }
+  void hold_team(const std::function<void()>& body) const override { cpu::hold_team(threads_, body); }
   std::unique_ptr<Kernel> create(const ir::Node& node) const override {
     cpu::DisabledKernels scope(&disabled_kernels());
     for (const auto& f : cpu::kernel_factories())

@@ -11,6 +11,7 @@ namespace {
 
 class ProgramKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   ProgramKernel(std::unique_ptr<ElementwiseProgram> p, std::vector<int> input_index, int threads)
       : program_(std::move(p)), input_index_(std::move(input_index)), threads_(threads) {}
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {

@@ -41,6 +41,7 @@ KILN_SIMD void fold_columns(ReduceKind kind, float* __restrict y, const float* _
 
 class FusedReduceKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   FusedReduceKernel(std::unique_ptr<ElementwiseProgram> p, ReduceSpec spec, std::unique_ptr<ElementwiseProgram> epi,
                     int64_t reduced_numel, std::vector<int64_t> reduced_dims, int threads)
       : program_(std::move(p)), spec_(std::move(spec)), epilogue_(std::move(epi)), reduced_numel_(reduced_numel),

@@ -32,6 +32,7 @@ void gather_elements(const T* src, T* dst, const int64_t* idx, int64_t n, int64_
 
 class GatherKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   GatherKernel(int64_t outer, int64_t extent, int64_t inner, size_t elem, std::vector<int64_t> fixed, int threads)
       : outer_(outer), extent_(extent), inner_(inner), elem_(elem), fixed_(std::move(fixed)), threads_(threads) {}
 

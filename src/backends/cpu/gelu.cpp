@@ -25,6 +25,7 @@ KILN_SIMD void gelu_tanh(const float* x, float* y, int64_t n) {
 
 class GeluKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   GeluKernel(int64_t n, bool tanh_form, int threads) : n_(n), tanh_(tanh_form), threads_(threads) {}
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {

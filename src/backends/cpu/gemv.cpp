@@ -60,6 +60,7 @@ KILN_SIMD void finish(const ops::Activation& act, const float* acc, const float*
 
 class GemvKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   // Output n = alpha * dot(W[n], x), W [N, K] row-major at `w`, or with `k_major` [K, N]
   // (a Gemm's B not transposed). Packed straight from the model's tensor: an [N, K] copy in
   // between cost resnet18's 512 -> 1000 classifier half of its 16-33 ms at session creation.

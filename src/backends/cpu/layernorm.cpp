@@ -31,6 +31,7 @@ KILN_SIMD void layernorm_row(const float* x, float* y, int64_t m, const float* s
 
 class LayerNormKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   LayerNormKernel(int64_t rows, int64_t m, float eps, int threads) : rows_(rows), m_(m), eps_(eps), threads_(threads) {}
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {

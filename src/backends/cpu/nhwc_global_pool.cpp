@@ -37,6 +37,7 @@ KILN_SIMD void max_pixels(const float* __restrict x, int64_t n, int64_t C, float
 
 class NhwcGlobalPoolKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   NhwcGlobalPoolKernel(int64_t n, int64_t pixels, int64_t c, bool is_max, int threads)
       : n_(n), pixels_(pixels), c_(c), is_max_(is_max), threads_(threads) {}
 

@@ -148,6 +148,7 @@ namespace {
 
 class NhwcPoolKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   NhwcPoolKernel(PoolWindow g, int64_t n, int threads) : g_(g), n_(n), threads_(threads) {}
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {

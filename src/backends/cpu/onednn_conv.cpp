@@ -498,6 +498,9 @@ class ConvConcatKernel : public Kernel {
   void wait_ready() const override {
     for (const Part& p : parts_) p.conv->wait_ready();
   }
+  bool runs_in_team() const override {
+    return std::all_of(parts_.begin(), parts_.end(), [](const Part& p) { return p.conv->runs_in_team(); });
+  }
 
  private:
   std::vector<Part> parts_;

@@ -419,6 +419,7 @@ constexpr int64_t kSplitOutputsMinWeightBytes = 512 << 10;
 
 class PointwiseConvKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   // `ldy` >= N: floats between output pixels (a channel slice of a wider tensor).
   PointwiseConvKernel(int64_t images, int64_t pixels, int64_t K, int64_t N, const float* w, const float* bias,
                       ops::Activation act, int threads, int64_t ldy)

@@ -66,6 +66,7 @@ KILN_SIMD void reduce_columns(const float* x, float* y, int64_t n, int64_t strid
 
 class ReduceKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   // outer x n x inner with n reduced; n == 0 means nothing is reduced (a copy).
   ReduceKernel(Kind kind, int64_t outer, int64_t n, int64_t inner, int threads)
       : kind_(kind), outer_(outer), n_(n), inner_(inner), threads_(threads) {}

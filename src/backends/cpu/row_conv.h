@@ -33,6 +33,7 @@ std::optional<RowConvGeometry> row_conv_geometry(const ir::Node& node);
 template <class Conv>
 class RowConvKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   RowConvKernel(Conv conv, const RowConvGeometry& g, int64_t images, int threads)
       : conv_(std::move(conv)), images_(images), rows_(g.OH), in_image_(g.H * g.W * g.C), out_row_(g.OW * g.OC),
         threads_(threads) {}

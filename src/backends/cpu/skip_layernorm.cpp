@@ -60,6 +60,7 @@ KILN_SIMD void normalize_row(const float* s, float* y, int64_t m, float mean, co
 
 class SkipLayerNormKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   SkipLayerNormKernel(int64_t rows, int64_t m, float eps, int threads) : rows_(rows), m_(m), eps_(eps), threads_(threads) {}
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {

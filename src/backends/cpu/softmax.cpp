@@ -58,6 +58,7 @@ KILN_SIMD void softmax_columns(const float* x, float* y, int64_t n, int64_t inne
 
 class SoftmaxKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   SoftmaxKernel(int64_t outer, int64_t n, int64_t inner, int threads)
       : outer_(outer), n_(n), inner_(inner), threads_(threads) {}
 

@@ -18,6 +18,7 @@ constexpr int64_t kParallelBytes = 256 << 10;
 
 class SplitKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   SplitKernel(int64_t outer, std::vector<int64_t> row_bytes, int threads)
       : outer_(outer), row_bytes_(std::move(row_bytes)), threads_(threads) {
     for (int64_t b : row_bytes_) {

@@ -14,6 +14,7 @@ namespace {
 
 class TransposeKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   explicit TransposeKernel(StridedCopy copy) : copy_(std::move(copy)) {}
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
     copy_.run(inputs[0]->raw(), outputs[0]->raw());

@@ -291,6 +291,7 @@ namespace {
 
 class WinogradKernel : public Kernel {
  public:
+  bool runs_in_team() const override { return true; }
   WinogradKernel(WinogradConv conv, int64_t images, int64_t ldc) : conv_(std::move(conv)), images_(images), ldc_(ldc) {}
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
     const WinogradShape& s = conv_.shape();

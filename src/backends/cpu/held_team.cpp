@@ -1,0 +1,85 @@
+// hold_team and HeldTeam (parallel.h): one OpenMP region for a run of kernels, its workers
+// waiting on a cache line for the loops' shares.
+#include <immintrin.h>
+
+#include <exception>
+#include <thread>
+
+#include "backends/cpu/parallel.h"
+
+namespace kiln::backends::cpu {
+
+thread_local HeldTeam* HeldTeam::current_ = nullptr;
+
+namespace {
+
+// Spins on a cache line until ready() (a held worker picks up its share within ~0.3 us), and
+// after 4096 pauses (75 us on Zen 5: the other thread was preempted, or this one waits
+// through a long serial op) yields the core between looks, so a thread it waits for that shares
+// the core can run.
+template <typename Ready>
+void wait_until(const Ready& ready) {
+  for (int spins = 0; !ready(); ++spins)
+    if (spins < 4096) _mm_pause();
+    else std::this_thread::yield();
+}
+
+}  // namespace
+
+void HeldTeam::post(Job job, void* data, int team) {
+  slot_.job = job;
+  slot_.data = data;
+  slot_.team = team;
+  slot_.seq.store(++seq_, std::memory_order_release);
+}
+
+void HeldTeam::run(int team, Job job, void* data) {
+  post(job, data, team);
+  current_ = nullptr;  // a loop inside this thread's share runs inline
+  job(data, 0, team);
+  current_ = this;
+  // Every worker answers every job (those past `team` at once), so none can still be reading
+  // the slot when the next job is written into it.
+  for (int t = 1; t < size_; ++t) wait_until([&] { return done_[t].seq.load(std::memory_order_acquire) == seq_; });
+}
+
+void HeldTeam::serve(int thread) {
+  for (uint64_t seen = 0;;) {
+    uint64_t s = seen;
+    wait_until([&] { return (s = slot_.seq.load(std::memory_order_acquire)) != seen; });
+    seen = s;
+    if (!slot_.job) return;
+    if (thread < slot_.team) slot_.job(slot_.data, thread, slot_.team);
+    done_[thread].seq.store(s, std::memory_order_release);
+  }
+}
+
+void hold_team(int threads, const std::function<void()>& body) {
+  // More threads than cores: workers spinning for a job would take the core from the thread
+  // they wait for (libgomp throttles its spinning there), so each loop starts its own team.
+  if (threads <= 1 || threads > omp_get_num_procs() || omp_in_parallel() || HeldTeam::current()) {
+    body();
+    return;
+  }
+  HeldTeam held(threads);
+  std::exception_ptr error;
+  parallel_for(threads, threads, [&](int64_t, int64_t) {
+    const int thread = omp_get_thread_num();
+    if (thread > 0) {
+      held.serve(thread);
+      return;
+    }
+    held.size_ = omp_get_num_threads();  // the OpenMP runtime may give fewer than asked
+    HeldTeam::current_ = &held;
+    try {
+      body();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    HeldTeam::current_ = nullptr;
+    held.stop();
+  });
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace kiln::backends::cpu

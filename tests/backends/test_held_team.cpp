@@ -1,0 +1,104 @@
+// hold_team (backends/cpu/parallel.h): parallel loops inside a held team cover their range once,
+// nest inline, leave threads past the range idle, and errors come out once the team is released.
+#include <gtest/gtest.h>
+#include <kiln/error.h>
+
+#include <atomic>
+#include <vector>
+
+#include "backends/cpu/parallel.h"
+
+namespace kiln::backends::cpu {
+namespace {
+
+// Counts how often each index of [0, n) is visited by parallel_for at `threads`.
+std::vector<int> visits(int64_t n, int threads) {
+  std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+  parallel_for(n, threads, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) seen[static_cast<size_t>(i)].fetch_add(1);
+  });
+  std::vector<int> out;
+  for (auto& s : seen) out.push_back(s.load());
+  return out;
+}
+
+TEST(HeldTeam, LoopsCoverTheirRangeOnce) {
+  // More threads than cores hold no team (spinning workers would starve the others): the
+  // loops then start their own.
+  for (int threads : {2, 3, omp_get_num_procs() + 1}) {
+    SCOPED_TRACE(threads);
+    int jobs = 0;
+    hold_team(threads, [&] {
+      if (threads <= omp_get_num_procs()) {
+        ASSERT_NE(HeldTeam::current(), nullptr);
+        EXPECT_EQ(HeldTeam::current()->size(), threads);
+      } else {
+        EXPECT_EQ(HeldTeam::current(), nullptr);
+      }
+      // Many loops one after another, of every size around the team's (fewer items than
+      // threads: the rest answer without running).
+      for (int round = 0; round < 50; ++round)
+        for (int64_t n : {1, 2, 3, 7, 1000}) {
+          EXPECT_EQ(visits(n, threads), std::vector<int>(static_cast<size_t>(n), 1)) << "n=" << n;
+          ++jobs;
+        }
+    });
+    EXPECT_EQ(jobs, 250);
+    EXPECT_EQ(HeldTeam::current(), nullptr);
+  }
+}
+
+TEST(HeldTeam, SharesRunOnDifferentThreads) {
+  std::atomic<int> outside{0};
+  hold_team(2, [&] {
+    const int self = omp_get_thread_num();
+    parallel_for(2, 2, [&](int64_t b, int64_t) {
+      if (b == 1) outside = omp_get_thread_num() != self ? 1 : -1;
+    });
+  });
+  EXPECT_EQ(outside.load(), 1);
+}
+
+TEST(HeldTeam, NestedLoopsRunInline) {
+  std::vector<int> counts;
+  hold_team(2, [&] {
+    std::vector<std::atomic<int>> seen(64);
+    parallel_for(4, 2, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)  // inside a share: this loop must not hand out work
+        parallel_for(16, 2, [&](int64_t c, int64_t d) {
+          for (int64_t j = c; j < d; ++j) seen[static_cast<size_t>(i * 16 + j)].fetch_add(1);
+        });
+    });
+    for (auto& s : seen) counts.push_back(s.load());
+    // A held team inside the held team is the same team.
+    int inner = 0;
+    hold_team(2, [&] { inner = visits(9, 2) == std::vector<int>(9, 1); });
+    EXPECT_EQ(inner, 1);
+  });
+  EXPECT_EQ(counts, std::vector<int>(64, 1));
+}
+
+TEST(HeldTeam, OneThreadRunsPlainly) {
+  bool ran = false;
+  hold_team(1, [&] {
+    EXPECT_EQ(HeldTeam::current(), nullptr);
+    EXPECT_EQ(visits(5, 1), std::vector<int>(5, 1));
+    ran = true;
+  });
+  EXPECT_TRUE(ran);
+}
+
+TEST(HeldTeam, ErrorsComeOutAfterTheTeamIsReleased) {
+  EXPECT_THROW(hold_team(2, [&] {
+                 EXPECT_EQ(visits(10, 2), std::vector<int>(10, 1));
+                 throw Error("node X: bad input");
+               }),
+               Error);
+  EXPECT_EQ(HeldTeam::current(), nullptr);
+  // The threads are free again: a plain loop and another held team both work.
+  EXPECT_EQ(visits(10, 2), std::vector<int>(10, 1));
+  hold_team(2, [&] { EXPECT_EQ(visits(10, 2), std::vector<int>(10, 1)); });
+}
+
+}  // namespace
+}  // namespace kiln::backends::cpu
