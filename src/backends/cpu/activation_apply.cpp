@@ -18,6 +18,17 @@ const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 
 }  // namespace
 
+KILN_SIMD void gelu_erf(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.f + simd::erf(x[i] * 0.70710678118654752f));
+}
+
+KILN_SIMD void gelu_tanh(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    y[i] = 0.5f * v * (1.f + simd::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+  }
+}
+
 KILN_SIMD void apply_activation(const ops::Activation& act, float* y, int64_t n) {
   if (act.kind == ops::Activation::SiLU && kHasAvx512) {
     const int64_t done = silu_avx512(y, n);
@@ -31,6 +42,8 @@ KILN_SIMD void apply_activation(const ops::Activation& act, float* y, int64_t n)
     case ops::Activation::SiLU: for (int64_t i = 0; i < n; ++i) y[i] = simd::silu(y[i]); break;
     case ops::Activation::Tanh: for (int64_t i = 0; i < n; ++i) y[i] = simd::tanh(y[i]); break;
     case ops::Activation::Clip: for (int64_t i = 0; i < n; ++i) y[i] = std::min(std::max(y[i], act.a), act.b); break;
+    case ops::Activation::Gelu: gelu_erf(y, y, n); break;
+    case ops::Activation::GeluTanh: gelu_tanh(y, y, n); break;
     default: for (int64_t i = 0; i < n; ++i) y[i] = ops::apply(act, y[i]); break;
   }
 }

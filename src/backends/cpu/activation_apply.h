@@ -15,6 +15,10 @@ namespace kiln::backends::cpu {
 // an ai.onnx op, nullopt when the attribute names one kiln does not know (the kernel declines).
 std::optional<ops::Activation> epilogue_of(const ir::Node& node);
 
+// y[i] = Gelu(x[i]) for i in [0, n), the erf form and the tanh approximation (y may be x).
+void gelu_erf(const float* x, float* y, int64_t n);
+void gelu_tanh(const float* x, float* y, int64_t n);
+
 // y[i] = act(y[i]) for i in [0, n).
 void apply_activation(const ops::Activation& act, float* y, int64_t n);
 

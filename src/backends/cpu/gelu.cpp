@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "backends/cpu/activation_apply.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
@@ -11,17 +12,6 @@
 namespace kiln::backends::cpu {
 
 namespace {
-
-KILN_SIMD void gelu_erf(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.f + simd::erf(x[i] * 0.70710678118654752f));
-}
-
-KILN_SIMD void gelu_tanh(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    y[i] = 0.5f * v * (1.f + simd::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-  }
-}
 
 class GeluKernel : public Kernel {
  public:

@@ -16,6 +16,7 @@ void add_nhwc_pool_kernels(std::vector<KernelFactory>& table);
 void add_elementwise_kernels(std::vector<KernelFactory>& table);
 void add_gemv_kernels(std::vector<KernelFactory>& table);
 void add_onednn_matmul_kernels(std::vector<KernelFactory>& table);
+void add_matmul_rows_kernels(std::vector<KernelFactory>& table);
 void add_softmax_kernels(std::vector<KernelFactory>& table);
 void add_layernorm_kernels(std::vector<KernelFactory>& table);
 void add_attention_kernels(std::vector<KernelFactory>& table);
@@ -58,6 +59,7 @@ const std::vector<KernelFactory>& kernel_factories() {
     add_nhwc_pool_kernels(t);
     add_onednn_pool_kernels(t);
     add_elementwise_kernels(t);
+    add_matmul_rows_kernels(t);  // before oneDNN: constant weights, threads in a held team
     add_onednn_matmul_kernels(t);
     add_softmax_kernels(t);
     add_layernorm_kernels(t);

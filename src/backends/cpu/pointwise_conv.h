@@ -66,6 +66,12 @@ class PointwiseRows {
 
 bool pointwise_supported();
 
+// The kernel for `rows` rows of K floats times constant weights w ([N][K], copied) into rows of
+// N floats, with PointwiseRows' epilogue (bias, activation): a linear layer
+// (matmul_rows.cpp). nullptr without AVX-512.
+std::unique_ptr<Kernel> make_pointwise_rows_kernel(int64_t rows, int64_t K, int64_t N, const float* w,
+                                                   const float* bias, ops::Activation act, int threads);
+
 // The kernel for a channels-last 1x1 stride-1 FusedConv (group 1, no channel scale) of at most
 // `max_pixels` pixels per image, or nullptr (also without AVX-512); `out_channels_total` > 0
 // makes its output a channel slice of a tensor with that many channels.

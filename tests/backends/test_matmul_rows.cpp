@@ -1,0 +1,75 @@
+// MatMul and kiln.FusedMatMul with constant weights on kiln's rows kernel (matmul_rows.cpp)
+// against the reference kernel: leading dims folded into rows, odd sizes around the 16-wide
+// vectors and 64-wide blocks, bias and activations (Gelu applied after the store), two threads.
+#include "kernel_check.h"
+
+namespace kiln {
+namespace {
+
+using kernel_check::Case;
+using kernel_check::check;
+
+// The implementation the cpu backend runs a MatMul of A [a] by B [b] on: the first candidate
+// that accepts it.
+std::string chosen(const std::vector<int64_t>& a, const std::vector<int64_t>& b, bool b_constant) {
+  ir::Graph g;
+  g.opsets[""] = 17;
+  ir::Value* x = g.add_input("a", ir::TensorType::from_dims(DType::Float, a));
+  ir::Value* w = b_constant ? g.add_constant("b", Tensor(DType::Float, b))
+                            : g.add_input("b", ir::TensorType::from_dims(DType::Float, b));
+  ir::Value* y = g.add_value("y");
+  ir::Node* n = g.add_node("MatMul", {x, w}, {y}, {}, "mm");
+  g.add_output(y);
+  ops::ShapeInference().run(g);
+  for (const auto& c : backends::make_cpu_backend(1)->candidates(*n))
+    if (c.make()) return c.name;
+  return "";
+}
+
+TEST(MatMulRows, OddShapes) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512";
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes = {
+      {{2, 1}, {1, 3}}, {{3, 5, 7}, {7, 9}}, {{2, 37}, {37, 70}}, {{1, 13, 100}, {100, 17}}, {{1, 128, 256}, {256, 200}}};
+  for (const auto& [a, b] : shapes)
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE("K " + std::to_string(b[0]) + " N " + std::to_string(b[1]) + " threads " + std::to_string(threads));
+      std::vector<int64_t> y = a;
+      y.back() = b[1];
+      Case c{"MatMul", "", {a, b}, {false, true}, {y}};
+      c.threads = threads;
+      c.concurrent = threads == 2;
+      c.tol = 2e-4f * static_cast<float>(std::max<int64_t>(1, b[0] / 64));
+      check(c);
+    }
+}
+
+TEST(MatMulRows, FusedBiasAndActivations) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512";
+  const std::pair<const char*, std::vector<float>> acts[] = {
+      {"", {}}, {"Relu", {}}, {"Clip", {-0.2f, 0.3f}}, {"Gelu", {}}, {"GeluTanh", {}}, {"Sigmoid", {}}};
+  for (const auto& [act, params] : acts)
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(act) + " threads " + std::to_string(threads));
+      ir::Attributes attrs;
+      if (*act) attrs["activation"] = ir::Attribute::of_string(act);
+      if (!params.empty()) attrs["activation_params"] = ir::Attribute::of_floats(params);
+      Case c{"FusedMatMul", "kiln", {{1, 19, 96}, {96, 131}, {131}}, {false, true, true}, {{1, 19, 131}}, attrs};
+      c.threads = threads;
+      c.concurrent = threads == 2;
+      c.tol = 4e-4f;
+      check(c);
+    }
+}
+
+TEST(MatMulRows, TakesConstantWeightsOfSeveralRows) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512";
+  EXPECT_EQ(chosen({1, 128, 256}, {256, 256}, true), "kiln_matmul_rows");
+  EXPECT_EQ(chosen({4, 3}, {3, 5}, true), "kiln_matmul_rows");
+  // Weights computed at run time, a batched B and one row are other kernels' (oneDNN, gemv).
+  EXPECT_NE(chosen({1, 128, 256}, {256, 256}, false), "kiln_matmul_rows");
+  EXPECT_NE(chosen({2, 4, 3}, {2, 3, 5}, true), "kiln_matmul_rows");
+  EXPECT_NE(chosen({1, 256}, {256, 10}, true), "kiln_matmul_rows");
+}
+
+}  // namespace
+}  // namespace kiln
