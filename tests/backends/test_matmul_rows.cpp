@@ -21,7 +21,8 @@ std::string chosen(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
   ir::Node* n = g.add_node("MatMul", {x, w}, {y}, {}, "mm");
   g.add_output(y);
   ops::ShapeInference().run(g);
-  for (const auto& c : backends::make_cpu_backend(1)->candidates(*n))
+  const auto backend = backends::make_cpu_backend(1);  // the candidates refer to it
+  for (const auto& c : backend->candidates(*n))
     if (c.make()) return c.name;
   return "";
 }
