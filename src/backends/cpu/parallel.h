@@ -9,7 +9,8 @@
 // hands its shares to the held workers through one cache line instead of starting an OpenMP
 // region. On the 2-vCPU Zen 5 VM a libgomp region costs 3.0-3.4 us even with spinning workers
 // (the worker starts 1.7-1.8 us after the call; one cache line takes ~260 ns between the cores)
-// against 0.4-0.45 us handed to a held team, and a model runs 25-80 such loops per run.
+// against 0.4-0.45 us handed to a held team, and mobilenet_v2 and squeezenet1_1 run 26-28 such
+// loops per run.
 #pragma once
 #include <omp.h>
 
