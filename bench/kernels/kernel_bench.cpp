@@ -328,6 +328,12 @@ int register_all() {
       {"Gemm", "", {{1, 1280}, {1000, 1280}, {1000}}, {false, true, true},
        {{"transB", ir::Attribute::of_int(1)}}},
       2);
+  // The same with its weights cold (8 copies, 41 MB: from memory, as in a model, where the
+  // other layers' weights and activations pass through the caches between two runs).
+  OneNode cold_classifier{"Gemm", "", {{1, 1280}, {1000, 1280}, {1000}}, {false, true, true},
+                          {{"transB", ir::Attribute::of_int(1)}}};
+  cold_classifier.copies = 8;
+  add("ClassifierCold_1280x1000", cold_classifier, 1);
   return 0;
 }
 
