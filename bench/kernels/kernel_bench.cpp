@@ -65,8 +65,8 @@ void run_case(benchmark::State& state, const OneNode& c, size_t candidate) {
     auto cands = backend->candidates(*n);
     if (candidate >= cands.size()) return state.SkipWithError("no such candidate");
     auto kernel = cands[candidate].make();
-    if (!kernel) return state.SkipWithError(("declined: " + cands[candidate].name).c_str());
-    state.SetLabel(cands[candidate].name);
+    if (!kernel) return state.SkipWithError(("declined: " + cands[candidate].spec.impl).c_str());
+    state.SetLabel(cands[candidate].spec.impl);
     kernels.push_back(std::move(kernel));
   }
   std::vector<const Tensor*> in_ptrs;

@@ -44,4 +44,9 @@ int assign_blocked_activations(ir::Graph& g) {
   return static_cast<int>(blocked.size());
 }
 
+std::unique_ptr<passes::Pass> make_blocked_layout_pass(int* marked) {
+  return std::make_unique<passes::FunctionPass>("blocked_layout",
+                                                [marked](ir::Graph& g) { return (*marked = assign_blocked_activations(g)) > 0; });
+}
+
 }  // namespace kiln::lower

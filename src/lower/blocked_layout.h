@@ -11,12 +11,17 @@
 // FusedConv honours them: the reference kernel, the oneDNN convs, and the GEMV, which only takes
 // 1x1 images, where both orders are the same.
 #pragma once
+#include <memory>
+
 #include "ir/graph.h"
+#include "passes/pass.h"
 
 namespace kiln::lower {
 
 // Marks the values described above in a channels-last graph with static types; returns how
 // many.
 int assign_blocked_activations(ir::Graph& g);
+// As a lowering pass: "blocked_layout"; *marked = how many values it marked.
+std::unique_ptr<passes::Pass> make_blocked_layout_pass(int* marked);
 
 }  // namespace kiln::lower

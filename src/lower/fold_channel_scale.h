@@ -11,7 +11,10 @@
 #pragma once
 #include <cstdint>
 
+#include <memory>
+
 #include "ir/graph.h"
+#include "passes/pass.h"
 
 namespace kiln::lower {
 
@@ -23,5 +26,7 @@ constexpr int64_t kScaleFreePixels = 256;
 
 // Rewrites a channels-last graph with static types; returns how many Muls were folded.
 int fold_channel_scales(ir::Graph& g, int64_t free_pixels = kScaleFreePixels);
+// As a lowering pass: "channel_scale"; *folded = how many Muls it folded.
+std::unique_ptr<passes::Pass> make_channel_scale_pass(int* folded);
 
 }  // namespace kiln::lower

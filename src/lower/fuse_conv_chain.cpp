@@ -144,4 +144,11 @@ int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, b
   return static_cast<int>(chains.size());
 }
 
+std::unique_ptr<passes::Pass> make_conv_chain_pass(int threads, bool input_transpose, int* chains) {
+  return std::make_unique<passes::FunctionPass>("conv_chain", [=](ir::Graph& g) {
+    *chains = fuse_conv_chains(g, kConvChainMinBytes, kConvChainLightMinBytes, /*pools=*/true, threads, input_transpose);
+    return *chains > 0;
+  });
+}
+
 }  // namespace kiln::lower

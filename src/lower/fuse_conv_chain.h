@@ -12,7 +12,10 @@
 #pragma once
 #include <cstdint>
 
+#include <memory>
+
 #include "ir/graph.h"
+#include "passes/pass.h"
 
 namespace kiln::lower {
 
@@ -43,5 +46,8 @@ constexpr int64_t kConvChainLightMinBytes = 128 * 1024;
 int fuse_conv_chains(ir::Graph& g, int64_t min_bytes = kConvChainMinBytes,
                      int64_t light_min_bytes = kConvChainMinBytes, bool pools = true, int threads = 1,
                      bool input_transpose = true);
+// As a lowering pass: "conv_chain" with the default link sizes and pools; *chains = how many it
+// formed.
+std::unique_ptr<passes::Pass> make_conv_chain_pass(int threads, bool input_transpose, int* chains);
 
 }  // namespace kiln::lower

@@ -75,6 +75,11 @@ constexpr int kRows = NV == 4 ? 6 : NV == 3 ? 8 : NV == 2 ? 12 : 14;
 constexpr int64_t kMaxRangeDepth = 128;
 int64_t range_depth(int threads) { return threads > 1 ? kMaxRangeDepth : 64; }
 
+int64_t round16_(int64_t n) { return (n + 15) / 16 * 16; }
+// PointwiseRows::parts() for K x N with or without pair mode.
+int64_t parts_of(int64_t N, bool pair) { return pair ? 1 : (round16_(N) / 16 + 3) / 4; }
+bool pair_allowed(int64_t K, int64_t N) { return N <= 24 && K <= kPairMaxK; }
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
@@ -335,12 +340,53 @@ void pair_rows(const float* x, int64_t m0, int64_t m1, int64_t K, const float* w
 
 }  // namespace
 
+PointwiseChoice pointwise_rule(int64_t K, int64_t N, int threads, int64_t split_min_bytes) {
+  PointwiseChoice c;
+  c.depth = range_depth(threads);
+  c.pair = pair_allowed(K, N);
+  c.split_outputs = K * N * 4 >= split_min_bytes && parts_of(N, c.pair) >= 2 * std::max(1, threads);
+  return c;
+}
+
+std::map<std::string, plan::ParamValue> pointwise_params(const PointwiseChoice& c) {
+  return {{"depth", c.depth}, {"pair", int64_t{c.pair}}, {"split", std::string(c.split_outputs ? "outputs" : "pixels")}};
+}
+
+plan::ParamChoices pointwise_choices(int64_t K, int64_t N, int threads) {
+  plan::ParamChoices c;
+  c["depth"] = {int64_t{32}, int64_t{64}, int64_t{128}};
+  c["pair"] = {int64_t{0}};
+  if (pair_allowed(K, N)) c["pair"].push_back(int64_t{1});
+  c["split"] = {std::string("pixels")};
+  if (parts_of(N, false) >= 2 * std::max(1, threads)) c["split"].push_back(std::string("outputs"));
+  return c;
+}
+
+std::optional<PointwiseChoice> pointwise_choice_of(const plan::KernelSpec& s, int64_t K, int64_t N) {
+  for (const char* p : {"depth", "pair", "split"})
+    if (!s.params.count(p)) return std::nullopt;
+  PointwiseChoice c;
+  c.depth = s.get_int("depth");
+  c.pair = s.get_int("pair") != 0;
+  c.split_outputs = s.get_string("split") == "outputs";
+  if (c.depth < 16 || c.depth > 1024 || c.depth % 16 != 0) return std::nullopt;
+  if (s.get_int("pair") != 0 && s.get_int("pair") != 1) return std::nullopt;
+  if (c.pair && !pair_allowed(K, N)) return std::nullopt;
+  if (s.get_string("split") != "outputs" && s.get_string("split") != "pixels") return std::nullopt;
+  if (c.split_outputs && parts_of(N, c.pair) < 2 * std::max(1, s.threads)) return std::nullopt;
+  return c;
+}
+
 PointwiseRows::PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act,
                              int64_t ldy, int threads)
-    : K_(K), N_(N), ldy_(ldy), act_(act), depth_(range_depth(threads)),
+    : PointwiseRows(K, N, w, bias, act, ldy, pointwise_rule(K, N, threads, kSplitOutputsMinWeightBytes)) {}
+
+PointwiseRows::PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act,
+                             int64_t ldy, const PointwiseChoice& c)
+    : K_(K), N_(N), ldy_(ldy), act_(act), depth_(c.depth),
       packed_(aligned_floats(static_cast<size_t>(K * round16(N)))), bias_(static_cast<size_t>(round16(N)), 0.f) {
   if (bias) std::copy(bias, bias + N, bias_.begin());
-  pair_vectors_ = N <= 24 && K <= kPairMaxK ? (N + 7) / 8 : 0;
+  pair_vectors_ = c.pair && pair_allowed(K, N) ? (N + 7) / 8 : 0;
   if (pair_vectors_) {  // [pair][vector][16]: lane 2i + j is w[8 * vector + i][2 * pair + j]
     const int64_t pairs = (K + 1) / 2;
     packed_ = aligned_floats(static_cast<size_t>(pairs * pair_vectors_ * 16));
@@ -415,7 +461,6 @@ namespace {
 // time, mobilenet_v2 0.977x and efficientnet_b0 0.977x (their 7x7 layers of 0.6-1.6 MB);
 // splitting the outputs of every layer gained less (0.974x, 0.980x, 0.984x). On the Xeon
 // (2 MiB L2), splitting every layer's outputs measured 1-4% slower.
-constexpr int64_t kSplitOutputsMinWeightBytes = 512 << 10;
 
 class PointwiseConvKernel : public Kernel {
  public:
@@ -423,11 +468,10 @@ class PointwiseConvKernel : public Kernel {
   // `ldy` >= N: floats between output pixels (a channel slice of a wider tensor). Threads split
   // the outputs from `split_min_bytes` of weights.
   PointwiseConvKernel(int64_t images, int64_t pixels, int64_t K, int64_t N, const float* w, const float* bias,
-                      ops::Activation act, int threads, int64_t ldy,
-                      int64_t split_min_bytes = kSplitOutputsMinWeightBytes)
+                      ops::Activation act, int threads, int64_t ldy, const PointwiseChoice& c)
       : images_(images), M_(pixels), K_(K), N_(N), ldy_(ldy), threads_(std::max(1, threads)),
-        gemm_(K, N, w, bias, act, ldy, threads),
-        split_outputs_(K * N * 4 >= split_min_bytes && gemm_.parts() >= 2 * threads_) {}
+        gemm_(K, N, w, bias, act, ldy, c),
+        split_outputs_(c.split_outputs && gemm_.parts() >= 2 * threads_) {}
 
   // Threads split the pixels, or with at least kSplitOutputsMinWeightBytes of weights the
   // output blocks: each core then streams half of the weights from L3 instead of all of them
@@ -475,17 +519,22 @@ class PointwiseConvKernel : public Kernel {
 }  // namespace
 
 std::unique_ptr<Kernel> make_pointwise_rows_kernel(int64_t rows, int64_t K, int64_t N, const float* w,
-                                                   const float* bias, ops::Activation act, int threads) {
+                                                   const float* bias, ops::Activation act, int threads,
+                                                   const PointwiseChoice& c) {
   if (!kHasAvx512 || rows < 1 || K < 1 || N < 1) return nullptr;
-  // Threads always split the rows: a transformer's linear layers sit between row-split ops
-  // (LayerNorm, Gelu, the next layer), and splitting bert_tiny's 1 MiB FFN weights instead had
-  // each core read the other's half of the activations (2 threads: 0.939x the time split by rows).
-  return std::make_unique<PointwiseConvKernel>(1, rows, K, N, w, bias, act, threads, N,
-                                               std::numeric_limits<int64_t>::max());
+  return std::make_unique<PointwiseConvKernel>(1, rows, K, N, w, bias, act, threads, N, c);
+}
+
+std::optional<std::pair<int64_t, int64_t>> pointwise_dims(const ir::Node& node) {
+  const ir::Value* w = node.num_inputs() > 1 ? node.input(1) : nullptr;
+  if (!w || !w->type.is_static() || w->type.rank() != 4) return std::nullopt;
+  const auto wd = w->type.static_dims();
+  if (wd[2] != 1 || wd[3] != 1 || wd[0] < 1 || wd[1] < 1) return std::nullopt;
+  return std::make_pair(wd[1], wd[0]);
 }
 
 std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, int64_t out_channels_total,
-                                            int64_t max_pixels) {
+                                            int64_t max_pixels, const PointwiseChoice* choice) {
   if (!kHasAvx512 || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
   if (!node.attr_int("channels_last", 0) || node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0) ||
       node.attr_int("z_blocked", 0))
@@ -521,7 +570,8 @@ std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, i
   if (!act) return nullptr;
   return std::make_unique<PointwiseConvKernel>(xd[0], pixels, K, N, w->constant().data<float>(),
                                                b ? b->constant().data<float>() : nullptr, *act, threads,
-                                               out_channels_total > 0 ? out_channels_total : N);
+                                               out_channels_total > 0 ? out_channels_total : N,
+                                               choice ? *choice : pointwise_rule(K, N, threads, kSplitOutputsMinWeightBytes));
 }
 
 void add_pointwise_conv_kernels(std::vector<KernelFactory>& table) {
@@ -531,14 +581,30 @@ void add_pointwise_conv_kernels(std::vector<KernelFactory>& table) {
   // and on efficientnet_b0's 28x28 to 112x112 project convs kiln's was 1.005x at 1 thread and
   // 1.016x at 2 (paired); without a scale, more pixels were 0.99-1.01x across the models.
   auto scaled = [](const ir::Node& n) { return n.num_inputs() > 4 && n.input(4); };
-  table.push_back({"kiln", "FusedConv",
-                   [scaled](const ir::Node& n, int t) { return scaled(n) ? nullptr : make_kiln_pointwise(n, t); },
-                   "kiln_pointwise"});
-  table.push_back({"kiln", "FusedConv",
-                   [scaled](const ir::Node& n, int t) {
-                     return scaled(n) ? make_kiln_pointwise(n, t, 0, std::numeric_limits<int64_t>::max()) : nullptr;
-                   },
-                   "kiln_pointwise_scaled"});
+  auto choose = [](const ir::Node& n, int t) -> std::map<std::string, plan::ParamValue> {
+    const auto kn = pointwise_dims(n);
+    if (!kn) return {};
+    return pointwise_params(pointwise_rule(kn->first, kn->second, t, kSplitOutputsMinWeightBytes));
+  };
+  auto choices = [](const ir::Node& n, int t) -> plan::ParamChoices {
+    const auto kn = pointwise_dims(n);
+    return kn ? pointwise_choices(kn->first, kn->second, t) : plan::ParamChoices{};
+  };
+  for (const bool with_scale : {false, true}) {
+    const int64_t max_pixels = with_scale ? std::numeric_limits<int64_t>::max() : kMaxPixels;
+    table.push_back({.domain = "kiln",
+                     .op = "FusedConv",
+                     .make = nullptr,
+                     .name = with_scale ? "kiln_pointwise_scaled" : "kiln_pointwise",
+                     .choose = choose,
+                     .make_spec = [=](const ir::Node& n, const plan::KernelSpec& s) -> std::unique_ptr<Kernel> {
+                       const auto kn = pointwise_dims(n);
+                       if (scaled(n) != with_scale || !kn) return nullptr;
+                       const auto c = pointwise_choice_of(s, kn->first, kn->second);
+                       return c ? make_kiln_pointwise(n, s.threads, 0, max_pixels, &*c) : nullptr;
+                     },
+                     .choices = choices});
+  }
 }
 
 }  // namespace kiln::backends::cpu
