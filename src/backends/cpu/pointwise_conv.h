@@ -15,10 +15,10 @@
 namespace kiln::backends::cpu {
 
 // As the default kernel: up to this many pixels per image (squeezenet's 55x55 and 27x27
-// squeeze convs, efficientnet's 56x56 and 28x28 ones). 256 on the Xeon, where beyond that the
-// weights were reused enough for oneDNN's blocking to win; on Zen 5 kiln's kernel wins there
-// too: 4096 against 256, squeezenet1_1 0.956-0.990x the time at 1 thread and 0.976-0.983x at 2,
-// efficientnet_b0 0.979-1.0x / 0.965-0.995x, mobilenet_v2 0.99-1.01x (paired).
+// squeeze convs, efficientnet's 56x56 and 28x28 ones). Beyond some size the weights are reused
+// enough for oneDNN's blocking to win; where that lies depends on the machine (on a Xeon with
+// 2 MiB of L2 it was 256 pixels). On the Zen 5 host kiln's kernel is ahead up to this many
+// (bench/results/history-code-comments.md).
 constexpr int64_t kMaxPixels = 4096;
 
 // The 1x1 conv itself, on pixels at hand: a kiln.ConvChain runs its 1x1 layers on the rows of

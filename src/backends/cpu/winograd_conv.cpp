@@ -1,7 +1,7 @@
 // kiln's Winograd convolution on channels-last activations, F(4x4, 3x3) (F(2x2, 3x3) on images
 // under 20 pixels a side), for 3x3 stride-1 dense convs with few input channels (squeezenet1_1's
 // expand convs: 16-64 channels), where oneDNN 2.6's Winograd (on nChw16c, with its reorders)
-// gained only 1.2-1.4x over its direct conv. Each (N+2)x(N+2) input tile becomes (N+2)^2
+// gains little over its direct conv. Each (N+2)x(N+2) input tile becomes (N+2)^2
 // transformed channel vectors (B^T d B), each position is a small GEMM against the transformed
 // weights (G g G^T, made at creation), and each result becomes an NxN output tile (A^T m A) with
 // bias and activation applied before the store: 36 multiplies per 16 outputs instead of 144. The image
@@ -333,8 +333,8 @@ std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, in
   if (!act) return nullptr;
   const int64_t ldc = out_channels_total > 0 ? out_channels_total : s.OC;
   // 4x4 tiles from 20 pixels a side: on 13x13 images their edge tiles waste 34% of the work
-  // and F(2x2, 3x3) was 3-8% faster there, where F(4x4, 3x3) took 0.69-0.75x the time on
-  // 27x27 to 56x56 images (squeezenet's and resnet18's shapes, one thread).
+  // and F(2x2, 3x3) is faster there, where F(4x4, 3x3) is clearly faster on 27x27 to 56x56
+  // images (squeezenet's and resnet18's shapes).
   const int tile = std::min(s.OH, s.OW) >= 20 ? 4 : 2;
   WinogradConv conv(s, w->constant().data<float>(), b ? b->constant().data<float>() : nullptr, *act, threads, tile);
   return std::make_unique<WinogradKernel>(std::move(conv), xd[0], ldc);
