@@ -119,7 +119,7 @@ class Session {
   int64_t arena_bytes() const;
   // Blocks until every kernel of the plans built so far has finished the weight preparation it
   // left to a background thread at creation. A session runs correctly at once; some convs run
-  // a slower form until then (about half a second for resnet18). Benchmarks call this first.
+  // a slower form until then (for resnet18, a fraction of a second). Benchmarks call this first.
   void wait_ready() const;
 
   struct Impl;

@@ -1,5 +1,5 @@
 // Layout assignment: where the backend prefers channels-last activations (oneDNN's brgconv
-// runs NHWC at the same speed as its blocked formats, and NCHW reorders cost 10-40% of a
+// runs NHWC at the same speed as its blocked formats, and NCHW reorders cost a large share of a
 // conv's time, ../shared/peers/KERNELS.md), convolutions and pooling switch to their NHWC
 // forms and the layout changes move through the graph until they cancel.
 #pragma once

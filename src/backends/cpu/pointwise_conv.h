@@ -21,10 +21,10 @@
 namespace kiln::backends::cpu {
 
 // As the default kernel: up to this many pixels per image (squeezenet's 55x55 and 27x27
-// squeeze convs, efficientnet's 56x56 and 28x28 ones). 256 on the Xeon, where beyond that the
-// weights were reused enough for oneDNN's blocking to win; on Zen 5 kiln's kernel wins there
-// too: 4096 against 256, squeezenet1_1 0.956-0.990x the time at 1 thread and 0.976-0.983x at 2,
-// efficientnet_b0 0.979-1.0x / 0.965-0.995x, mobilenet_v2 0.99-1.01x (paired).
+// squeeze convs, efficientnet's 56x56 and 28x28 ones). Beyond some size the weights are reused
+// enough for oneDNN's blocking to win; where that lies depends on the machine (on a Xeon with
+// 2 MiB of L2 it was 256 pixels). On the Zen 5 host kiln's kernel is ahead up to this many
+// (bench/results/history-code-comments.md).
 constexpr int64_t kMaxPixels = 4096;
 
 // The 1x1 conv itself, on pixels at hand: a kiln.ConvChain runs its 1x1 layers on the rows of
@@ -107,8 +107,10 @@ constexpr int64_t kRowsSplitMinWeightBytes = std::numeric_limits<int64_t>::max()
 // makes its output a channel slice of a tensor with that many channels.
 std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, int64_t out_channels_total = 0,
                                             int64_t max_pixels = kMaxPixels, const PointwiseChoice* choice = nullptr);
-// Threads split the outputs from this many bytes of weights: each core then streams half of
-// them from L3 instead of all (and reads the whole input, half of it written by the other core).
+// From this many bytes of weights, threads split the outputs rather than the pixels: each core
+// then streams its half of weights that come from L3 (squeezenet1_1's 512 -> 1000 classifier,
+// the 7x7 layers of mobilenet_v2 and efficientnet_b0) instead of all of them. Below it, reading
+// the other core's pixels costs more than the weights save (bench/results/history-code-comments.md).
 constexpr int64_t kSplitOutputsMinWeightBytes = 512 << 10;
 // K and N of a 1x1 FusedConv's weights ([N, K, 1, 1]); nullopt for another form.
 std::optional<std::pair<int64_t, int64_t>> pointwise_dims(const ir::Node& node);

@@ -1,7 +1,7 @@
 // kiln's Winograd convolution on channels-last activations, F(4x4, 3x3) (F(2x2, 3x3) on images
 // under 20 pixels a side), for 3x3 stride-1 dense convs with few input channels (squeezenet1_1's
 // expand convs: 16-64 channels), where oneDNN 2.6's Winograd (on nChw16c, with its reorders)
-// gained only 1.2-1.4x over its direct conv. Each (N+2)x(N+2) input tile becomes (N+2)^2
+// gains little over its direct conv. Each (N+2)x(N+2) input tile becomes (N+2)^2
 // transformed channel vectors (B^T d B), each position is a small GEMM against the transformed
 // weights (G g G^T, made at creation), and each result becomes an NxN output tile (A^T m A) with
 // bias and activation applied before the store: 36 multiplies per 16 outputs instead of 144. The image

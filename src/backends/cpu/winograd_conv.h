@@ -1,5 +1,6 @@
-// kiln's Winograd F(2x2, 3x3) convolution on channels-last activations (winograd_conv.cpp):
-// 3x3 stride-1 dense convs, written for few input channels (squeezenet1_1's expand convs).
+// kiln's Winograd convolution, F(4x4, 3x3) or F(2x2, 3x3), on channels-last activations
+// (winograd_conv.cpp): 3x3 stride-1 dense convs, written for few input channels (squeezenet1_1's
+// expand convs).
 #pragma once
 #include <cstdint>
 #include <map>
