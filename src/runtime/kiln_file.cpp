@@ -4,6 +4,7 @@
 #include <kiln/limits.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -118,6 +119,9 @@ bool looks_like_kiln_file(const std::string& bytes) {
 }
 
 bool is_kiln_file(const std::string& path) {
+  // Only regular files are opened: a FIFO would block, and the model loader names the problem.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
   std::ifstream in(path, std::ios::binary);
   char head[sizeof kMagic] = {};
   in.read(head, sizeof head);
