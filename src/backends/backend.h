@@ -74,6 +74,13 @@ class Backend {
     if (k) k->set_spec(spec);
     return k;
   }
+  // `spec` made for another team size: the same implementation and choices, with the work
+  // splits (the parameters the implementation's rule derives from the thread count) derived
+  // again for `threads`.
+  virtual plan::KernelSpec rederive(const ir::Node&, plan::KernelSpec spec, int threads) const {
+    spec.threads = threads;
+    return spec;
+  }
   // Every valid value of each parameter of `spec`'s implementation for `node` (tests that edit
   // plans; tuning).
   virtual plan::ParamChoices param_choices(const ir::Node&, const plan::KernelSpec&) const { return {}; }

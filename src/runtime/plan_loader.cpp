@@ -51,7 +51,7 @@ std::unique_ptr<CompiledPlan> load_compiled_plan(std::unique_ptr<ir::Graph> lowe
       lower::Instruction& ins = cp->program.instructions[i];
       if (spec.on_reference()) continue;
       if (spec.threads != backend->threads()) {
-        spec.threads = backend->threads();
+        spec = backend->rederive(*ins.node, std::move(spec), backend->threads());
         if (rederived) ++*rederived;
       }
       std::unique_ptr<backends::Kernel> k = backend->instantiate(*ins.node, spec);

@@ -173,6 +173,36 @@ TEST(KilnFile, EditedSpecsAreTheKernelsSpecs) {
   fs::remove_all(tmp);
 }
 
+// A plan made for one thread, loaded into a two-thread session: only the work splits are
+// derived again (counted), and the outputs still match the reference.
+TEST(KilnFile, AnotherThreadCountRederivesOnlyTheSplits) {
+  const fs::path dir = fs::path(KILN_SOURCE_DIR) / "models" / "squeezenet1_1";
+  const fs::path tmp = temp_dir();
+  Session::create((dir / "model.onnx").string())->save((tmp / "one.kiln").string());
+  SessionOptions two;
+  two.threads = 2;
+  auto s = Session::create((tmp / "one.kiln").string(), two);
+  const SessionStats st = s->stats();
+  EXPECT_EQ(st.plan_threads, 1);
+  EXPECT_GT(st.splits_rederived, 0);
+  EXPECT_EQ(st.kernel_choices, 0);
+  EXPECT_EQ(st.lowering_passes, 0);
+  for (const auto& cp : SessionAccess::plans(*s))
+    for (const lower::Instruction& ins : cp->program.instructions)
+      if (ins.kernel) {
+        EXPECT_EQ(ins.kernel->spec().threads, 2) << ins.node->describe();
+      }
+  for (const fs::path& set : testdata::find_data_sets(dir)) {
+    testdata::DataSet ds = testdata::load_data_set(set, s->inputs(), s->outputs());
+    const std::vector<Tensor> outs = s->run(ds.inputs);
+    for (size_t o = 0; o < outs.size(); ++o) {
+      auto c = testdata::compare(outs[o], ds.outputs[o], 1e-3, 1e-4);
+      EXPECT_TRUE(c.ok) << set << ": " << c.problem;
+    }
+  }
+  fs::remove_all(tmp);
+}
+
 // Two inputs' worth of a small static model, for the refusal tests.
 fs::path small_kiln(const fs::path& tmp) {
   const fs::path model = fs::path(KILN_SOURCE_DIR) / "models" / "squeezenet1_1" / "model.onnx";

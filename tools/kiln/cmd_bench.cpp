@@ -113,6 +113,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                           {"session_ready_ms", ready_ms},
                           {"arena_bytes", session->arena_bytes()}, {"threads", args->threads},
                           {"runs", args->runs},           {"peak_rss_bytes", static_cast<int64_t>(ru.ru_maxrss) * 1024}};
+      const SessionStats st = session->stats();
+      j["plans"] = {{"built", st.plans_built}, {"loaded", st.plans_loaded}, {"kernel_choices", st.kernel_choices},
+                    {"lowering_passes", st.lowering_passes}, {"optimizer_passes", st.optimizer_passes},
+                    {"plan_threads", st.plan_threads}, {"splits_rederived", st.splits_rederived}};
       if (other)
         j["paired"] = {{"disabled", args->pair_disable}, {"median_ms", median_of(other_ms)},
                        {"ratio_median", median_of(ratios)}};
@@ -123,6 +127,13 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       const char* wait = std::getenv("OMP_WAIT_POLICY");
       std::printf("threads:        %d (OMP_WAIT_POLICY=%s)\n", args->threads, wait ? wait : "unset");
       std::printf("session create: %.1f ms (ready %.1f ms)\n", create_ms, ready_ms);
+      const SessionStats st = session->stats();
+      if (st.plans_loaded > 0)
+        std::printf("plans:          %lld loaded (made for %d threads%s), %lld compiled here\n",
+                    static_cast<long long>(st.plans_loaded), st.plan_threads,
+                    st.splits_rederived ? (", " + std::to_string(st.splits_rederived) + " kernels' splits re-derived").c_str()
+                                        : "",
+                    static_cast<long long>(st.plans_built));
       std::printf("latency:        median %.3f ms, min %.3f ms, max %.3f ms (%d runs, %d warmup)\n", median, ms.front(),
                   ms.back(), args->runs, args->warmup);
       std::printf("arena:          %lld bytes\n", static_cast<long long>(session->arena_bytes()));

@@ -514,7 +514,8 @@ void add_conv_chain_kernels(std::vector<KernelFactory>& table) {
                    .choices = [](const ir::Node&, int threads) -> plan::ParamChoices {
                      const int64_t b = band_bytes(threads);
                      return {{"band_bytes", {b / 4, b / 2, b, 2 * b}}, {"band_rows", {int64_t{0}, int64_t{2}, int64_t{5}}}};
-                   }});
+                   },
+                   .thread_params = {"band_bytes"}});
 }
 
 }  // namespace kiln::backends::cpu

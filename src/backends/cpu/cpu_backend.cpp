@@ -59,6 +59,17 @@ class CpuBackend : public Backend {
         if (auto k = build(f, node, spec)) return k;
     return nullptr;
   }
+  plan::KernelSpec rederive(const ir::Node& node, plan::KernelSpec spec, int threads) const override {
+    for (const auto& f : cpu::kernel_factories())
+      if (f.domain == node.domain() && f.op == node.op_type() && name_of(f) == spec.impl && f.choose) {
+        const auto fresh = f.choose(node, threads);
+        for (const std::string& p : f.thread_params)
+          if (auto it = fresh.find(p); it != fresh.end()) spec.params[p] = it->second;
+        break;
+      }
+    spec.threads = threads;
+    return spec;
+  }
   plan::ParamChoices param_choices(const ir::Node& node, const plan::KernelSpec& spec) const override {
     for (const auto& f : cpu::kernel_factories())
       if (f.domain == node.domain() && f.op == node.op_type() && name_of(f) == spec.impl && f.choices)

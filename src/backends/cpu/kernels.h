@@ -26,6 +26,9 @@ struct KernelFactory {
   std::function<std::map<std::string, plan::ParamValue>(const ir::Node& node, int threads)> choose = nullptr;
   std::function<std::unique_ptr<Kernel>(const ir::Node& node, const plan::KernelSpec& spec)> make_spec = nullptr;
   std::function<plan::ParamChoices(const ir::Node& node, int threads)> choices = nullptr;
+  // The parameters choose() derives from the thread count (a plan made for another team size
+  // takes them from choose() again).
+  std::vector<std::string> thread_params = {};
 };
 
 const std::vector<KernelFactory>& kernel_factories();

@@ -81,7 +81,8 @@ void add_matmul_rows_kernels(std::vector<KernelFactory>& table) {
                      .name = "kiln_matmul_rows",
                      .choose = choose,
                      .make_spec = make_matmul_rows,
-                     .choices = choices});
+                     .choices = choices,
+                     .thread_params = {"depth", "split"}});
 }
 
 }  // namespace kiln::backends::cpu

@@ -589,7 +589,8 @@ void add_pointwise_conv_kernels(std::vector<KernelFactory>& table) {
                        const auto c = pointwise_choice_of(s, kn->first, kn->second);
                        return c ? make_kiln_pointwise(n, s.threads, 0, max_pixels, &*c) : nullptr;
                      },
-                     .choices = choices});
+                     .choices = choices,
+                     .thread_params = {"depth", "split"}});
   }
 }
 
