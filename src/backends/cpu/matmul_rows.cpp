@@ -65,15 +65,8 @@ std::unique_ptr<Kernel> make_matmul_rows(const ir::Node& node, const plan::Kerne
 }  // namespace
 
 void add_matmul_rows_kernels(std::vector<KernelFactory>& table) {
-  auto choose = [](const ir::Node& n, int t) -> std::map<std::string, plan::ParamValue> {
-    const auto kn = rows_dims(n);
-    if (!kn) return {};
-    return pointwise_params(pointwise_rule(kn->first, kn->second, t, kRowsSplitMinWeightBytes));
-  };
-  auto choices = [](const ir::Node& n, int t) -> plan::ParamChoices {
-    const auto kn = rows_dims(n);
-    return kn ? pointwise_choices(kn->first, kn->second, t) : plan::ParamChoices{};
-  };
+  const auto choose = pointwise_chooser(rows_dims, kRowsSplitMinWeightBytes);
+  const auto choices = pointwise_lister(rows_dims);
   for (const char* domain : {"", "kiln"})
     table.push_back({.domain = domain,
                      .op = std::string(domain).empty() ? "MatMul" : "FusedMatMul",

@@ -354,6 +354,22 @@ plan::ParamChoices pointwise_choices(int64_t K, int64_t N, int threads) {
   return c;
 }
 
+std::function<std::map<std::string, plan::ParamValue>(const ir::Node&, int)> pointwise_chooser(PointwiseDimsOf dims_of,
+                                                                                               int64_t split_min_bytes) {
+  return [=](const ir::Node& n, int t) -> std::map<std::string, plan::ParamValue> {
+    const auto kn = dims_of(n);
+    return kn ? pointwise_params(pointwise_rule(kn->first, kn->second, t, split_min_bytes))
+              : std::map<std::string, plan::ParamValue>{};
+  };
+}
+
+std::function<plan::ParamChoices(const ir::Node&, int)> pointwise_lister(PointwiseDimsOf dims_of) {
+  return [=](const ir::Node& n, int t) {
+    const auto kn = dims_of(n);
+    return kn ? pointwise_choices(kn->first, kn->second, t) : plan::ParamChoices{};
+  };
+}
+
 std::optional<PointwiseChoice> pointwise_choice_of(const plan::KernelSpec& s, int64_t K, int64_t N) {
   for (const char* p : {"depth", "pair", "split"})
     if (!s.params.count(p)) return std::nullopt;
@@ -567,15 +583,8 @@ void add_pointwise_conv_kernels(std::vector<KernelFactory>& table) {
   // kiln's is at least as fast on efficientnet_b0's 28x28 to 112x112 project convs; without a
   // scale, beyond kMaxPixels the two are level.
   auto scaled = [](const ir::Node& n) { return n.num_inputs() > 4 && n.input(4); };
-  auto choose = [](const ir::Node& n, int t) -> std::map<std::string, plan::ParamValue> {
-    const auto kn = pointwise_dims(n);
-    if (!kn) return {};
-    return pointwise_params(pointwise_rule(kn->first, kn->second, t, kSplitOutputsMinWeightBytes));
-  };
-  auto choices = [](const ir::Node& n, int t) -> plan::ParamChoices {
-    const auto kn = pointwise_dims(n);
-    return kn ? pointwise_choices(kn->first, kn->second, t) : plan::ParamChoices{};
-  };
+  const auto choose = pointwise_chooser(pointwise_dims, kSplitOutputsMinWeightBytes);
+  const auto choices = pointwise_lister(pointwise_dims);
   for (const bool with_scale : {false, true}) {
     const int64_t max_pixels = with_scale ? std::numeric_limits<int64_t>::max() : kMaxPixels;
     table.push_back({.domain = "kiln",

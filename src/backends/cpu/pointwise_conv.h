@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -45,6 +46,12 @@ std::map<std::string, plan::ParamValue> pointwise_params(const PointwiseChoice& 
 // spec's threads.
 std::optional<PointwiseChoice> pointwise_choice_of(const plan::KernelSpec& s, int64_t K, int64_t N);
 plan::ParamChoices pointwise_choices(int64_t K, int64_t N, int threads);
+// A factory's choose() and choices() (kernels.h) for an implementation on this kernel, whose
+// nodes' K and N `dims_of` reads (nullopt: another form, no parameters).
+using PointwiseDimsOf = std::optional<std::pair<int64_t, int64_t>> (*)(const ir::Node&);
+std::function<std::map<std::string, plan::ParamValue>(const ir::Node&, int)> pointwise_chooser(PointwiseDimsOf dims_of,
+                                                                                               int64_t split_min_bytes);
+std::function<plan::ParamChoices(const ir::Node&, int)> pointwise_lister(PointwiseDimsOf dims_of);
 
 // Pair mode (pointwise_conv.cpp) up to this many input channels.
 constexpr int64_t kPairMaxK = 1024;
