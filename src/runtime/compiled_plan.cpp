@@ -14,7 +14,7 @@
 #include "lower/fold_channel_scale.h"
 #include "lower/fuse_conv_chain.h"
 #include "lower/fuse_conv_concat.h"
-#include "lower/kernel_selection.h"
+#include "backends/kernel_selection.h"
 #include "lower/layout_assignment.h"
 #include "lower/materialize_constants.h"
 #include "ops/core/infer_graph.h"
@@ -143,7 +143,7 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
   if (backend)
     for (lower::Instruction& ins : cp->program.instructions) {
       if (!all_static(*ins.node)) continue;
-      lower::SelectedKernel k = lower::select_kernel(*backend, *ins.node, backend->threads());
+      backends::SelectedKernel k = backends::select_kernel(*backend, *ins.node, backend->threads());
       if (k.kernel) {
         ins.kernel = std::move(k.kernel);
         ins.backend = k.name.empty() ? backend->name() : backend->name() + ":" + k.name;

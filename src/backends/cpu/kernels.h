@@ -15,7 +15,7 @@ struct KernelFactory {
   // nullptr = declined (unsupported form); the reference kernel runs the node instead.
   std::function<std::unique_ptr<Kernel>(const ir::Node& node, int threads)> make;
   // The implementation's name when an op has several ("onednn_nhwc", "onednn_any"): kernel
-  // selection (src/lower/kernel_selection.h) times them under --tune. Empty = "kiln".
+  // selection (src/backends/kernel_selection.h) times them under --tune. Empty = "kiln".
   std::string name = "";
 };
 
