@@ -4,6 +4,7 @@
     check_layering.py TABLE SRC_DIR                    the tree must follow the table
     check_layering.py TABLE SRC_DIR --docs MD          ... and MD's "## Layers" table matches
     check_layering.py TABLE SRC_DIR --expect FILE      the violations must be exactly FILE's lines
+    check_layering.py TABLE --symbols LAYER=FILE...    the same for the built libraries' symbols
 
 A file in SRC_DIR/<layer>/ may include, from SRC_DIR, only headers of its own layer and of the
 layers it uses (transitively, as the table lists them), plus the public headers (kiln/...).
@@ -17,6 +18,7 @@ the violations found are exactly the lines of FILE, else prints the difference a
 """
 import os
 import re
+import subprocess
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
@@ -127,8 +129,45 @@ def check_docs(table, docs):
     return problems
 
 
+def check_symbols(table, pieces, nm="nm"):
+    """pieces: LAYER=FILE (an archive or an object of that layer). No piece may need a symbol
+    that only layers it may not use define: the table holds for the link, not only for the
+    #includes (a forward declaration can reach where an include may not)."""
+    allowed = closure(read_table(table))
+    defined, needed = {}, {}
+    for piece in pieces:
+        layer, path = piece.split("=", 1)
+        if layer not in allowed:
+            sys.exit(f"{piece}: '{layer}' is not in the layer table")
+        out = subprocess.run([nm, "-g", "-P", path], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            fields = line.split()
+            if len(fields) < 2 or line.endswith(":"):
+                continue  # an archive member's name
+            name, kind = fields[0], fields[1]
+            if kind == "U":
+                needed.setdefault(name, set()).add((layer, os.path.basename(path)))
+            else:
+                defined.setdefault(name, set()).add(layer)
+    problems = []
+    for name, users in sorted(needed.items()):
+        owners = defined.get(name)
+        if not owners:
+            continue  # the standard library, oneDNN, ONNX...
+        for layer, path in sorted(users):
+            if not owners & allowed[layer]:
+                problems.append(f"{path}: {layer} needs {name}, defined in {', '.join(sorted(owners))}")
+    return problems
+
+
 def main():
     args = sys.argv[1:]
+    if len(args) >= 2 and args[1] == "--symbols":
+        problems = check_symbols(args[0], args[2:])
+        for p in problems:
+            print(p)
+        print(f"layering: {len(problems)} symbol(s) needed against the table {args[0]}")
+        return 1 if problems else 0
     if len(args) not in (2, 4) or (len(args) == 4 and args[2] not in ("--expect", "--docs")):
         sys.exit(__doc__)
     problems = check(args[0], args[1])
