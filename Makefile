@@ -48,7 +48,8 @@ tsan: deps
 	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/test_backends --gtest_filter='CpuKernels.ConvWinograd*:CpuKernels.ConvChainConcurrentCallers'
 
 # libFuzzer targets (fuzz/, build-fuzz/; clang, ASan+UBSan): fuzz_load (load + verify + shape
-# inference + optimizer) and fuzz_compile (session creation on the CPU backend: plan, kernels).
+# inference + optimizer), fuzz_compile (session creation on the CPU backend: lowering passes,
+# executable plan, kernels) and fuzz_kiln (damaged .kiln files: loaded and run).
 # `make fuzz` builds them; `make fuzz-run FUZZ_TIME=1800 [FUZZ_TARGET=fuzz_compile]` fuzzes
 # (docs/reliability.md).
 FUZZ_TIME ?= 1800
@@ -56,7 +57,7 @@ FUZZ_TARGET ?= fuzz_load
 fuzz:
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
 	  -DKILN_SANITIZE=fuzzer -DKILN_TESTS=OFF
-	cmake --build build-fuzz -j $(JOBS) --target fuzz_load fuzz_compile make_seeds
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_load fuzz_compile fuzz_kiln make_seeds
 
 fuzz-run: fuzz
 	bash scripts/fuzz.sh build-fuzz $(SHARED_MODELS) $(FUZZ_TIME) $(FUZZ_TARGET)

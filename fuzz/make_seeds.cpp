@@ -11,6 +11,9 @@
 #include <set>
 #include <sstream>
 
+#include <kiln/error.h>
+#include <kiln/session.h>
+
 #include "ops/core/registry.h"
 
 namespace fs = std::filesystem;
@@ -63,8 +66,14 @@ int main(int argc, char** argv) {
     for (const std::string& w : words) std::cout << '"' << w << "\"\n";
     return 0;
   }
+  // --kiln: each stripped model that compiles is written as a .kiln file instead (fuzz_kiln).
+  const bool kiln_files = argc > 1 && std::string(argv[1]) == "--kiln";
+  if (kiln_files) {
+    --argc;
+    ++argv;
+  }
   if (argc < 3) {
-    std::cerr << "usage: make_seeds OUT_DIR MODEL.onnx... | make_seeds --dict\n";
+    std::cerr << "usage: make_seeds [--kiln] OUT_DIR MODEL.onnx... | make_seeds --dict\n";
     return 2;
   }
   fs::path out(argv[1]);
@@ -81,6 +90,18 @@ int main(int argc, char** argv) {
       continue;
     }
     strip(*m.mutable_graph());
+    if (kiln_files) {
+      try {
+        kiln::SessionOptions opts;
+        opts.memory_cap_bytes = int64_t{256} << 20;
+        auto s = kiln::Session::create_from_bytes(m.SerializeAsString(), opts, "/nonexistent");
+        s->save((out / (in.parent_path().filename().string() + ".kiln")).string());
+        ++written;
+      } catch (const kiln::Error& e) {
+        std::cerr << "skipped (" << e.what() << "): " << in << "\n";
+      }
+      continue;
+    }
     std::string name = in.parent_path().filename().string() + ".onnx";
     std::ofstream o(out / name, std::ios::binary);
     m.SerializeToOstream(&o);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make fuzz-run: runs build-fuzz/fuzz/$FUZZ_TARGET (fuzz_load: load, verify, inference,
-# optimizer; fuzz_compile: session creation on the CPU backend, plan and kernels included) for
+# optimizer; fuzz_compile: session creation on the CPU backend, plan and kernels included;
+# fuzz_kiln: damaged .kiln files, loaded and run, seeded with the seeds compiled) for
 # FUZZ_TIME seconds (one worker process in
 # fork mode, so it goes on after a crash and collects them all) on a corpus kept in build-fuzz/corpus, seeded with the shared models
 # (weights stripped, see fuzz/make_seeds.cpp) and a sample of ONNX's node-test models. Crash
@@ -13,6 +14,7 @@ TARGET=${4:-fuzz_load}
 NODE_TESTS=${NODE_TESTS:-/usr/share/libonnx-testdata/data/node}
 
 seeds="$BUILD/seeds"
+[ "$TARGET" = fuzz_kiln ] && seeds="$BUILD/seeds-kiln"
 corpus="$BUILD/corpus"
 [ "$TARGET" = fuzz_load ] || corpus="$BUILD/corpus-$TARGET"
 mkdir -p "$seeds" "$corpus" "$BUILD/artifacts"
@@ -23,7 +25,11 @@ if [ -z "$(ls -A "$seeds")" ]; then
   if [ -d "$NODE_TESTS" ]; then
     while IFS= read -r m; do models+=("$m"); done < <(ls "$NODE_TESTS"/*/model.onnx | awk 'NR % 3 == 1')
   fi
-  "$BUILD/fuzz/make_seeds" "$seeds" "${models[@]}"
+  if [ "$TARGET" = fuzz_kiln ]; then
+    "$BUILD/fuzz/make_seeds" --kiln "$seeds" "${models[@]}"
+  else
+    "$BUILD/fuzz/make_seeds" "$seeds" "${models[@]}"
+  fi
 fi
 "$BUILD/fuzz/make_seeds" --dict > "$BUILD/onnx.dict"
 

@@ -65,8 +65,8 @@ void run_case(benchmark::State& state, const OneNode& c, size_t candidate) {
     auto cands = backend->candidates(*n);
     if (candidate >= cands.size()) return state.SkipWithError("no such candidate");
     auto kernel = cands[candidate].make();
-    if (!kernel) return state.SkipWithError(("declined: " + cands[candidate].name).c_str());
-    state.SetLabel(cands[candidate].name);
+    if (!kernel) return state.SkipWithError(("declined: " + cands[candidate].spec.impl).c_str());
+    state.SetLabel(cands[candidate].spec.impl);
     kernels.push_back(std::move(kernel));
   }
   std::vector<const Tensor*> in_ptrs;
@@ -93,7 +93,7 @@ void add(const std::string& name, OneNode c, size_t candidates = 1) {
 // The machine's FP32 peak: independent AVX-512 FMA chains (16 of them, more than the FMA
 // latency times the two FMA ports), on 1 and 2 threads. The "% of peak" of a model's run is
 // measured against this number taken on the same machine at the same time (bench/efficiency.sh),
-// since the machines this runs on differ (KERNELS.md's 267 GFLOP/s was a Zen 5 at 4.2 GHz).
+// since the machines this runs on differ (KERNELS.md's peak was taken on a Zen 5 at 4.2 GHz).
 __attribute__((target("avx512f"), noinline)) float fma_chains(int64_t iters) {
   typedef float v16 __attribute__((vector_size(64)));
   v16 a[16];
@@ -165,7 +165,7 @@ void stem_rows(benchmark::State& state) {
 // kiln's depthwise kernel (mobilenet_v2's 7x7x960, 3x3, ReLU6) with its input where a chain's
 // first window is: at the start of a mapping, the page before it not mapped (arg 1), or with
 // mapped pages around it (arg 0). The masked-out loads of the edge pixels must not go outside
-// the rows (depthwise_conv.cpp, edge_tap): there they took 3x the time.
+// the rows (depthwise_conv.cpp, edge_tap): there they take a slow path.
 void depthwise_at_mapping_start(benchmark::State& state) {
   if (!__builtin_cpu_supports("avx512f")) return state.SkipWithError("no AVX-512");
   backends::cpu::DepthwiseShape s;

@@ -66,9 +66,23 @@ struct SessionOptions {
   int64_t max_loop_iterations = kDefaultMaxLoopIterations;
 };
 
+// What a session has compiled and what it loaded ready-made (a .kiln file's plans).
+struct SessionStats {
+  int64_t plans_built = 0;       // plans compiled here: optimizer-free shape binding, lowering, kernel choice
+  int64_t plans_loaded = 0;      // plans read from a .kiln file
+  int64_t optimizer_passes = 0;  // graph optimizer passes run (at creation)
+  int64_t lowering_passes = 0;   // lowering passes run, over all plans built
+  int64_t kernel_choices = 0;    // kernels chosen by the backend's rule or by timing
+  int64_t splits_rederived = 0;  // loaded kernels whose work splits were re-made for this thread count
+  int plan_threads = 0;          // the thread count a loaded plan was made for (0: none loaded)
+};
+
 class Session {
  public:
+  // `model_path`: an ONNX model, or a .kiln file written by save() (`kiln compile`), which runs
+  // without its source: its plans are loaded, not compiled.
   static std::unique_ptr<Session> create(const std::string& model_path, const SessionOptions& opts = {});
+  // The same from a file's bytes (ONNX or .kiln).
   static std::unique_ptr<Session> create_from_bytes(const std::string& model_bytes, const SessionOptions& opts = {},
                                                     const std::string& model_dir = ".");
   ~Session();
@@ -91,6 +105,13 @@ class Session {
   // How many execution plans (one per distinct input-shape signature) this session has built.
   // A second run with known shapes reuses its plan; the count stays.
   int64_t plans_built() const;
+  SessionStats stats() const;
+  // Compiles the plan for these input dims now (one vector per input, in inputs() order), as
+  // the first run with them would.
+  void prepare(const std::vector<std::vector<int64_t>>& input_dims);
+  // Writes the session as a .kiln file: its optimized graph (when an input has symbolic dims)
+  // and every plan built so far, with their lowered graphs and kernel specs.
+  void save(const std::string& path) const;
   // Re-checks every memory plan built so far with the independent checker: "" when no two
   // buffers live at the same time overlap, else the problem found.
   std::string verify_plans() const;
@@ -98,12 +119,13 @@ class Session {
   int64_t arena_bytes() const;
   // Blocks until every kernel of the plans built so far has finished the weight preparation it
   // left to a background thread at creation. A session runs correctly at once; some convs run
-  // a slower form until then (about half a second for resnet18). Benchmarks call this first.
+  // a slower form until then (for resnet18, a fraction of a second). Benchmarks call this first.
   void wait_ready() const;
 
   struct Impl;
 
  private:
+  friend struct SessionAccess;  // kiln's own tests and tools (src/runtime/session_access.h)
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

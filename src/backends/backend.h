@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "plan/kernel_spec.h"
 
 namespace kiln::backends {
 
@@ -30,11 +31,18 @@ class Kernel {
   // (Backend::hold_team). A kernel that runs a multithreaded oneDNN primitive itself must not:
   // inside the held team the primitive would run on one thread.
   virtual bool runs_in_team() const { return false; }
+  // The spec this kernel was built from (Backend::instantiate sets it): every choice it runs by.
+  const plan::KernelSpec& spec() const { return spec_; }
+  void set_spec(plan::KernelSpec s) { spec_ = std::move(s); }
+
+ private:
+  plan::KernelSpec spec_;
 };
 
 struct KernelCandidate {
-  std::string name;  // the implementation, e.g. "onednn_alt_layout"
-  // Builds the kernel (prepacking weights), or nullptr when this implementation declines the node.
+  plan::KernelSpec spec;  // the implementation (spec.impl, e.g. "onednn_alt_layout") and its choices
+  // Builds the kernel from `spec` (prepacking weights), or nullptr when this implementation
+  // declines the node.
   std::function<std::unique_ptr<Kernel>()> make;
 };
 
@@ -52,11 +60,27 @@ class Backend {
   // A kernel for `node` (whose input and output types are static), or nullptr to decline.
   virtual std::unique_ptr<Kernel> create(const ir::Node& node) const = 0;
   // The implementations that may accept `node`, in order of preference (create() returns the
-  // first that accepts).
+  // first that accepts), each with the choices its rule makes for the node.
   virtual std::vector<KernelCandidate> candidates(const ir::Node& node) const {
-    return {{name(), [this, &node] { return create(node); }}};
+    plan::KernelSpec s{.backend = name(), .impl = name(), .threads = threads()};
+    return {{s, [this, &node] { return create(node); }}};
   }
+  // The kernel `spec` describes for `node`, built from the spec alone: its implementation and
+  // parameters are taken as given, never re-decided (a plan loaded or edited). nullptr when that
+  // implementation cannot run the node with those parameters.
+  virtual std::unique_ptr<Kernel> instantiate(const ir::Node& node, const plan::KernelSpec& spec) const {
+    if (spec.backend != name() || spec.impl != name()) return nullptr;
+    auto k = create(node);
+    if (k) k->set_spec(spec);
+    return k;
+  }
+  // Every valid value of each parameter of `spec`'s implementation for `node` (tests that edit
+  // plans; tuning).
+  virtual plan::ParamChoices param_choices(const ir::Node&, const plan::KernelSpec&) const { return {}; }
   virtual int threads() const { return 1; }
+  // The CPU features kiln's kernels of this backend dispatch on and this machine has (a plan
+  // chosen here needs them where it is loaded).
+  virtual std::vector<std::string> isa_features() const { return {}; }
   const TuneOptions& tuning() const { return tune_; }
   void set_tuning(TuneOptions t) { tune_ = std::move(t); }
   // The names of the implementations this backend may pick (KernelCandidate::name), and those

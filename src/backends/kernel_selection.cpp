@@ -125,28 +125,27 @@ std::string tune_key(const ir::Node& node, int threads) {
 
 SelectedKernel select_kernel(const Backend& backend, const ir::Node& node, int threads) {
   SelectedKernel sel;
+  auto take = [&](std::unique_ptr<Kernel> k, const KernelCandidate& c) {
+    sel.kernel = std::move(k);
+    sel.spec = c.spec;
+    sel.name = c.spec.impl;
+  };
   std::vector<KernelCandidate> cands = backend.candidates(node);
-  if (!backend.tuning().enabled) {
+  if (!backend.tuning().enabled || cands.size() == 1) {
     for (const auto& c : cands)  // the first candidate that accepts, without building the others
-      if ((sel.kernel = c.make())) {
-        sel.name = c.name;
+      if (auto k = c.make()) {
+        take(std::move(k), c);
         break;
       }
-    return sel;
-  }
-  if (cands.size() == 1) {
-    sel.kernel = cands[0].make();
-    sel.name = sel.kernel ? cands[0].name : "";
     return sel;
   }
   TuneCache& cache = TuneCache::at(tune_cache_path(backend.tuning()));
   const std::string key = tune_key(node, threads);
   const std::string known = cache.lookup(key);
   for (const auto& c : cands)
-    if (!known.empty() && c.name == known)
+    if (!known.empty() && c.spec.impl == known)
       if (auto k = c.make()) {  // only the remembered winner is built (and prepacked)
-        sel.kernel = std::move(k);
-        sel.name = c.name;
+        take(std::move(k), c);
         return sel;
       }
   double best = 1e30;
@@ -161,8 +160,7 @@ SelectedKernel select_kernel(const Backend& backend, const ir::Node& node, int t
     }
     if (t < best || !sel.kernel) {
       best = t;
-      sel.kernel = std::move(k);
-      sel.name = c.name;
+      take(std::move(k), c);
     }
   }
   if (sel.kernel) cache.store(key, sel.name);

@@ -13,7 +13,8 @@ namespace kiln::backends {
 
 struct SelectedKernel {
   std::shared_ptr<const Kernel> kernel;  // null: the backend declined every form
-  std::string name;                                // the implementation chosen
+  plan::KernelSpec spec;                           // the implementation chosen and its choices
+  std::string name;                                // spec.impl
   bool timed = false;                              // true when chosen by timing just now
 };
 

@@ -23,4 +23,8 @@ bool fold_anchor_epilogues(ir::Graph& g) {
   return changed;
 }
 
+std::unique_ptr<passes::Pass> make_anchor_epilogues_pass() {
+  return std::make_unique<passes::FunctionPass>("anchor_epilogues", fold_anchor_epilogues);
+}
+
 }  // namespace kiln::fusion

@@ -273,4 +273,13 @@ CollapseStats collapse_groups(ir::Graph& g, const FusionOptions& opts,
   return st;
 }
 
+std::unique_ptr<passes::Pass> make_collapse_groups_pass(const FusionOptions& opts,
+                                                        std::function<bool(const ir::Node&)> evaluable,
+                                                        CollapseStats* stats) {
+  return std::make_unique<passes::FunctionPass>("collapse_groups", [=](ir::Graph& g) {
+    *stats = collapse_groups(g, opts, evaluable);
+    return stats->fused_nodes > 0;
+  });
+}
+
 }  // namespace kiln::fusion

@@ -6,9 +6,11 @@
 // injective and reduction members stay single nodes.
 #pragma once
 #include <functional>
+#include <memory>
 
 #include "fusion/partitioner.h"
 #include "ir/graph.h"
+#include "passes/pass.h"
 
 namespace kiln::fusion {
 
@@ -21,5 +23,9 @@ struct CollapseStats {
 // types are static (a compiled plan's specialized clone).
 CollapseStats collapse_groups(ir::Graph& g, const FusionOptions& opts,
                               const std::function<bool(const ir::Node&)>& evaluable);
+// As a lowering pass: "collapse_groups"; fills *stats.
+std::unique_ptr<passes::Pass> make_collapse_groups_pass(const FusionOptions& opts,
+                                                        std::function<bool(const ir::Node&)> evaluable,
+                                                        CollapseStats* stats);
 
 }  // namespace kiln::fusion

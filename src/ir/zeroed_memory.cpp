@@ -106,7 +106,7 @@ std::shared_ptr<void> allocate_zeroed(size_t bytes) {
   if (bytes == 0) bytes = 1;
   // Kept memory serves requests from 64 KiB (less would waste much of their last page): where
   // the weights are mostly smaller than 2 MiB (mobilenet_v2, bert), the model file's bytes
-  // would otherwise stay kept beside fresh copies (peak RSS 45 -> 52 MB).
+  // would otherwise stay kept beside fresh copies, raising peak RSS.
   const size_t len = (bytes + 4095) / 4096 * 4096;
   if (bytes >= (size_t{64} << 10))
     if (std::shared_ptr<void> p = reuse(len)) return p;

@@ -1,9 +1,9 @@
 // Zeroed, 64-byte aligned memory for tensors and packed weights. From 2 MiB up a buffer is a
 // mapping of its own, 2 MiB aligned and advised for transparent huge pages, because the first
-// touch of fresh memory is paid per page: on the virtual machines kiln was measured on, a page
-// fault cost about 11 us, so 48 MB of weights in 4 KiB pages took 140 ms to fill and 4-8 ms in
-// 2 MiB pages, and those first touches were most of resnet18's session creation. Fresh
-// mappings are zero already, so large buffers skip the memset too.
+// touch of fresh memory is paid per page: on virtual machines that shadow the guest's page
+// tables a page fault costs microseconds, so filling weights in 4 KiB pages takes tens of times
+// longer than in 2 MiB pages, and those first touches dominate a large model's session
+// creation. Fresh mappings are zero already, so large buffers skip the memset too.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -18,7 +18,7 @@ std::shared_ptr<void> allocate_zeroed(size_t bytes);
 
 // While one is alive (in any thread), freed buffers that are mappings of their own (2 MiB and
 // more, or parts of kept ones) are kept, resident, to serve later requests of 64 KiB and more
-// (zeroed with a memset, about 10x cheaper here than fresh pages' first touches) instead of
+// (zeroed with a memset, far cheaper than fresh pages' first touches) instead of
 // being unmapped; the last one to end unmaps what is left. A session's creation holds one: the
 // model file's bytes, freed once its weights are copied out, become the packed weights' memory
 // (resnet18: 46 MB of page faults fewer).

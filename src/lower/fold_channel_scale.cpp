@@ -80,4 +80,9 @@ int fold_channel_scales(ir::Graph& g, int64_t free_pixels) {
   return static_cast<int>(folds.size());
 }
 
+std::unique_ptr<passes::Pass> make_channel_scale_pass(int* folded) {
+  return std::make_unique<passes::FunctionPass>("channel_scale",
+                                                [folded](ir::Graph& g) { return (*folded = fold_channel_scales(g)) > 0; });
+}
+
 }  // namespace kiln::lower

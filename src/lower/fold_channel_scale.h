@@ -11,17 +11,22 @@
 #pragma once
 #include <cstdint>
 
+#include <memory>
+
 #include "ir/graph.h"
+#include "passes/pass.h"
 
 namespace kiln::lower {
 
 // 1x1 convs of at most this many pixels take a scale at no cost: kiln_pointwise runs them
 // (up to the cpu backend's kMaxPixels, checked in tests/lower/test_fold_channel_scale.cpp) and
-// scales each weight vector as it loads it. Not raised with kMaxPixels (256 -> 4096): folding
-// into the 28x28 and 56x56 blocks is unmeasured.
+// scales each weight vector as it loads it. Below kMaxPixels on purpose: folding into the 28x28
+// and 56x56 blocks is unmeasured.
 constexpr int64_t kScaleFreePixels = 256;
 
 // Rewrites a channels-last graph with static types; returns how many Muls were folded.
 int fold_channel_scales(ir::Graph& g, int64_t free_pixels = kScaleFreePixels);
+// As a lowering pass: "channel_scale"; *folded = how many Muls it folded.
+std::unique_ptr<passes::Pass> make_channel_scale_pass(int* folded);
 
 }  // namespace kiln::lower

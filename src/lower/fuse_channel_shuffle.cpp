@@ -117,4 +117,12 @@ int fuse_channel_shuffle(ir::Graph& g) {
   return n;
 }
 
+std::unique_ptr<passes::Pass> make_channel_shuffle_pass(LayoutStats* stats) {
+  return std::make_unique<passes::FunctionPass>("channel_shuffle", [stats](ir::Graph& g) {
+    if (fuse_channel_shuffle(g) == 0) return false;
+    stats->transposes = count_transposes(g);  // the shuffles' transposes are gone
+    return true;
+  });
+}
+
 }  // namespace kiln::lower

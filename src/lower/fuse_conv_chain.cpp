@@ -87,8 +87,8 @@ ir::Node* pool_of(const ir::Value* y) {
 // The Transpose NCHW -> NHWC that only `n` reads, when n is a conv on few input channels and of
 // at most 3x3 taps (the stem on the model's input image, whose kernel then reads the NCHW
 // planes as they are): it joins the chain in front, so the transposed image is never written.
-// Paired both ways (`--pair-disable conv_chain_input`), mobilenet_v2 0.5-1.0% faster at 1
-// thread, -0.5-1.1% at 2; resnet18's 7x7 stem read planar was 0.3-1.0% slower at 1 thread.
+// Not for larger kernels: resnet18's 7x7 stem read planar measured slower than the Transpose in
+// front (`--pair-disable conv_chain_input` measures it).
 ir::Node* transpose_into(const ir::Graph& g, const ir::Node* n) {
   const ir::Value* x = n->input(0);
   ir::Node* t = x->producer();
@@ -117,14 +117,13 @@ int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, b
     ir::Node* pool = pool_of(chain.back()->output(0));
     // A single depthwise conv of at most 5x5 taps (efficientnet's, before their squeeze) with
     // its pool from `light_min_bytes`: its rows are summed while in cache, where a separate
-    // pool reads them again (efficientnet_b0 1.007x at 1 thread, 1.010x at 2, paired).
+    // pool reads them again.
     const auto wd = n->input(1)->type.static_dims();
     const bool depthwise = wd[1] == 1 && n->attr_int("group", 1) == wd[0] && wd[0] > 1;
     const int64_t pool_min = depthwise && wd[2] * wd[3] <= 25 ? std::min(min_bytes, light_min_bytes) : min_bytes;
     if (chain.size() < 2 && !(pool && bytes_of(n->output(0)) >= pool_min)) continue;
     // The kernel splits the last output's rows between the threads; where the shares are
-    // uneven (7 rows: 4 and 3), separate convs, which split pixels, keep both cores busier
-    // (mobilenet_v2 and efficientnet_b0 at 2 threads: 1.004-1.007x, paired).
+    // uneven (7 rows: 4 and 3), separate convs, which split pixels, keep both cores busier.
     const int64_t rows = chain.back()->output(0)->type.static_dims()[1];
     const int64_t largest = (rows + threads - 1) / threads;
     if (threads > 1 && 10 * rows < 9 * largest * threads) continue;
@@ -142,6 +141,13 @@ int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, b
   }
   if (!chains.empty()) g.topological_sort();
   return static_cast<int>(chains.size());
+}
+
+std::unique_ptr<passes::Pass> make_conv_chain_pass(int threads, bool input_transpose, int* chains) {
+  return std::make_unique<passes::FunctionPass>("conv_chain", [=](ir::Graph& g) {
+    *chains = fuse_conv_chains(g, kConvChainMinBytes, kConvChainLightMinBytes, /*pools=*/true, threads, input_transpose);
+    return *chains > 0;
+  });
 }
 
 }  // namespace kiln::lower

@@ -12,7 +12,10 @@
 #pragma once
 #include <cstdint>
 
+#include <memory>
+
 #include "ir/graph.h"
+#include "passes/pass.h"
 
 namespace kiln::lower {
 
@@ -20,21 +23,18 @@ namespace kiln::lower {
 constexpr int64_t kConvChainMinBytes = 1 << 20;
 // From this many between convs of at most 3x3 taps (mobilenet_v2's 28x28 and 14x14 blocks):
 // with two or more threads a chain's threads each run their rows through the whole block without
-// meeting, where separate convs synchronize at every op and hand rows between cores. Paired,
-// mobilenet_v2 at 2 threads: chains worth 1.098x with these links, 1.063x without; 7x7 blocks
-// (128 KiB links) lost 1.6-2.6%. At 1 thread these links cost 2% while the chain's 1x1 layers
-// were oneDNN primitives per band; on kiln's pointwise kernel they gain 0.8% (mobilenet_v2),
-// 0.5% (efficientnet_b0), 1.6% (shufflenet_v2_x1_0), paired. From 128 KiB rather than 192 the
+// meeting, where separate convs synchronize at every op and hand rows between cores. At 1
+// thread they pay too, the chain's 1x1 layers being kiln's pointwise kernel. From 128 KiB the
 // 7x7 blocks (188 KiB links) chain too at 1 thread (at 2 their 7 rows split unevenly, so they
-// stay separate convs): on Zen 5, mobilenet_v2 0.988-0.998x the time, efficientnet_b0
-// 0.983-0.992x, shufflenet_v2_x1_0 0.981-0.989x (paired); from 64 KiB mobilenet_v2 1.019x.
+// stay separate convs); links from 64 KiB measured slower. Measured paired on the shared
+// models: bench/results/history-code-comments.md.
 constexpr int64_t kConvChainLightMinBytes = 128 * 1024;
 
 // Rewrites a channels-last graph with static types; returns how many chains were formed.
-// `pools`: max and average pools may join. Sessions let them at any thread count: paired,
-// squeezenet1_1 1.013x at 1 thread; at 2 threads on Zen 5 (1 MiB L2) squeezenet1_1 1.09x (its
-// stem -> pool -> squeeze chain against a 2-thread stem, pool and squeeze) and resnet18 1.00x,
-// where on the 2 MiB-L2 Xeon squeezenet1_1 measured 1.00x and resnet18 0.978x.
+// `pools`: max and average pools may join. Sessions let them at any thread count: with a 1 MiB
+// L2 squeezenet1_1's stem -> pool -> squeeze chain beats a 2-thread stem, pool and squeeze, and
+// resnet18's is level (with a 2 MiB L2 the 2-thread chains gained nothing;
+// bench/results/history-code-comments.md).
 // `threads`: the team the kernel will split rows across; chains whose last output's rows split
 // unevenly (shares under 90% of the largest on average) are not formed.
 // `input_transpose`: the layout's Transpose of an NCHW input that only a chain's stem (a conv on
@@ -43,5 +43,8 @@ constexpr int64_t kConvChainLightMinBytes = 128 * 1024;
 int fuse_conv_chains(ir::Graph& g, int64_t min_bytes = kConvChainMinBytes,
                      int64_t light_min_bytes = kConvChainMinBytes, bool pools = true, int threads = 1,
                      bool input_transpose = true);
+// As a lowering pass: "conv_chain" with the default link sizes and pools; *chains = how many it
+// formed.
+std::unique_ptr<passes::Pass> make_conv_chain_pass(int threads, bool input_transpose, int* chains);
 
 }  // namespace kiln::lower

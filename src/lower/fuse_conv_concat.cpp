@@ -61,4 +61,9 @@ int fuse_conv_concat(ir::Graph& g) {
   return static_cast<int>(concats.size());
 }
 
+std::unique_ptr<passes::Pass> make_conv_concat_pass(int* fused) {
+  return std::make_unique<passes::FunctionPass>("conv_concat",
+                                                [fused](ir::Graph& g) { return (*fused = fuse_conv_concat(g)) > 0; });
+}
+
 }  // namespace kiln::lower

@@ -337,4 +337,13 @@ LayoutStats assign_channels_last(ir::Graph& g) {
   return st;
 }
 
+std::unique_ptr<passes::Pass> make_channels_last_pass(LayoutStats* stats) {
+  return std::make_unique<passes::FunctionPass>("channels_last", [stats](ir::Graph& g) {
+    const LayoutStats st = assign_channels_last(g);
+    stats->channels_last_ops = st.channels_last_ops;
+    stats->transposes = st.transposes;
+    return st.channels_last_ops > 0;
+  });
+}
+
 }  // namespace kiln::lower

@@ -1,9 +1,12 @@
 // Layout assignment: where the backend prefers channels-last activations (oneDNN's brgconv
-// runs NHWC at the same speed as its blocked formats, and NCHW reorders cost 10-40% of a
+// runs NHWC at the same speed as its blocked formats, and NCHW reorders cost a large share of a
 // conv's time, ../shared/peers/KERNELS.md), convolutions and pooling switch to their NHWC
 // forms and the layout changes move through the graph until they cancel.
 #pragma once
+#include <memory>
+
 #include "ir/graph.h"
+#include "passes/pass.h"
 
 namespace kiln::lower {
 
@@ -22,5 +25,8 @@ LayoutStats assign_channels_last(ir::Graph& g);
 
 // Transposes in g (each one a reorder between layouts, or a model's own).
 int count_transposes(const ir::Graph& g);
+
+// As a lowering pass: "channels_last"; fills stats->channels_last_ops and ->transposes.
+std::unique_ptr<passes::Pass> make_channels_last_pass(LayoutStats* stats);
 
 }  // namespace kiln::lower

@@ -34,4 +34,9 @@ int materialize_constants(ir::Graph& g) {
   return n_done;
 }
 
+std::unique_ptr<passes::Pass> make_materialize_constants_pass() {
+  return std::make_unique<passes::FunctionPass>("materialize_constants",
+                                                [](ir::Graph& g) { return materialize_constants(g) > 0; });
+}
+
 }  // namespace kiln::lower

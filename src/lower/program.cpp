@@ -3,6 +3,7 @@
 #include <kiln/error.h>
 
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ops/core/registry.h"
 
@@ -74,7 +75,14 @@ Program lower(const ir::Graph& g, const LowerOptions& opts) {
     return b.id;
   };
   for (const ir::Value* v : g.inputs()) p.graph_inputs.push_back(add(v, BufferKind::Input));
-  for (const ir::Value* v : g.constants()) add(v, BufferKind::Constant);
+  // Constants the program reads: those of its nodes' inputs and its outputs (one a fused body
+  // reads is the body's kernel's business, one nothing reads no buffer at all).
+  std::unordered_set<const ir::Value*> read;
+  for (const ir::Node* n : g.nodes())
+    for (const ir::Value* v : n->inputs()) read.insert(v);
+  read.insert(g.outputs().begin(), g.outputs().end());
+  for (const ir::Value* v : g.constants())
+    if (read.count(v)) add(v, BufferKind::Constant);
   std::unordered_map<const ir::Value*, bool> is_output;
   for (const ir::Value* v : g.outputs()) is_output[v] = true;
   for (const ir::Value* v : opts.keep) is_output[v] = true;

@@ -5,8 +5,10 @@
 // fails (never an exception for "does not apply"). It may leave dead nodes and nodes out of
 // topological order behind; the PassManager sorts after each pass and DCE sweeps them.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "ir/graph.h"
 
@@ -18,6 +20,20 @@ class Pass {
   virtual std::string name() const = 0;
   // Returns true when the graph changed.
   virtual bool run(ir::Graph& g) = 0;
+};
+
+// A pass made of a rewrite function (the lowering rewrites, fusion's collapse): `rewrite` returns
+// whether it changed the graph.
+class FunctionPass : public Pass {
+ public:
+  FunctionPass(std::string name, std::function<bool(ir::Graph&)> rewrite)
+      : name_(std::move(name)), rewrite_(std::move(rewrite)) {}
+  std::string name() const override { return name_; }
+  bool run(ir::Graph& g) override { return rewrite_(g); }
+
+ private:
+  std::string name_;
+  std::function<bool(ir::Graph&)> rewrite_;
 };
 
 // One factory per pass (each defined in its own file).

@@ -7,8 +7,10 @@
 //   b7                            ██       live [4, 4]  -> may reuse b2's bytes
 //
 // A buffer is live from the instruction that writes it to the last instruction that reads it
-// or any alias of it (views, in-place results). Two placement strategies (greedy by size,
-// greedy by first use) run and the smaller arena is kept; check_plan proves the result.
+// or any alias of it (views, in-place results). Placement: greedy passes (buffers by size, first
+// use, size x lifetime, lifetime; each at the best-fitting or the lowest gap among the buffers
+// live with it) keep the smallest arena; when that is above the lower bound, a bounded local
+// search over the placement order improves it. check_plan proves the result.
 #pragma once
 #include <cstdint>
 #include <string>

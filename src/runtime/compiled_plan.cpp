@@ -7,16 +7,9 @@
 
 #include <limits>
 
-#include "fusion/anchor_epilogues.h"
-#include "ir/clone.h"
-#include "lower/blocked_layout.h"
-#include "lower/fuse_channel_shuffle.h"
-#include "lower/fold_channel_scale.h"
-#include "lower/fuse_conv_chain.h"
-#include "lower/fuse_conv_concat.h"
 #include "backends/kernel_selection.h"
-#include "lower/layout_assignment.h"
-#include "lower/materialize_constants.h"
+#include "ir/clone.h"
+#include "lower/pipelines.h"
 #include "ops/core/infer_graph.h"
 
 namespace kiln::runtime {
@@ -80,17 +73,9 @@ void check_value_sizes(const ir::Graph& g) {
     }
 }
 
-const std::vector<std::string>& lowering_pass_names() {
-  static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "channel_scale", "conv_concat", "conv_chain",
-                                                 "conv_chain_input",
-                                                 "blocked_layout"};
-  return names;
-}
-
 std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
                                       const std::vector<std::string>& keep, const backends::Backend* backend,
                                       int fusion_level, const std::vector<std::string>& disabled) {
-  auto on = [&](const char* pass) { return std::find(disabled.begin(), disabled.end(), pass) == disabled.end(); };
   auto cp = std::make_unique<CompiledPlan>();
   cp->graph = ir::clone(g);
   ir::Graph& sg = *cp->graph;
@@ -102,36 +87,18 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
   // Static dims inferred from the bound inputs win over the symbolic ones already there.
   ops::ShapeInference().run(sg);
   check_value_sizes(sg);  // before lowering, which multiplies the dims out unchecked
-  if (backend && keep.empty()) lower::materialize_constants(sg);
-  if (backend && backend->prefers_channels_last() && keep.empty() && on("channels_last")) {
-    cp->layout = lower::assign_channels_last(sg);
-    if (cp->layout.channels_last_ops > 0) ops::ShapeInference().run(sg);
-  }
-  if (backend && keep.empty() && on("channel_shuffle") && lower::fuse_channel_shuffle(sg) > 0) {
-    ops::ShapeInference().run(sg);
-    cp->layout.transposes = lower::count_transposes(sg);  // the shuffles' transposes are gone
-  }
-  if (backend && fusion_level >= 3 && keep.empty() && fusion::fold_anchor_epilogues(sg)) ops::ShapeInference().run(sg);
-  if (backend && fusion_level > 0 && keep.empty()) {
-    fusion::FusionOptions fo;
-    fo.level = fusion_level;
-    cp->fusion = fusion::collapse_groups(sg, fo, [&](const ir::Node& n) { return backend->can_fuse(n); });
-    if (cp->fusion.fused_nodes > 0) ops::ShapeInference().run(sg);
-  }
-  // Then Concats of conv outputs (which must not be blocked: fused first), and after fusion,
-  // which forms the residual convs whose Z the blocked-layout pass must see.
-  if (backend && backend->prefers_channels_last() && keep.empty()) {
-    if (on("channel_scale") && (cp->layout.channel_scales = lower::fold_channel_scales(sg)) > 0)
-      ops::ShapeInference().run(sg);
-    if (fusion_level > 0 && on("conv_concat") && (cp->layout.conv_concats = lower::fuse_conv_concat(sg)) > 0)
-      ops::ShapeInference().run(sg);
-    if (fusion_level > 0 && on("conv_chain") &&
-        (cp->layout.conv_chains = lower::fuse_conv_chains(sg, lower::kConvChainMinBytes,
-                                                          lower::kConvChainLightMinBytes,
-                                                          /*pools=*/true, backend->threads(),
-                                                          on("conv_chain_input"))) > 0)
-      ops::ShapeInference().run(sg);
-    if (on("blocked_layout")) cp->layout.blocked_values = lower::assign_blocked_activations(sg);
+  if (backend && keep.empty()) {
+    lower::LoweringTarget target;
+    target.backend = backend->name();
+    target.channels_last = backend->prefers_channels_last();
+    target.threads = backend->threads();
+    target.fusion_level = fusion_level;
+    target.can_fuse = [backend](const ir::Node& n) { return backend->can_fuse(n); };
+    target.disabled = disabled;
+    lower::LoweringStats st = lower::run_lowering(sg, target);
+    cp->layout = st.layout;
+    cp->fusion = st.fusion;
+    cp->lowering = std::move(st.passes);
   }
   lower::LowerOptions lo;
   for (const std::string& name : keep) {
@@ -140,16 +107,23 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     lo.keep.push_back(v);
   }
   cp->program = lower::lower(sg, lo);
+  std::vector<plan::KernelSpec> specs(cp->program.instructions.size());
   if (backend)
-    for (lower::Instruction& ins : cp->program.instructions) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      lower::Instruction& ins = cp->program.instructions[i];
       if (!all_static(*ins.node)) continue;
       backends::SelectedKernel k = backends::select_kernel(*backend, *ins.node, backend->threads());
       if (k.kernel) {
         ins.kernel = std::move(k.kernel);
-        ins.backend = k.name.empty() ? backend->name() : backend->name() + ":" + k.name;
+        ins.backend = k.spec.str();
+        specs[i] = std::move(k.spec);
+        ++cp->kernel_choices;
       }
     }
   cp->memory = plan::plan_memory(cp->program);
+  cp->plan = plan::make_executable_plan(cp->program, cp->memory, specs, backend ? backend->name() : "reference",
+                                        backend ? backend->threads() : 1,
+                                        backend ? backend->isa_features() : std::vector<std::string>{});
   std::string shapes;
   for (const std::vector<int64_t>& dims : input_dims) {
     shapes += shapes.empty() ? "[" : ", [";

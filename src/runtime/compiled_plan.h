@@ -14,6 +14,8 @@
 #include "ir/graph.h"
 #include "lower/layout_assignment.h"
 #include "lower/program.h"
+#include "passes/pass_manager.h"
+#include "plan/executable_plan.h"
 #include "plan/memory_plan.h"
 #include "runtime/program_executor.h"
 
@@ -23,8 +25,12 @@ struct CompiledPlan {
   std::unique_ptr<ir::Graph> graph;  // a specialized clone (weights shared with the session's)
   lower::LayoutStats layout;  // what the layout assignment changed (nothing on the reference backend)
   fusion::CollapseStats fusion;  // fusion groups turned into single kernels
+  std::vector<passes::PassStats> lowering;  // the lowering pipeline's passes (lower/pipelines.h)
   lower::Program program;
   plan::MemoryPlan memory;
+  std::vector<std::vector<int64_t>> input_dims;  // the input-shape signature it was made for
+  plan::ExecutablePlan plan;  // the above as data: one KernelSpec per instruction
+  int kernel_choices = 0;     // kernels chosen by the backend's rule or by timing (not given by a plan)
 
   std::unique_ptr<Arena> acquire_arena();
   void release_arena(std::unique_ptr<Arena> a);
@@ -44,14 +50,11 @@ void check_value_sizes(const ir::Graph& g);
 // stay on the reference kernels. With a backend and fusion_level > 0, the elementwise parts of
 // the fusion groups (src/fusion/) become kiln.FusedElementwise nodes the backend runs as one
 // kernel each.
-// `disabled` names lowering rewrites to skip (lowering_pass_names()), for isolating a bug or
+// `disabled` names lowering passes to skip (lower::lowering_pass_names()), for isolating a bug or
 // measuring what one is worth.
 std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
                                       const std::vector<std::string>& keep = {},
                                       const backends::Backend* backend = nullptr, int fusion_level = 3,
                                       const std::vector<std::string>& disabled = {});
-
-// The lowering rewrites compile() runs for a backend, by name, in order.
-const std::vector<std::string>& lowering_pass_names();
 
 }  // namespace kiln::runtime

@@ -30,8 +30,7 @@ std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& 
   std::vector<Tensor> values(prog.buffers.size());
   for (size_t i = 0; i < prog.graph_inputs.size(); ++i) values[prog.graph_inputs[i]] = inputs.at(i);
   // Constants are read where the graph holds them, not copied into `values` each run: the
-  // copies cost a cache miss and an atomic reference count per constant (mobilenet_v2: ~1% of a
-  // run at 1 thread).
+  // copies cost a cache miss and an atomic reference count per constant, on every run.
   auto value = [&](int id) -> const Tensor& {
     const lower::Buffer& b = prog.buffers[id];
     return b.kind == lower::BufferKind::Constant ? b.value->constant() : values[id];

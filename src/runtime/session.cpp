@@ -6,13 +6,18 @@
 #include <mutex>
 #include <set>
 
+#include "frontend/onnx/exporter.h"
 #include "frontend/onnx/importer.h"
 #include "ir/verifier.h"
 #include "ir/zeroed_memory.h"
+#include "lower/pipelines.h"
 #include "ops/core/infer_graph.h"
 #include "passes/pipelines.h"
 #include "runtime/compiled_plan.h"
 #include "runtime/input_check.h"
+#include "runtime/kiln_file.h"
+#include "runtime/plan_loader.h"
+#include "runtime/session_access.h"
 #include "runtime/reference_executor.h"
 
 namespace kiln {
@@ -62,8 +67,9 @@ struct Session::Impl {
   std::vector<std::string> keep_names;
   std::unique_ptr<runtime::ReferenceExecutor> exec;  // for runs with non-tensor inputs
   std::unique_ptr<backends::Backend> backend;          // null: reference kernels only
-  int fusion_level = 3;
+  int fusion_level = 3, opt_level = 3;
   std::vector<std::string> disabled_passes;
+  SessionStats counters;  // plans_built lives in the atomic below
 
   // One compiled plan per input-shape signature.
   std::mutex mu;
@@ -77,20 +83,31 @@ struct Session::Impl {
   }
 
   std::shared_ptr<runtime::CompiledPlan> plan_for_dims(const std::vector<std::vector<int64_t>>& dims) {
+    const std::string sig = signature(dims);
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = plans.find(sig);
+    if (it != plans.end()) return it->second;
+    if (!compilable)
+      throw Error("input shapes " + sig + ": this .kiln file holds no plan for them and no graph to compile one from");
+    std::shared_ptr<runtime::CompiledPlan> cp = runtime::compile(*graph, dims, keep_names, backend.get(), fusion_level,
+                                                                     disabled_passes);
+    cp->input_dims = dims;
+    ++plans_built;
+    for (const passes::PassStats& ps : cp->lowering) counters.lowering_passes += ps.runs;
+    counters.kernel_choices += cp->kernel_choices;
+    plans[sig] = cp;
+    return cp;
+  }
+
+  static std::string signature(const std::vector<std::vector<int64_t>>& dims) {
     std::string sig;
     for (const auto& d : dims) {
       for (int64_t x : d) sig += std::to_string(x) + ",";
       sig += ";";
     }
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = plans.find(sig);
-    if (it != plans.end()) return it->second;
-    std::shared_ptr<runtime::CompiledPlan> cp = runtime::compile(*graph, dims, keep_names, backend.get(), fusion_level,
-                                                                     disabled_passes);
-    ++plans_built;
-    plans[sig] = cp;
-    return cp;
+    return sig;
   }
+  bool compilable = true;  // false: a .kiln file of static inputs, which holds no graph to compile from
 
   std::vector<Tensor> run(const std::vector<Tensor>& ins, runtime::ValueMap* kept) {
     LimitsScope scope(limits);
@@ -121,13 +138,93 @@ struct Session::Impl {
     runtime::check_value_sizes(*graph);  // declared types, before inference multiplies them out
     ops::ShapeInference().run(*graph);
     runtime::check_value_sizes(*graph);  // before the optimizer works with these sizes
+    opt_level = opts.opt_level;
     if (opts.opt_level > 0 && opts.keep.empty()) {
       passes::OptimizeOptions o;
       o.level = opts.opt_level;
-      passes::optimize(*graph, o);  // re-infers the rewritten graph
+      for (const passes::PassStats& ps : passes::optimize(*graph, o)) counters.optimizer_passes += ps.runs;
     }
     // Rewrites make new values; a static one over the cap fails here, not at its first run.
     runtime::check_value_sizes(*graph);
+    setup(opts);
+    // A model whose inputs are all static tensors has one plan: build it now (kernels created,
+    // weights prepacked, memory planned), so the first run costs no more than the others.
+    std::vector<std::vector<int64_t>> dims;
+    for (const ir::Value* v : graph->inputs()) {
+      if (!v->type.is_tensor() || !v->type.is_static() || v->type.dtype == DType::String) return;
+      dims.push_back(v->type.static_dims());
+    }
+    LimitsScope scope(limits);
+    plan_for_dims(dims);
+  }
+
+  // A .kiln file's session: its optimized graph (or, for static inputs, its plan's graph) and
+  // its plans as they were saved; nothing is optimized, lowered or chosen.
+  Impl(runtime::KilnFile f, const SessionOptions& opts) : limits(limits_of(opts)) {
+    if (!opts.keep.empty()) throw Error("keep: a .kiln file holds the optimized graph only; run the source model");
+    const nlohmann::json& m = f.manifest;
+    auto field = [&](const char* k) -> const nlohmann::json& {
+      if (!m.contains(k)) throw Error(".kiln file: its manifest lacks \"" + std::string(k) + "\"");
+      return m[k];
+    };
+    const nlohmann::json& plans_json = field("plans");
+    if (!plans_json.is_array() || plans_json.size() != f.plan_graphs.size())
+      throw Error(".kiln file: its manifest lists " + std::string(plans_json.is_array() ? std::to_string(plans_json.size()) : "no") +
+                  " plans for " + std::to_string(f.plan_graphs.size()) + " plan graphs");
+    const nlohmann::json& o = field("options");
+    if (!o.is_object() || !o.contains("fusion_level") || !o["fusion_level"].is_number_integer() ||
+        !o.contains("opt_level") || !o["opt_level"].is_number_integer())
+      throw Error(".kiln file: its manifest's options need integer fusion_level and opt_level");
+    compilable = !f.graph.empty();
+    SessionOptions eff = opts;
+    eff.fusion_level = o["fusion_level"].get<int>();
+    opt_level = o["opt_level"].get<int>();
+    if (compilable) {
+      graph = onnx_fe::load_model_bytes(f.graph, ".");
+    } else {
+      if (f.plan_graphs.empty()) throw Error(".kiln file: holds neither a graph nor a plan");
+      graph = onnx_fe::load_model_bytes(f.plan_graphs[0], ".");
+    }
+    ir::verify(*graph);
+    runtime::check_value_sizes(*graph);
+    ops::ShapeInference().run(*graph);
+    runtime::check_value_sizes(*graph);
+    setup(eff);
+    LimitsScope scope(limits);
+    for (size_t i = 0; i < f.plan_graphs.size(); ++i) {
+      const nlohmann::json& pj = plans_json[i];
+      if (!pj.is_object() || !pj.contains("dims") || !pj.contains("plan") || !pj["dims"].is_array())
+        throw Error(".kiln file: plan " + std::to_string(i) + " needs \"dims\" and \"plan\"");
+      std::vector<std::vector<int64_t>> dims;
+      for (const auto& d : pj["dims"]) {
+        if (!d.is_array()) throw Error(".kiln file: plan " + std::to_string(i) + ": \"dims\" must be lists of integers");
+        std::vector<int64_t> xs;
+        for (const auto& x : d) {
+          if (!x.is_number_integer() || x.get<int64_t>() < 0)
+            throw Error(".kiln file: plan " + std::to_string(i) + ": \"dims\" must be lists of integers");
+          xs.push_back(x.get<int64_t>());
+        }
+        dims.push_back(std::move(xs));
+      }
+      runtime::check_input_dims(*graph, dims);
+      plan::ExecutablePlan e = plan::executable_plan_from_json(pj["plan"]);
+      counters.plan_threads = e.threads;
+      auto lowered = onnx_fe::load_model_bytes(f.plan_graphs[i], ".");
+      ir::verify(*lowered);
+      ops::ShapeInference().run(*lowered);
+      int rederived = 0;
+      std::shared_ptr<runtime::CompiledPlan> cp =
+          runtime::load_compiled_plan(std::move(lowered), std::move(e), backend.get(), &rederived);
+      cp->input_dims = dims;
+      counters.splits_rederived += rederived;
+      ++counters.plans_loaded;
+      plans[signature(dims)] = std::move(cp);
+    }
+  }
+
+  // Backend, tuning, disabled kernels and passes, fusion level: what every way of creating a
+  // session shares.
+  void setup(const SessionOptions& opts) {
     for (const ir::Value* v : graph->inputs()) inputs.push_back(info_of(*v));
     for (const ir::Value* v : graph->outputs()) outputs.push_back(info_of(*v));
     for (const std::string& name : opts.keep) {
@@ -145,7 +242,7 @@ struct Session::Impl {
       for (const std::string& name : opts.disabled_kernels)
         if (std::find(known.begin(), known.end(), name) == known.end()) {
           std::string passes, kernels;
-          for (const std::string& k : runtime::lowering_pass_names()) passes += (passes.empty() ? "" : ", ") + k;
+          for (const std::string& k : lower::lowering_pass_names()) passes += (passes.empty() ? "" : ", ") + k;
           for (const std::string& k : known) kernels += (kernels.empty() ? "" : ", ") + k;
           throw Error("unknown lowering pass or kernel '" + name + "' to disable (lowering passes: " + passes +
                       "; kernels of the " + opts.backend + " backend: " + (kernels.empty() ? "none" : kernels) + ")");
@@ -156,7 +253,7 @@ struct Session::Impl {
       throw Error("fusion level must be 0..3, got " + std::to_string(opts.fusion_level));
     fusion_level = opts.fusion_level;
     for (const std::string& name : opts.disabled_passes) {
-      const auto& known = runtime::lowering_pass_names();
+      const auto& known = lower::lowering_pass_names();
       if (std::find(known.begin(), known.end(), name) == known.end()) {
         std::string list;
         for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
@@ -164,15 +261,6 @@ struct Session::Impl {
       }
     }
     disabled_passes = opts.disabled_passes;
-    // A model whose inputs are all static tensors has one plan: build it now (kernels created,
-    // weights prepacked, memory planned), so the first run costs no more than the others.
-    std::vector<std::vector<int64_t>> dims;
-    for (const ir::Value* v : graph->inputs()) {
-      if (!v->type.is_tensor() || !v->type.is_static() || v->type.dtype == DType::String) return;
-      dims.push_back(v->type.static_dims());
-    }
-    LimitsScope scope(limits);
-    plan_for_dims(dims);
   }
 };
 
@@ -182,6 +270,8 @@ Session::~Session() = default;
 std::unique_ptr<Session> Session::create(const std::string& model_path, const SessionOptions& opts) {
   LimitsScope scope(limits_of(opts));
   RecycleLargeBuffers recycle;  // the file's bytes, once copied out, hold the packed weights
+  if (runtime::is_kiln_file(model_path))
+    return std::unique_ptr<Session>(new Session(std::make_unique<Impl>(runtime::read_kiln_file(model_path), opts)));
   return std::unique_ptr<Session>(new Session(std::make_unique<Impl>(onnx_fe::load_model(model_path), opts)));
 }
 
@@ -189,6 +279,8 @@ std::unique_ptr<Session> Session::create_from_bytes(const std::string& bytes, co
                                                     const std::string& model_dir) {
   LimitsScope scope(limits_of(opts));
   RecycleLargeBuffers recycle;
+  if (runtime::looks_like_kiln_file(bytes))
+    return std::unique_ptr<Session>(new Session(std::make_unique<Impl>(runtime::parse_kiln_file(bytes), opts)));
   return std::unique_ptr<Session>(
       new Session(std::make_unique<Impl>(onnx_fe::load_model_bytes(bytes, model_dir), opts)));
 }
@@ -219,6 +311,43 @@ void Session::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& o
 }
 
 int64_t Session::plans_built() const { return impl_->plans_built; }
+
+std::vector<std::shared_ptr<runtime::CompiledPlan>> SessionAccess::plans(const Session& s) {
+  std::lock_guard<std::mutex> lock(s.impl_->mu);
+  std::vector<std::shared_ptr<runtime::CompiledPlan>> r;
+  for (const auto& [sig, cp] : s.impl_->plans) r.push_back(cp);
+  return r;
+}
+
+SessionStats Session::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  SessionStats s = impl_->counters;
+  s.plans_built = impl_->plans_built;
+  return s;
+}
+
+void Session::prepare(const std::vector<std::vector<int64_t>>& input_dims) {
+  LimitsScope scope(impl_->limits);
+  runtime::check_input_dims(*impl_->graph, input_dims);
+  impl_->plan_for_dims(input_dims);
+}
+
+void Session::save(const std::string& path) const {
+  runtime::KilnFile f;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  bool all_static = true;
+  for (const ir::Value* v : impl_->graph->inputs()) all_static = all_static && v->type.is_tensor() && v->type.is_static();
+  if (!all_static || impl_->plans.empty()) f.graph = onnx_fe::export_model_bytes(*impl_->graph);
+  f.manifest["producer"] = "kiln";
+  f.manifest["options"] = {{"opt_level", impl_->opt_level}, {"fusion_level", impl_->fusion_level},
+                           {"backend", impl_->backend ? impl_->backend->name() : "reference"}};
+  f.manifest["plans"] = nlohmann::json::array();
+  for (const auto& [sig, cp] : impl_->plans) {
+    f.manifest["plans"].push_back({{"dims", cp->input_dims}, {"plan", plan::to_json(cp->plan)}});
+    f.plan_graphs.push_back(onnx_fe::export_model_bytes(*cp->graph));
+  }
+  runtime::write_kiln_file(path, f);
+}
 
 int64_t Session::arena_bytes() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

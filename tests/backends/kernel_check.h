@@ -129,7 +129,7 @@ inline std::string first_fused_conv_kernel(const std::vector<int64_t>& x, const 
   ops::ShapeInference().run(g);
   auto backend = backends::make_cpu_backend(1);
   for (const auto& c : backend->candidates(*node))
-    if (c.make()) return c.name;
+    if (c.make()) return c.spec.impl;
   return "";
 }
 

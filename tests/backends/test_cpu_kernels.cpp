@@ -62,7 +62,7 @@ bool check(const Case& c, bool expect_kernel = true) {
   std::unique_ptr<backends::Kernel> kernel;
   if (c.candidate.empty()) kernel = backend->create(*n);
   for (const auto& k : backend->candidates(*n))
-    if (!c.candidate.empty() && k.name == c.candidate) kernel = k.make();
+    if (!c.candidate.empty() && k.spec.impl == c.candidate) kernel = k.make();
   EXPECT_EQ(kernel != nullptr, expect_kernel) << c.op << " " << c.candidate;
   if (!kernel) return false;
   auto close = [&](const Tensor& actual, const char* when) {

@@ -27,7 +27,7 @@ TEST(Gemv, IsTheFirstCandidateForOneRow) {
   ops::ShapeInference().run(g);
   auto c = backend->candidates(*n);
   ASSERT_FALSE(c.empty());
-  EXPECT_EQ(c[0].name, "gemv");
+  EXPECT_EQ(c[0].spec.impl, "gemv");
   EXPECT_TRUE(c[0].make());
 }
 
@@ -102,7 +102,7 @@ TEST(Gemv, FusedGemmActivations) {
       ops::ShapeInference().run(g);
       const auto cands = backends::make_cpu_backend(threads)->candidates(*n);
       ASSERT_FALSE(cands.empty());
-      EXPECT_EQ(cands[0].name, "gemv");
+      EXPECT_EQ(cands[0].spec.impl, "gemv");
     }
 }
 

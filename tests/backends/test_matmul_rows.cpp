@@ -23,7 +23,7 @@ std::string chosen(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
   ops::ShapeInference().run(g);
   const auto backend = backends::make_cpu_backend(1);  // the candidates refer to it
   for (const auto& c : backend->candidates(*n))
-    if (c.make()) return c.name;
+    if (c.make()) return c.spec.impl;
   return "";
 }
 

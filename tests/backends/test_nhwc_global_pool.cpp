@@ -34,8 +34,8 @@ TEST(NhwcGlobalPool, IsTheFirstCandidate) {
   ops::ShapeInference().run(g);
   auto c = backend->candidates(*n);
   ASSERT_GE(c.size(), 2u);
-  EXPECT_EQ(c[0].name, "kiln");
-  EXPECT_EQ(c[1].name, "onednn");
+  EXPECT_EQ(c[0].spec.impl, "kiln");
+  EXPECT_EQ(c[1].spec.impl, "onednn");
 }
 
 }  // namespace

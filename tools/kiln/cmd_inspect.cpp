@@ -92,7 +92,7 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   struct Args {
     std::string model, dot;
     bool no_infer = false, groups = false, json = false, plan = false;
-    int level = 3;
+    int level = 3, threads = 1;
     fusion::FusionOptions fusion;
   };
   auto args = std::make_shared<Args>();
@@ -101,9 +101,11 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--groups", args->groups, "List the fusion groups (one kernel each): ops, pattern, anchor, bytes saved");
   cmd->add_flag("--json", args->json, "Print the fusion groups (or with --plan, the memory plan) as JSON");
   cmd->add_flag("--plan", args->plan,
-                "Print the memory plan: arena bytes, lower bound, naive sum, checker verdict, per-buffer table");
+                "Print the executable plan: kernels, lowering passes, arena bytes, lower bound, naive sum, checker verdict, per-buffer table");
   cmd->add_option("--level", args->level, "Graph optimization level applied before --plan (0-3)")
       ->check(CLI::Range(0, 3))->capture_default_str();
+  cmd->add_option("--threads", args->threads, "Intra-op threads the --plan is made for")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
   cmd->add_option("--dot", args->dot, "Write the graph as Graphviz, one cluster per fusion group");
   cmd->add_option("--fusion", args->fusion.level, "Fusion level: 0 none, 1 elementwise, 2 + broadcast/injective/reduce, 3 + anchors")
       ->check(CLI::Range(0, 3))->capture_default_str();
@@ -117,7 +119,7 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       passes::OptimizeOptions o;
       o.level = args->level;
       if (o.level > 0) passes::optimize(*g, o);
-      exit_code = print_plan(*g, args->json, args->fusion.level) ? 0 : 1;
+      exit_code = print_plan(*g, args->json, args->fusion.level, args->threads) ? 0 : 1;
       return;
     }
     const bool fuse = args->groups || args->json || !args->dot.empty();

@@ -28,7 +28,7 @@ struct LimitOptions {
 };
 
 // --disable NAME (check, bench): a lowering rewrite of the cpu backend (its names in
-// runtime::lowering_pass_names()) or, for any other name, a kernel implementation; the session
+// lower::lowering_pass_names()) or, for any other name, a kernel implementation; the session
 // says when a name is neither.
 void add_disabled(SessionOptions& o, const std::vector<std::string>& names);
 inline constexpr const char* kDisableHelp =
@@ -42,5 +42,6 @@ void add_conformance_command(CLI::App& app, int& exit_code);
 void add_inspect_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
 void add_optimize_command(CLI::App& app, int& exit_code);
+void add_compile_command(CLI::App& app, int& exit_code);
 
 }  // namespace kiln::cli

@@ -11,12 +11,10 @@ namespace {
 
 // OpenMP worker threads (oneDNN's and kiln's kernels share libgomp's team) that wait between
 // parallel regions by spinning, as ONNX Runtime's intra-op pool does during a run, rather than
-// by libgomp's default of sleeping soon in a futex. On the 2-vCPU hosts kiln is measured on,
-// waking a sleeping worker costs tens of microseconds per op: at 2 threads, OMP_WAIT_POLICY=
-// active took mobilenet_v2 from 3.58 to 3.41 ms and efficientnet_b0 from 6.74 to 6.36 ms
-// (medians of 15 and 9 alternating rounds); at 1 thread there are no workers. libgomp reads the
-// variable once, when it is loaded, so the CLI sets it and runs itself again; an explicit
-// OMP_WAIT_POLICY is left alone.
+// by libgomp's default of sleeping soon in a futex: waking a sleeping worker costs tens of
+// microseconds per op on small VMs, a visible share of a CNN's run at 2 threads; at 1 thread
+// there are no workers. libgomp reads the variable once, when it is loaded, so the CLI sets it
+// and runs itself again; an explicit OMP_WAIT_POLICY is left alone.
 void spin_waiting_openmp_threads(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY")) return;
   setenv("OMP_WAIT_POLICY", "active", 1);
@@ -36,6 +34,7 @@ int main(int argc, char** argv) {
   kiln::cli::add_inspect_command(app, exit_code);
   kiln::cli::add_bench_command(app, exit_code);
   kiln::cli::add_optimize_command(app, exit_code);
+  kiln::cli::add_compile_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

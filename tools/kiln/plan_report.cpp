@@ -9,14 +9,14 @@
 
 namespace kiln::cli {
 
-bool print_plan(const ir::Graph& g, bool json, int fusion_level) {
+bool print_plan(const ir::Graph& g, bool json, int fusion_level, int threads) {
   std::vector<std::vector<int64_t>> dims;
   for (const ir::Value* v : g.inputs()) {
     std::vector<int64_t> d;
     for (const ir::Dim& x : v->type.dims) d.push_back(x.is_static() ? x.value : 1);
     dims.push_back(d);
   }
-  auto backend = backends::make_cpu_backend(1);
+  auto backend = backends::make_cpu_backend(threads);
   auto cp = runtime::compile(g, dims, {}, backend.get(), fusion_level);
   const lower::Program& p = cp->program;
   const plan::MemoryPlan& m = cp->memory;
@@ -54,9 +54,14 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level) {
     j["layout"] = {{"channels_last_ops", cp->layout.channels_last_ops}, {"reorders", cp->layout.transposes},
                    {"blocked_values", cp->layout.blocked_values}, {"conv_concats", cp->layout.conv_concats},
                    {"conv_chains", cp->layout.conv_chains}, {"channel_scales", cp->layout.channel_scales}};
+    j["lowering"] = nlohmann::json::array();
+    for (const passes::PassStats& ps : cp->lowering)
+      j["lowering"].push_back({{"pass", ps.pass}, {"changed", ps.changed > 0}, {"nodes_before", ps.nodes_before},
+                               {"nodes_after", ps.nodes_after}, {"ms", ps.ms}});
     j["instructions"] = nlohmann::json::array();
     for (const lower::Instruction& ins : p.instructions)
       j["instructions"].push_back({{"node", ins.node->name()}, {"op", ins.node->op_type()}, {"backend", ins.backend}});
+    j["plan"] = plan::to_json(cp->plan);
     std::cout << j.dump(2) << "\n";
     return problem.empty();
   }
@@ -72,7 +77,12 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level) {
             << " activations nChw16c between Winograd convs, " << cp->layout.conv_concats
             << " Concats written in place by their convs, " << cp->layout.conv_chains
             << " conv chains run in bands of rows, " << cp->layout.channel_scales
-            << " channel scales folded into conv weights\n\n";
+            << " channel scales folded into conv weights\n";
+  std::cout << "lowering:   ";
+  for (const passes::PassStats& ps : cp->lowering)
+    std::cout << " " << ps.pass << (ps.changed ? "" : " (no change)") << " " << ps.nodes_before << "->" << ps.nodes_after
+              << ",";
+  std::cout << "\n\n";
   std::cout << "instructions:\n";
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const lower::Instruction& ins = p.instructions[i];

@@ -1,5 +1,5 @@
 // 64-byte aligned float buffers for packed weights that kernels read with aligned vector loads
-// (a std::vector's 16-byte alignment split cache lines: kiln_winograd ran 4% slower with it).
+// (with a std::vector's 16-byte alignment, vector loads split across cache lines).
 #pragma once
 #include "ir/zeroed_memory.h"
 
@@ -21,8 +21,8 @@ class AlignedFloats {
 };
 
 // n floats, zeroed, from allocate_zeroed (ir/zeroed_memory.h: from 2 MiB up in huge pages, which
-// a session's creation fills in a fraction of the time 4 KiB pages take here); throws when the
-// allocation fails.
+// a session's creation fills in a fraction of the time 4 KiB pages take where page faults are
+// dear); throws when the allocation fails.
 inline AlignedFloats aligned_floats(size_t n) {
   return AlignedFloats(allocate_zeroed(std::max<size_t>(n, 1) * sizeof(float)));
 }

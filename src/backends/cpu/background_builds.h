@@ -1,8 +1,8 @@
 // One background thread, shared by every session in the process, that builds the slower
 // kernels a session upgrades to after creation (oneDNN's Winograd weight transforms). One
-// thread, not one per kernel: with a thread each, resnet18's sixteen builders took the CPU from
-// the thread creating the session, whose kernel selection went from 160 ms to 280 ms on a
-// 2-core machine.
+// thread, not one per kernel: with a thread each, a model's builders (resnet18 has sixteen)
+// take the CPU from the thread creating the session, whose kernel selection then takes much
+// longer on a 2-core machine.
 #pragma once
 #include <functional>
 #include <future>

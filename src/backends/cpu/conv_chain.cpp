@@ -4,21 +4,19 @@
 // band before are computed, so nothing is computed twice: between kiln's kernels a window is a
 // ring (row r in slot r % rows, see row_slot), so the new rows overwrite the ones no longer
 // needed; around a oneDNN primitive, which reads and writes contiguous rows, the shared rows
-// move to the window's front instead (mobilenet_v2: the moves were 2-3% of its time at 1
-// thread). The windows stay in the L2 cache where the whole tensors (mobilenet_v2's 112x112x96: 4.8 MB) would
-// go to L3 and back. 1x1 layers run on kiln's pointwise kernel, 3x3 and 5x5 depthwise layers,
-// pools and stems (few input channels) on kiln's depthwise, pooling and stem kernels, each
-// reading the window in place (squeezenet1_1's stem ->
-// max pool: 1.013x at 1 thread, paired; the 3 MB stem output no longer goes to L3 and back). The
+// move to the window's front instead (a cost the rings avoid). The windows stay in the L2 cache
+// where the whole tensors (mobilenet_v2's 112x112x96: 4.8 MB) would go to L3 and back. 1x1
+// layers run on kiln's pointwise kernel, 3x3 and 5x5 depthwise layers, pools and stems (few
+// input channels) on kiln's depthwise, pooling and stem kernels, each reading the window in
+// place (squeezenet1_1's stem -> max pool: the 3 MB stem output never goes to L3 and back). The
 // other convs run as oneDNN primitives on a band (variants by rows and edge padding,
 // built at creation), kiln's late activations applied to each band while it is in cache. The
-// 1x1 layers were oneDNN primitives too; kiln's kernel measured as fast there (mobilenet_v2's
-// chains within 1%) and needs no primitive per band shape. With more threads, each thread runs
-// the whole chain on its own share of the output rows (recomputing the few rows where two
-// shares meet), its windows in its own buffer and oneDNN's primitives running single-threaded
-// inside the team. A pooled chain sums each band of its output into per-thread channel sums
-// right after writing it, for the global average pool that joined the chain (efficientnet_b0:
-// 0.978x the time at 1 thread, paired).
+// 1x1 layers run on kiln's kernel rather than oneDNN's: as fast on a band, and it needs no
+// primitive per band shape. With more threads, each thread runs the whole chain on its own
+// share of the output rows (recomputing the few rows where two shares meet), its windows in its
+// own buffer and oneDNN's primitives running single-threaded inside the team. A pooled chain
+// sums each band of its output into per-thread channel sums right after writing it, for the
+// global average pool that joined the chain, so the pool reads no tensor from memory.
 #include <omp.h>
 #include <unistd.h>
 
@@ -49,16 +47,13 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-// Bytes of intermediate windows a band may hold, per thread: half the core's L2, leaving room
-// for the band's input and output rows. 1 MiB on the 2 MiB-L2 Xeon it was first tuned on; on
-// Zen 5 (1 MiB L2) 512 KiB rather than 1 MiB measured efficientnet_b0 0.976-0.983x the time at 1
-// thread and 0.991x at 2, squeezenet1_1 0.986x / 0.996x, mobilenet_v2 and resnet18 1.00x
-// (paired); 384 and 256 KiB no better. Since the windows became rings (no rows moved when a
-// band moves on), a chain run by one thread takes three quarters of the L2: on Zen 5, paired in
-// both orders, mobilenet_v2 1.4-3% faster at 1 thread (1 MiB: 1-3%), efficientnet_b0 0.6-5%,
-// shufflenet_v2_x1_0 0.3-1.4%, squeezenet1_1 and resnet18 unchanged; at 2 threads mobilenet_v2
-// and squeezenet1_1 unchanged and efficientnet_b0 dominated by the order (+-7%), so a team keeps
-// half.
+// Bytes of intermediate windows a band may hold, per thread, from the core's L2 size: a chain
+// run by one thread takes three quarters of it (the windows are rings, so no rows move when a
+// band moves on, and bigger bands pay), a team's threads half each, leaving room for the band's
+// input and output rows and for the other thread's traffic. Fractions of the L2 rather than
+// bytes because the right size followed the L2 on both machines measured (2 MiB and 1 MiB);
+// smaller bands were no better, and at 2 threads three quarters gained nothing. Numbers:
+// bench/results/history-code-comments.md.
 int64_t band_bytes(int threads) {
   static const int64_t l2 = [] {
     const long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
@@ -346,7 +341,7 @@ class ConvChainKernel : public Kernel {
   }
 
   // One band on the layer's oneDNN primitive, with the argument map kept per variant: building
-  // maps and memory objects per step cost about 1 us a step.
+  // maps and memory objects per step would cost more than a short step's own bookkeeping.
   void run_primitive(const Variant& v, const Layer& L, const float* src, float* dst, int64_t count, char* buf,
                      dnnl::stream& s, std::unordered_map<const Variant*, std::unordered_map<int, memory>>& args) const {
     auto& eng = dnnl_util::engine();

@@ -21,6 +21,11 @@ class CpuBackend : public Backend {
   explicit CpuBackend(int threads) : threads_(threads) {}
   std::string name() const override { return "cpu"; }
   int threads() const override { return threads_; }
+  std::vector<std::string> isa_features() const override {
+    if (__builtin_cpu_supports("avx512f")) return {"avx512f"};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {"avx2", "fma"};
+    return {};
+  }
   bool prefers_channels_last() const override { return true; }
   bool can_fuse(const ir::Node& node) const override {
     if (cpu::elementwise_supported(node)) return true;
@@ -32,22 +37,33 @@ class CpuBackend : public Backend {
   void enter_run() const override { omp_set_num_threads(std::max(1, threads_)); }
   void hold_team(const std::function<void()>& body) const override { cpu::hold_team(threads_, body); }
   std::unique_ptr<Kernel> create(const ir::Node& node) const override {
-    cpu::DisabledKernels scope(&disabled_kernels());
-    for (const auto& f : cpu::kernel_factories())
-      if (f.domain == node.domain() && f.op == node.op_type() && cpu::kernel_enabled(name_of(f)))
-        if (auto k = f.make(node, threads_)) return k;
+    for (KernelCandidate& c : candidates(node))
+      if (auto k = c.make()) return k;
     return nullptr;
   }
   std::vector<KernelCandidate> candidates(const ir::Node& node) const override {
     cpu::DisabledKernels scope(&disabled_kernels());
     std::vector<KernelCandidate> c;
     for (const auto& f : cpu::kernel_factories())
-      if (f.domain == node.domain() && f.op == node.op_type() && cpu::kernel_enabled(name_of(f)))
-        c.push_back({name_of(f), [this, &f, &node] {
-                       cpu::DisabledKernels scope(&disabled_kernels());
-                       return f.make(node, threads_);
-                     }});
+      if (f.domain == node.domain() && f.op == node.op_type() && cpu::kernel_enabled(name_of(f))) {
+        plan::KernelSpec spec{.backend = name(), .impl = name_of(f), .threads = threads_};
+        if (f.choose) spec.params = f.choose(node, threads_);
+        c.push_back({spec, [this, &f, &node, spec] { return build(f, node, spec); }});
+      }
     return c;
+  }
+  std::unique_ptr<Kernel> instantiate(const ir::Node& node, const plan::KernelSpec& spec) const override {
+    if (spec.backend != name()) return nullptr;
+    for (const auto& f : cpu::kernel_factories())
+      if (f.domain == node.domain() && f.op == node.op_type() && name_of(f) == spec.impl)
+        if (auto k = build(f, node, spec)) return k;
+    return nullptr;
+  }
+  plan::ParamChoices param_choices(const ir::Node& node, const plan::KernelSpec& spec) const override {
+    for (const auto& f : cpu::kernel_factories())
+      if (f.domain == node.domain() && f.op == node.op_type() && name_of(f) == spec.impl && f.choices)
+        return f.choices(node, spec.threads);
+    return {};
   }
   std::vector<std::string> kernel_names() const override {
     std::vector<std::string> names;
@@ -58,6 +74,13 @@ class CpuBackend : public Backend {
 
  private:
   static std::string name_of(const cpu::KernelFactory& f) { return f.name.empty() ? "kiln" : f.name; }
+  // The kernel of factory f for spec, which names f's implementation; nullptr when it declines.
+  std::unique_ptr<Kernel> build(const cpu::KernelFactory& f, const ir::Node& node, const plan::KernelSpec& spec) const {
+    cpu::DisabledKernels scope(&disabled_kernels());
+    std::unique_ptr<Kernel> k = f.make_spec ? f.make_spec(node, spec) : f.make(node, spec.threads);
+    if (k) k->set_spec(spec);
+    return k;
+  }
 
   int threads_;
 };

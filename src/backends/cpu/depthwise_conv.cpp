@@ -4,14 +4,11 @@
 // of a kernel row is loaded once and feeds the pixels whose taps it is (3x3: the nine weights
 // stay in registers; 5x5: each weight is loaded once per kernel row of the group), and pixels at
 // the image edges read zeros through masked loads. 3x3 stride-1 convs take two output rows at
-// once: their four input rows feed both, 40 loads per 144 FMAs where a row at a time has 60. Against the earlier 3x3 form, which let GCC
-// fold a load into every FMA (72 loads per 72 FMAs where this loop has 30; 512-bit loads run
-// about 1.2 a cycle from L1 on this Xeon): 7x7x960 0.64x the time, 28x28x192 0.78x, 14x14x576
-// 0.92x with the data in cache; mobilenet_v2 and efficientnet_b0 1.004-1.014x paired, their
-// larger depthwise convs waiting on L2. The 5x5 form against oneDNN 2.6 on efficientnet_b0's
-// (KILN_PROFILE=node, 1 thread): 28x28x240 147 vs 196 us, 14x14x672 105 vs 129, 7x7x1152 46 vs
-// 55; the model 1.014x at 1 thread and 1.015x at 2, paired (inside a ConvChain, against oneDNN's
-// on bands, 0.99-1.006x). Other kernels accumulate up to eight
+// once: their four input rows feed both, 40 loads per 144 FMAs where a row at a time has 60.
+// Loads are kept out of the FMAs (load_input): GCC would fold a load into every FMA (72 loads
+// per 72 FMAs for eight pixels, where this loop has 30), and the loads would bound the loop.
+// The 5x5 form runs efficientnet_b0's depthwise convs faster than oneDNN 2.6's, alone and in the
+// model (bench/results/history-code-comments.md). Other kernels accumulate up to eight
 // pixels over the taps whose input row exists, and pixels whose taps cross the edge only the
 // taps inside. The epilogue (bias, Relu/Clip/SiLU) runs on the registers before the store.
 #include "backends/cpu/depthwise_conv.h"
@@ -154,8 +151,8 @@ struct TapWeights<3> {
 };
 
 // One input vector into a register (masked: zeros where the mask is clear). Kept out of the
-// FMAs: otherwise GCC folds a load into each FMA the vector feeds, and 512-bit loads (about 1.2
-// a cycle from L1 here) would bound the loop.
+// FMAs: otherwise GCC folds a load into each FMA the vector feeds, and the 512-bit loads, which
+// issue at a lower rate from L1 than the FMAs, would bound the loop.
 template <bool Masked>
 __attribute__((target("avx512f"), always_inline)) inline __m512 load_input(const float* p, __mmask16 m) {
   __m512 v = Masked ? _mm512_maskz_loadu_ps(m, p) : _mm512_loadu_ps(p);
@@ -167,9 +164,9 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 load_input(const
 // in floats from pixel ix0. A load whose mask is all clear still has an address, and where that
 // lies in a page not mapped in (before the first row or after the last row of a buffer), this
 // CPU (Zen 5) takes a slow path of some hundreds of cycles; Safe sends such loads to the row's
-// first or last pixel instead. 7x7x960 with its input at the start of a mapping: 20-43 us,
-// 7.3-7.5 with Safe; in mobilenet_v2 (kiln.ConvChain's first window starts its thread buffer)
-// its 7x7x960 layers went from 20-28 to 12-13 us (rdtsc per chain layer). Only the
+// first or last pixel instead. A kiln.ConvChain's first window starts its thread buffer, so
+// without Safe every chain's depthwise layer pays it on its first input row, which can take
+// more than the rest of a small layer (kernel bench Depthwise3x3_960x7_MappingStart). Only the
 // rows at the ends of what the kernel is given need it (elsewhere the neighbouring row is
 // there), so the other rows keep compile-time offsets.
 template <bool Edge, bool Safe>
@@ -410,8 +407,8 @@ KILN_SIMD void row_plain(const DepthwiseShape& s, const float* w, const float* b
 
 std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads) {
   std::unique_ptr<DepthwiseShape> s = depthwise_shape(node);
-  // Up to 5x5 (efficientnet_b0's): taller kernels take the generic row loop, which lost to
-  // oneDNN on 5x5 before row_kxk took them.
+  // Up to 5x5 (efficientnet_b0's), which row_kxk keeps in registers: taller kernels would take
+  // the generic row loop, which is slower than oneDNN's.
   if (!s || s->KH * s->KW > 25) return nullptr;
   const ir::Value* b = node.input(2);
   const std::optional<ops::Activation> act = epilogue_of(node);
@@ -467,9 +464,8 @@ void DepthwiseConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, 
   // one output row to the next, where a row of all channels (mobilenet_v2's 28x28x192: 64 KiB
   // for three rows) would not.
   const RowFn fn = pick_row<false>(s_), fn_safe = pick_row<true>(s_);
-  // 3x3 stride 1: output rows in pairs (row2_3x3). Paired both ways: mobilenet_v2 1.6-1.8% faster
-  // at 1 thread, 1.0-1.7% at 2; shufflenet_v2_x1_0 about 1%; efficientnet_b0 (mostly 5x5 and
-  // stride 2) unchanged. Kernel bench: 14x14x576 and 7x7x960 0.75-0.8x the time, 56x56x144 0.85x.
+  // 3x3 stride 1: output rows in pairs (row2_3x3), fewer loads per FMA (see the top of the
+  // file).
   const Row2Fn fn2 = pick_row2<false>(s_), fn2_safe = pick_row2<true>(s_);
   const int64_t C16 = (s_.C + 15) / 16 * 16;
   constexpr int64_t kBlocks = 4;  // channel blocks per sweep over the rows

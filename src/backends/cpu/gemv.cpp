@@ -2,7 +2,7 @@
 //  - Gemm or kiln.FusedGemm with a single row (M == 1): the classifier of every CNN here
 //    (1280 -> 1000), an MLP's layers at batch 1;
 //  - a 1x1 Conv / kiln.FusedConv on a 1x1 image: efficientnet's squeeze-excitation convs, where
-//    a oneDNN convolution spends ~18 us of set-up on ~20k multiply-adds.
+//    a oneDNN convolution spends more time on its set-up than on its ~20k multiply-adds.
 // The weights are repacked at creation into column blocks (alpha folded in, see gemv_block);
 // bias and activation follow per block; threads split the blocks.
 #include <algorithm>
@@ -63,7 +63,7 @@ class GemvKernel : public Kernel {
   bool runs_in_team() const override { return true; }
   // Output n = alpha * dot(W[n], x), W [N, K] row-major at `w`, or with `k_major` [K, N]
   // (a Gemm's B not transposed). Packed straight from the model's tensor: an [N, K] copy in
-  // between cost resnet18's 512 -> 1000 classifier half of its 16-33 ms at session creation.
+  // between would double the fresh memory session creation touches for it.
   GemvKernel(const float* w, bool k_major, float alpha, std::vector<float> bias, int64_t n, int64_t k, int threads,
              ops::Activation act = {ops::Activation::None})
       : bias_(std::move(bias)), n_(n), k_(k), threads_(threads), act_(act) {
@@ -90,13 +90,11 @@ class GemvKernel : public Kernel {
     const float* b = bias_.empty() ? nullptr : bias_.data();
     const int64_t blocks = static_cast<int64_t>(offset_.size());
     // From 16K multiply-adds: efficientnet_b0's squeeze-excitation FCs (28-48 x 240-1152) are
-    // bound by reading their weights from L3, which two cores do in half the time (1.011x at 2
-    // threads, paired, against single-threaded FCs under 128K).
+    // bound by reading their weights from L3, which two cores do in half the time.
     const int threads = n_ * k_ >= (1 << 14) ? threads_ : 1;
     if (threads > 1 && blocks < threads) {
       // Fewer blocks than threads (a squeeze-excitation's first FC: 28-48 outputs): the threads
-      // split the inputs instead, each summing its share of rows, and one adds the shares
-      // (another 1.006x).
+      // split the inputs instead, each summing its share of rows, and one adds the shares.
       const int team = static_cast<int>(std::min<int64_t>(threads, k_));
       std::vector<float> partial(static_cast<size_t>(team * blocks * kBlock));
       parallel_for(team, team, [&](int64_t t0, int64_t t1) {

@@ -13,10 +13,10 @@ thread_local HeldTeam* HeldTeam::current_ = nullptr;
 
 namespace {
 
-// Spins on a cache line until ready() (a held worker picks up its share within ~0.3 us), and
-// after 4096 pauses (75 us on Zen 5: the other thread was preempted, or this one waits
-// through a long serial op) yields the core between looks, so a thread it waits for that shares
-// the core can run.
+// Spins on a cache line until ready() (a held worker picks up its share within a fraction of a
+// microsecond), and after 4096 pauses (tens of microseconds: the other thread was preempted, or
+// this one waits through a long serial op) yields the core between looks, so a thread it waits
+// for that shares the core can run.
 template <typename Ready>
 void wait_until(const Ready& ready) {
   for (int spins = 0; !ready(); ++spins)

@@ -1,6 +1,7 @@
 // The CPU backend's kernel table. Each kernel file adds its factories here (one entry per op).
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,10 +14,18 @@ struct KernelFactory {
   std::string domain;  // "" = ai.onnx, "kiln" for kiln's fused ops
   std::string op;
   // nullptr = declined (unsupported form); the reference kernel runs the node instead.
+  // Implementations without parameters (choose unset) are built from the node and the thread
+  // count; those with parameters from the node and the spec (make_spec).
   std::function<std::unique_ptr<Kernel>(const ir::Node& node, int threads)> make;
   // The implementation's name when an op has several ("onednn_nhwc", "onednn_any"): kernel
   // selection (src/backends/kernel_selection.h) times them under --tune. Empty = "kiln".
   std::string name = "";
+  // For implementations with parameters: the rule's choices for a node (written into its
+  // spec), the kernel built from a spec whose parameters it takes as given, and every valid
+  // value of each parameter for a node.
+  std::function<std::map<std::string, plan::ParamValue>(const ir::Node& node, int threads)> choose = nullptr;
+  std::function<std::unique_ptr<Kernel>(const ir::Node& node, const plan::KernelSpec& spec)> make_spec = nullptr;
+  std::function<plan::ParamChoices(const ir::Node& node, int threads)> choices = nullptr;
 };
 
 const std::vector<KernelFactory>& kernel_factories();

@@ -3,6 +3,10 @@
 // activation its epilogue. The linear layers of a transformer (bert_tiny's 128 x 256 x 256 and
 // x 1024) then thread through parallel_for and run inside a held team (parallel.h) instead of
 // starting oneDNN's OpenMP regions.
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/activation_apply.h"
@@ -14,7 +18,21 @@ namespace kiln::backends::cpu {
 
 namespace {
 
-std::unique_ptr<Kernel> make_matmul_rows(const ir::Node& node, int threads) {
+// K and N of B ([K, N]).
+std::optional<std::pair<int64_t, int64_t>> rows_dims(const ir::Node& node) {
+  const ir::Value* b = node.num_inputs() > 1 ? node.input(1) : nullptr;
+  if (!b || !b->type.is_static() || b->type.rank() != 2) return std::nullopt;
+  const auto bd = b->type.static_dims();
+  if (bd[0] < 1 || bd[1] < 1) return std::nullopt;
+  return std::make_pair(bd[0], bd[1]);
+}
+
+std::unique_ptr<Kernel> make_matmul_rows(const ir::Node& node, const plan::KernelSpec& spec) {
+  const auto kn = rows_dims(node);
+  if (!kn) return nullptr;
+  const auto choice = pointwise_choice_of(spec, kn->first, kn->second);
+  if (!choice) return nullptr;
+  const int threads = spec.threads;
   if (!pointwise_supported() || node.num_outputs() != 1) return nullptr;
   const bool fused = node.domain() == "kiln";
   if (node.num_inputs() != 2 && !(fused && node.num_inputs() == 3)) return nullptr;
@@ -41,14 +59,29 @@ std::unique_ptr<Kernel> make_matmul_rows(const ir::Node& node, int threads) {
   for (int64_t k = 0; k < K; ++k)
     for (int64_t n = 0; n < N; ++n) wt[n * K + k] = w[k * N + n];
   return make_pointwise_rows_kernel(rows, K, N, wt.data(), bias ? bias->constant().data<float>() : nullptr, *act,
-                                    threads);
+                                    threads, *choice);
 }
 
 }  // namespace
 
 void add_matmul_rows_kernels(std::vector<KernelFactory>& table) {
-  table.push_back({"", "MatMul", make_matmul_rows, "kiln_matmul_rows"});
-  table.push_back({"kiln", "FusedMatMul", make_matmul_rows, "kiln_matmul_rows"});
+  auto choose = [](const ir::Node& n, int t) -> std::map<std::string, plan::ParamValue> {
+    const auto kn = rows_dims(n);
+    if (!kn) return {};
+    return pointwise_params(pointwise_rule(kn->first, kn->second, t, kRowsSplitMinWeightBytes));
+  };
+  auto choices = [](const ir::Node& n, int t) -> plan::ParamChoices {
+    const auto kn = rows_dims(n);
+    return kn ? pointwise_choices(kn->first, kn->second, t) : plan::ParamChoices{};
+  };
+  for (const char* domain : {"", "kiln"})
+    table.push_back({.domain = domain,
+                     .op = std::string(domain).empty() ? "MatMul" : "FusedMatMul",
+                     .make = nullptr,
+                     .name = "kiln_matmul_rows",
+                     .choose = choose,
+                     .make_spec = make_matmul_rows,
+                     .choices = choices});
 }
 
 }  // namespace kiln::backends::cpu

@@ -3,7 +3,8 @@
 // row of partials, and the partials are combined after. A conv that ran on two threads left
 // each half of its output in the cache of the core that wrote it, and this split reads those
 // halves where they are (oneDNN's pooling splits channels, which reads every pixel from both
-// cores; reading the other core's freshly written lines costs 2-3.5x on the 2-vCPU machines).
+// cores; reading the other core's freshly written lines costs several times reading one's own,
+// parallel.h).
 #include <algorithm>
 #include <limits>
 #include <memory>

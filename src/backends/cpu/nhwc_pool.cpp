@@ -2,10 +2,9 @@
 // folds its window's channel vectors (clipped to the input; max ignores padding, the average
 // divides by ONNX's count: valid taps, or with count_include_pad the taps inside the padded
 // input). Threads split output rows in order, so each reads the rows its core produced (see
-// kParallelMinElements). Faster than oneDNN 2.6's NHWC pooling, so first: squeezenet1_1's
-// first MaxPool (64 x 111 x 111, 3x3 stride 2) 272-282 vs 376-406 us at 1 thread (make
-// kernel-bench, MaxPool3x3s2_64x111); then 153 us with each window's channels folded in
-// registers (fold_avx512), 64 at a time.
+// kParallelMinElements), and each window's channels are folded in registers (fold_avx512), 64
+// at a time. Faster than oneDNN 2.6's NHWC pooling, so first (make kernel-bench,
+// MaxPool3x3s2_64x111: squeezenet1_1's first MaxPool).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -27,7 +26,7 @@ namespace {
 const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 
 // o[c] = fold of taps[t][c] over the taps (max, or the sum times `scale`), 64 channels at a time
-// in registers: the generic loop below kept o in memory and ran at a tenth of this speed.
+// in registers: the generic loop below keeps o in memory and is many times slower.
 // GCC 12 warns of the undefined pass-through operand inside its own _mm512_max_ps.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"

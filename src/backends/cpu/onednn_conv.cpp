@@ -55,8 +55,8 @@ int64_t nhwc_ld(const memory::desc& md) {
 // Weights a FusedConv with a channel scale S (input 4) computes in each run: the prepacked
 // weights, each element times S at its input channel. `channel` maps each float of the packed
 // layout to its input channel (found at creation by packing a tensor of channel numbers;
-// padding holds zero weights, so any channel serves), so no reorder runs per run: oneDNN's
-// plain-to-packed reorder cost 1.6 ns per element here, a Mul over the activation 0.25.
+// padding holds zero weights, so any channel serves), so no reorder runs per run: per element,
+// oneDNN's plain-to-packed reorder costs several times a Mul over the activation.
 struct ScaledWeights {
   dnnl_util::PackedConstant packed;
   std::vector<int32_t> channel;
@@ -88,9 +88,8 @@ class ConvKernel : public Kernel {
     const memory::desc& z_to = dst_reorder_ ? pd.dst_desc() : dst_plain;
     if (has_z && z_plain_ != z_to) z_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, z_plain_, eng, z_to));
     // With more than one thread, NHWC <-> nChw16c runs on kiln's split copy (blocked_reorder.h):
-    // oneDNN's reorder would be a single-threaded step of every Winograd conv. At 2 threads,
-    // paired: squeezenet1_1 0.976x the time, resnet18 0.985x; at 1 thread oneDNN's reorder is
-    // the faster by 0.4-0.8%.
+    // oneDNN's reorder would be a single-threaded step of every Winograd conv. At 1 thread
+    // oneDNN's reorder is the faster.
     // So does a dense NHWC destination copied into a channel slice (ConvConcat).
     if (threads_ > 1) {
       if (src_reorder_ && is_nchw16c(pd.src_desc())) src_ld_ = nhwc_ld(src_plain_);
@@ -198,9 +197,9 @@ dnnl_util::PackedConstant prepack(const Tensor& t, const memory::desc& have, con
 }
 
 // Runs `first` until a background thread has built the better kernel, then that one. oneDNN
-// 2.6 transforms Winograd weights slowly (one thread: 23-37 ms for a 256x256x3x3 conv, about
-// 100 ms for 512x512); building them eagerly took resnet18's session creation to 0.47 s at 1
-// thread and 0.53 s at 2, while the direct conv's weights reorder in about 7 ms. The build runs
+// 2.6 transforms Winograd weights slowly (tens of milliseconds per conv from 256x256x3x3 up, on
+// one thread, where the direct conv's weights reorder in a few), so building them eagerly would
+// multiply the session creation time of a model like resnet18. The build runs
 // on the process's background build thread (background_builds.h) and holds its own handles on
 // what it needs (the weights' buffer, descriptors), never a reference into the graph.
 class TieredKernel : public Kernel {
@@ -473,9 +472,8 @@ std::unique_ptr<Kernel> make_deconv(const ir::Node& node) {
 // kiln.ConvConcat: each conv of the body writes its channel slice of the output, the Concat
 // itself does nothing. kiln's Winograd and 1x1 kernels store into the slice directly (an
 // output row stride); a oneDNN conv's destination is the slice as a strided NHWC descriptor,
-// the primitive computing in its own layout and ConvKernel reordering into the slice.
-// squeezenet1_1, paired runs: 0.964x the time at 1 thread, 0.987x at 2 with oneDNN's convs;
-// kiln's then took 0.92x / 0.87x of that.
+// the primitive computing in its own layout and ConvKernel reordering into the slice. Either
+// way no separate Concat copies the pieces (`--pair-disable conv_concat` measures it).
 class ConvConcatKernel : public Kernel {
  public:
   struct Part {
@@ -526,9 +524,8 @@ std::unique_ptr<Kernel> make_conv_concat(const ir::Node& node, int threads) {
     if (!conv || conv->domain() != "kiln" || conv->op_type() != "FusedConv" || !input_index.count(conv->input(0)))
       return nullptr;
     ConvConcatKernel::Part p;
-    // kiln's Winograd and 1x1 convs write the slice themselves (squeezenet1_1, alternating
-    // processes: 0.95x and 0.94x the time at 1 thread, 0.94x each at 2); oneDNN's direct convs
-    // compute densely and reorder into it.
+    // kiln's Winograd and 1x1 convs write the slice themselves, which saves the reorder;
+    // oneDNN's direct convs compute densely and reorder into it.
     if (kernel_enabled("kiln_winograd")) p.conv = make_kiln_winograd(*conv, threads, total);
     if (!p.conv && kernel_enabled("kiln_pointwise"))
       p.conv = make_kiln_pointwise(*conv, threads, total, std::numeric_limits<int64_t>::max());
@@ -549,17 +546,16 @@ std::unique_ptr<Kernel> make_conv_concat(const ir::Node& node, int threads) {
 
 // Activations kiln applies itself after the primitive, on the output in cache-sized pieces split
 // across the threads, instead of as a oneDNN post-op. oneDNN 2.6's swish post-op costs
-// more than that second pass: a 16->96 1x1 conv on 112x112 with SiLU took 1.46-1.57 ms at 1
-// thread and 0.77 ms at 2 as a post-op, 1.24-1.27 and 0.64-0.68 ms applied after
-// (make kernel-bench, Expand1x1_16to96_112_SiLU; Depthwise3x3_32x112_SiLU 0.57 -> 0.45 ms).
+// more than that second pass (make kernel-bench, Expand1x1_16to96_112_SiLU and
+// Depthwise3x3_32x112_SiLU time both).
 bool dnnl_util::late_activation(const ir::Node& node) { return node.attr_string("activation", "") == "SiLU"; }
 
 void add_onednn_conv_kernels(std::vector<KernelFactory>& table) {
   for (const char* op : {"Conv", "FusedConv"}) {
     const std::string domain = std::string(op) == "Conv" ? "" : "kiln";
-    // First = the default. Winograd where it applies (3x3, stride 1, groups 1): measured
-    // 16-35% faster than brgconv at 1 thread on every such shape of resnet18 and squeezenet1_1
-    // even with its NHWC<->blocked reorders (make kernel-bench, Conv3x3_* and Expand3x3_*).
+    // First = the default. Winograd where it applies (3x3, stride 1, groups 1): faster than
+    // brgconv on every such shape of resnet18 and squeezenet1_1 even with its NHWC<->blocked
+    // reorders (make kernel-bench, Conv3x3_* and Expand3x3_*).
     // Then activations in the layout the graph gives (NHWC after layout assignment), oneDNN's
     // choice for NCHW; then the other layout.
     table.push_back({domain, op, [](const ir::Node& n, int t) { return make_conv(n, false, true, t); }, "onednn_winograd"});

@@ -1,6 +1,6 @@
 // MatMul, Gemm and kiln's FusedMatMul / FusedGemm on oneDNN's matmul primitive, float32.
 // Constant weights are reordered once, at creation, into the blocked layout the primitive
-// prefers (format_tag::any): that is what reaches 91-97% of peak (../shared/peers/KERNELS.md).
+// prefers (format_tag::any): that is what runs near the FMA peak (../shared/peers/KERNELS.md).
 // Gemm's C goes in as the primitive's bias, which may broadcast along any dim, so every C shape
 // Gemm allows maps onto it; activations become eltwise post-ops.
 #include <memory>

@@ -7,10 +7,10 @@
 // Between the kernels of one run the team can stay up (hold_team, which the executor uses for
 // runs of kernels whose only threading is parallel_for, Kernel::runs_in_team): a loop then
 // hands its shares to the held workers through one cache line instead of starting an OpenMP
-// region. On the 2-vCPU Zen 5 VM a libgomp region costs 3.0-3.4 us even with spinning workers
-// (the worker starts 1.7-1.8 us after the call; one cache line takes ~260 ns between the cores)
-// against 0.4-0.45 us handed to a held team, and mobilenet_v2 and squeezenet1_1 run 26-28 such
-// loops per run.
+// region. A libgomp region costs microseconds even with spinning workers (the worker starts
+// well after the call, and a cache line takes hundreds of nanoseconds from one core to the
+// other), several times what a loop handed to a held team costs, and a CNN runs dozens of such
+// loops per run (bench/results/history-code-comments.md).
 #pragma once
 #include <omp.h>
 
@@ -29,9 +29,9 @@ namespace kiln::backends::cpu {
 // Elementwise-like kernels split work across the team from this many elements up. Low on
 // purpose: after an op that ran on two threads, each half of its output sits in the cache of
 // the core that wrote it, and one thread reading (and overwriting) the other core's fresh lines
-// runs 2-3.5x slower than on its own (256 KiB: 8.6 vs 29.7 us on the 2-vCPU Xeon machines),
-// while waking a spinning team costs about a microsecond. Split the pixels (the outer dims) in
-// order, as the producers do, so each thread reads its own half.
+// runs several times slower than on its own, while waking a spinning team costs far less.
+// Split the pixels (the outer dims) in order, as the producers do, so each thread reads its own
+// half.
 constexpr int64_t kParallelMinElements = 4096;
 
 // The team held by hold_team: its calling thread hands out jobs, the others wait for them.

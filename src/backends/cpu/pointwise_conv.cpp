@@ -1,19 +1,17 @@
 // kiln's 1x1 convolution for few pixels and wide weights: the late layers of mobilenet_v2 and
 // efficientnet_b0 (7x7 and 14x14 images, 0.1-1.6 MB of weights each). There the weights come
-// from L3 on every run (the model's weights do not fit the 2 MiB L2), and oneDNN 2.6's 1x1 conv
-// pays that read on top of its compute: 320 -> 1280 on 7x7 ran in 355 us in the model against
-// 254 us with the weights hot. Here the weights are packed at creation in the order the kernel
+// from L3 on every run (a model's weights do not fit the L2), and oneDNN 2.6's 1x1 conv pays
+// that read on top of its compute. Here the weights are packed at creation in the order the kernel
 // reads them (blocks of up to 64 outputs, each [K][width]), the pixels are taken in tiles of up to 14
-// rows whose outputs accumulate in registers, and the input channels in ranges of 128, so a
+// rows whose outputs accumulate in registers, and the input channels in ranges (range_depth), so a
 // block's weights for one range stay in L1 across all tiles; while the tiles work on a range
 // they prefetch the next range into L2, so the weights stream from L3 behind the FMAs
 // instead of before them. Bias, residual and activation are applied in registers before the
 // store; a channel scale S (efficientnet's squeeze-excitation folded into a project conv)
 // multiplies each range's weights once per call, in a thread buffer, or in pair mode each
-// weight vector as it is loaded ("kiln_pointwise_scaled": efficientnet_b0's 14x14 project convs
-// 143 -> 84 us at 2 threads against oneDNN's, KILN_PROFILE=node; paired 1.0-1.03x). Paired against oneDNN (`kiln bench --pair-disable kiln_pointwise`): mobilenet_v2 and
-// efficientnet_b0 1.03-1.05x faster at 1 thread, 1.01-1.05x at 2 (the prefetch is most of it:
-// without it the kernel was 1-2% slower than oneDNN).
+// weight vector as it is loaded ("kiln_pointwise_scaled"). The prefetch is what puts this kernel
+// ahead of oneDNN's on these layers: without it, it is slower (`kiln bench --pair-disable
+// kiln_pointwise` measures it; numbers in bench/results/history-code-comments.md).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -66,14 +64,17 @@ template <int NV>
 constexpr int kRows = NV == 4 ? 6 : NV == 3 ? 8 : NV == 2 ? 12 : 14;
 
 // The inputs' channels are taken at most this many at a time for 64 outputs, so that a block's
-// weights for them stay in L1 across all tiles of pixels. 128 (32 KiB) on the Xeon it was first
-// tuned on; on Zen 5 (48 KiB L1), paired in both orders at 1 thread, 64 (16 KiB) measured
-// mobilenet_v2 1.0-2.1% faster, mobilenet_v2_bn 0.8-1.4%, efficientnet_b0 1.5-2.8%,
-// shufflenet_v2_x1_0 0.1-1.7%, squeezenet1_1 within +-0.6% (32 and 96 no better than 64, 192
-// 3-4% slower); with 2 threads 64 was slower (shufflenet_v2_x1_0 5%, squeezenet1_1 1.6-2%,
-// efficientnet_b0 0.5-1.7%), so teams keep 128.
+// weights for them stay in L1 across all tiles of pixels. One thread takes 64 (16 KiB of a
+// block's weights, leaving room in a 48 KiB L1 for the tiles' inputs); a team keeps 128, which
+// measured faster than 64 at 2 threads (paired, on the shared models; the numbers are in
+// bench/results/history-code-comments.md).
 constexpr int64_t kMaxRangeDepth = 128;
 int64_t range_depth(int threads) { return threads > 1 ? kMaxRangeDepth : 64; }
+
+int64_t round16_(int64_t n) { return (n + 15) / 16 * 16; }
+// PointwiseRows::parts() for K x N with or without pair mode.
+int64_t parts_of(int64_t N, bool pair) { return pair ? 1 : (round16_(N) / 16 + 3) / 4; }
+bool pair_allowed(int64_t K, int64_t N) { return N <= 24 && K <= kPairMaxK; }
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -98,8 +99,8 @@ __attribute__((target("avx512f"), always_inline)) inline void tile_step(__m512 (
 // [kc][NV * 16] (rows k0 on of the block's), for `count` tiles of R rows one after another. The first range
 // of k starts from the bias, the others from the partial sums in y; the last applies the
 // residual and the activation. One function per shape (noinline) keeps the k loop's registers
-// to itself, and a run of tiles per call spreads its set-up: with 16-32 input channels a call
-// per tile spent about a quarter of the time outside the k loop.
+// to itself, and a run of tiles per call spreads its set-up, which a short k loop (few input
+// channels) cannot hide.
 template <int R, int NV>
 __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x, int64_t K, int64_t k0, int64_t kc,
                                                       const float* __restrict wk, float* __restrict y, int64_t N,
@@ -191,15 +192,14 @@ template <int NV>
 void column_block(const float* x, int64_t m0, int64_t m1, int64_t K, const float* w, float* y, int64_t N,
                   const Epilogue& e, int64_t n0, __mmask16 tail) {
   // Tiles of equal height (49 rows: 4 of 6 and 5 of 5, not 8 of 6 and 1 of 1): a one-row tile
-  // has too few accumulators to hide the FMA latency and costs about 2.4 rows. The taller ones
+  // has too few accumulators to hide the FMA latency and costs more than two rows. The taller ones
   // first, each height one run.
   if (m1 <= m0) return;
   const int64_t tiles = (m1 - m0 + kRows<NV> - 1) / kRows<NV>, height = (m1 - m0) / tiles,
                 taller = (m1 - m0) % tiles;
   // Ranges of equal depth, each block's weights for a range at most e.depth rows of 64 outputs
   // (twice as deep at 32): with depth 128, 144 input channels on 24 outputs are one range, not
-  // 128 and a 16-deep one that reloads every partial sum (efficientnet_b0 1.024x at 1 thread,
-  // mobilenet_v2 1.01x, paired).
+  // 128 and a 16-deep one that reloads every partial sum.
   const int64_t max_depth = e.depth * 4 / NV, ranges = (K + max_depth - 1) / max_depth;
   const auto& fns = kTiles<NV>;
   for (int64_t r = 0; r < ranges; ++r) {
@@ -207,12 +207,11 @@ void column_block(const float* x, int64_t m0, int64_t m1, int64_t K, const float
     // With a channel scale S (efficientnet's squeeze-excitation folded into a project conv) the
     // range is scaled once into a buffer that all its tiles read, rather than each tile
     // multiplying every weight vector it loads (NV multiplies per R * NV FMAs, on the FMA
-    // ports): paired both ways, efficientnet_b0 2.6-2.9% faster at 1 thread, 0.3-1.4% at 2.
+    // ports).
     const float* wr = e.s ? scaled_range(w + k0 * NV * 16, e.s + k0, kc, NV * 16) : w + k0 * NV * 16;
     // The next range's weights (the next block's first range after the last), into L2, a
-    // share per tile: all from the first tile filled the line fill buffers in bursts and
-    // stalled its own loads (spread: 1.0-1.6% on mobilenet_v2 and efficientnet_b0, paired).
-    // Two ranges ahead measured 0.3-1% slower.
+    // share per tile: all from the first tile fills the line fill buffers in bursts and
+    // stalls its own loads. One range ahead: two ahead measured slower.
     const char* next = reinterpret_cast<const char*>(w + (k0 + kc) * NV * 16);
     const int64_t lines = kc * NV, per = (lines + tiles - 1) / tiles;
     if (taller)
@@ -230,8 +229,6 @@ void column_block(const float* x, int64_t m0, int64_t m1, int64_t K, const float
 // holds one output for one parity of k: lane 2i + j sums w[n0 + i][2p + j] * x[2p + j] over the
 // pairs p, one 8-byte broadcast of (x[2p], x[2p + 1]) feeding every vector. NVP vectors of 8
 // outputs each; the two parities are added and the even lanes gathered before the epilogue.
-// Paired against blocks of 64: mobilenet_v2 1.031x at 1 thread, 1.023x at 2 (its 32 -> 16,
-// 96 -> 24 and 144 -> 24 projections in chains), efficientnet_b0 1.008x / 1.019x.
 template <int NVP>
 constexpr int kPairRows = NVP == 3 ? 9 : 14;
 
@@ -335,12 +332,53 @@ void pair_rows(const float* x, int64_t m0, int64_t m1, int64_t K, const float* w
 
 }  // namespace
 
+PointwiseChoice pointwise_rule(int64_t K, int64_t N, int threads, int64_t split_min_bytes) {
+  PointwiseChoice c;
+  c.depth = range_depth(threads);
+  c.pair = pair_allowed(K, N);
+  c.split_outputs = K * N * 4 >= split_min_bytes && parts_of(N, c.pair) >= 2 * std::max(1, threads);
+  return c;
+}
+
+std::map<std::string, plan::ParamValue> pointwise_params(const PointwiseChoice& c) {
+  return {{"depth", c.depth}, {"pair", int64_t{c.pair}}, {"split", std::string(c.split_outputs ? "outputs" : "pixels")}};
+}
+
+plan::ParamChoices pointwise_choices(int64_t K, int64_t N, int threads) {
+  plan::ParamChoices c;
+  c["depth"] = {int64_t{32}, int64_t{64}, int64_t{128}};
+  c["pair"] = {int64_t{0}};
+  if (pair_allowed(K, N)) c["pair"].push_back(int64_t{1});
+  c["split"] = {std::string("pixels")};
+  if (parts_of(N, false) >= 2 * std::max(1, threads)) c["split"].push_back(std::string("outputs"));
+  return c;
+}
+
+std::optional<PointwiseChoice> pointwise_choice_of(const plan::KernelSpec& s, int64_t K, int64_t N) {
+  for (const char* p : {"depth", "pair", "split"})
+    if (!s.params.count(p)) return std::nullopt;
+  PointwiseChoice c;
+  c.depth = s.get_int("depth");
+  c.pair = s.get_int("pair") != 0;
+  c.split_outputs = s.get_string("split") == "outputs";
+  if (c.depth < 16 || c.depth > 1024 || c.depth % 16 != 0) return std::nullopt;
+  if (s.get_int("pair") != 0 && s.get_int("pair") != 1) return std::nullopt;
+  if (c.pair && !pair_allowed(K, N)) return std::nullopt;
+  if (s.get_string("split") != "outputs" && s.get_string("split") != "pixels") return std::nullopt;
+  if (c.split_outputs && parts_of(N, c.pair) < 2 * std::max(1, s.threads)) return std::nullopt;
+  return c;
+}
+
 PointwiseRows::PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act,
                              int64_t ldy, int threads)
-    : K_(K), N_(N), ldy_(ldy), act_(act), depth_(range_depth(threads)),
+    : PointwiseRows(K, N, w, bias, act, ldy, pointwise_rule(K, N, threads, kSplitOutputsMinWeightBytes)) {}
+
+PointwiseRows::PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act,
+                             int64_t ldy, const PointwiseChoice& c)
+    : K_(K), N_(N), ldy_(ldy), act_(act), depth_(c.depth),
       packed_(aligned_floats(static_cast<size_t>(K * round16(N)))), bias_(static_cast<size_t>(round16(N)), 0.f) {
   if (bias) std::copy(bias, bias + N, bias_.begin());
-  pair_vectors_ = N <= 24 && K <= kPairMaxK ? (N + 7) / 8 : 0;
+  pair_vectors_ = c.pair && pair_allowed(K, N) ? (N + 7) / 8 : 0;
   if (pair_vectors_) {  // [pair][vector][16]: lane 2i + j is w[8 * vector + i][2 * pair + j]
     const int64_t pairs = (K + 1) / 2;
     packed_ = aligned_floats(static_cast<size_t>(pairs * pair_vectors_ * 16));
@@ -354,9 +392,8 @@ PointwiseRows::PointwiseRows(int64_t K, int64_t N, const float* w, const float* 
   }
   // Blocks of equal width, at most 4 vectors: 144 outputs as 3 x 48 rather than 64 + 64 + 16,
   // whose 16-wide block loads a broadcast per FMA (14 rows of 1 vector); 96 as 2 x 48 rather than
-  // 64 + 32 (12 rows of 2 vectors: 14 loads per 24 FMAs). 1.03-1.05x on mobilenet_v2's 24 -> 144 and
-  // 16 -> 96 expansions and 240 -> 80 (PointwiseRows_* in bench/kernels, paired), the same elsewhere;
-  // mobilenet_v2 1.02x at 2 threads (paired), the other models within 1%.
+  // 64 + 32 (12 rows of 2 vectors: 14 loads per 24 FMAs). PointwiseRows_* in bench/kernels
+  // time these shapes.
   const int64_t vectors = round16(N) / 16, nblocks = (vectors + 3) / 4;
   for (int64_t i = 0, n0 = 0; n0 < N; ++i) {
     const int64_t bv = vectors * (i + 1) / nblocks - vectors * i / nblocks;
@@ -410,12 +447,6 @@ bool pointwise_supported() { return kHasAvx512; }
 
 namespace {
 
-// From this many bytes of weights, threads split the outputs rather than the pixels. Zen 5 (1 MiB
-// L2), 2 threads, paired: squeezenet1_1 (its 512 -> 1000 classifier, 2 MB of weights) 0.970x the
-// time, mobilenet_v2 0.977x and efficientnet_b0 0.977x (their 7x7 layers of 0.6-1.6 MB);
-// splitting the outputs of every layer gained less (0.974x, 0.980x, 0.984x). On the Xeon
-// (2 MiB L2), splitting every layer's outputs measured 1-4% slower.
-constexpr int64_t kSplitOutputsMinWeightBytes = 512 << 10;
 
 class PointwiseConvKernel : public Kernel {
  public:
@@ -423,11 +454,10 @@ class PointwiseConvKernel : public Kernel {
   // `ldy` >= N: floats between output pixels (a channel slice of a wider tensor). Threads split
   // the outputs from `split_min_bytes` of weights.
   PointwiseConvKernel(int64_t images, int64_t pixels, int64_t K, int64_t N, const float* w, const float* bias,
-                      ops::Activation act, int threads, int64_t ldy,
-                      int64_t split_min_bytes = kSplitOutputsMinWeightBytes)
+                      ops::Activation act, int threads, int64_t ldy, const PointwiseChoice& c)
       : images_(images), M_(pixels), K_(K), N_(N), ldy_(ldy), threads_(std::max(1, threads)),
-        gemm_(K, N, w, bias, act, ldy, threads),
-        split_outputs_(K * N * 4 >= split_min_bytes && gemm_.parts() >= 2 * threads_) {}
+        gemm_(K, N, w, bias, act, ldy, c),
+        split_outputs_(c.split_outputs && gemm_.parts() >= 2 * threads_) {}
 
   // Threads split the pixels, or with at least kSplitOutputsMinWeightBytes of weights the
   // output blocks: each core then streams half of the weights from L3 instead of all of them
@@ -475,17 +505,22 @@ class PointwiseConvKernel : public Kernel {
 }  // namespace
 
 std::unique_ptr<Kernel> make_pointwise_rows_kernel(int64_t rows, int64_t K, int64_t N, const float* w,
-                                                   const float* bias, ops::Activation act, int threads) {
+                                                   const float* bias, ops::Activation act, int threads,
+                                                   const PointwiseChoice& c) {
   if (!kHasAvx512 || rows < 1 || K < 1 || N < 1) return nullptr;
-  // Threads always split the rows: a transformer's linear layers sit between row-split ops
-  // (LayerNorm, Gelu, the next layer), and splitting bert_tiny's 1 MiB FFN weights instead had
-  // each core read the other's half of the activations (2 threads: 0.939x the time split by rows).
-  return std::make_unique<PointwiseConvKernel>(1, rows, K, N, w, bias, act, threads, N,
-                                               std::numeric_limits<int64_t>::max());
+  return std::make_unique<PointwiseConvKernel>(1, rows, K, N, w, bias, act, threads, N, c);
+}
+
+std::optional<std::pair<int64_t, int64_t>> pointwise_dims(const ir::Node& node) {
+  const ir::Value* w = node.num_inputs() > 1 ? node.input(1) : nullptr;
+  if (!w || !w->type.is_static() || w->type.rank() != 4) return std::nullopt;
+  const auto wd = w->type.static_dims();
+  if (wd[2] != 1 || wd[3] != 1 || wd[0] < 1 || wd[1] < 1) return std::nullopt;
+  return std::make_pair(wd[1], wd[0]);
 }
 
 std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, int64_t out_channels_total,
-                                            int64_t max_pixels) {
+                                            int64_t max_pixels, const PointwiseChoice* choice) {
   if (!kHasAvx512 || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
   if (!node.attr_int("channels_last", 0) || node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0) ||
       node.attr_int("z_blocked", 0))
@@ -521,24 +556,41 @@ std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, i
   if (!act) return nullptr;
   return std::make_unique<PointwiseConvKernel>(xd[0], pixels, K, N, w->constant().data<float>(),
                                                b ? b->constant().data<float>() : nullptr, *act, threads,
-                                               out_channels_total > 0 ? out_channels_total : N);
+                                               out_channels_total > 0 ? out_channels_total : N,
+                                               choice ? *choice : pointwise_rule(K, N, threads, kSplitOutputsMinWeightBytes));
 }
 
 void add_pointwise_conv_kernels(std::vector<KernelFactory>& table) {
   // Two names, so that `--pair-disable` can measure the scaled form (efficientnet's
   // squeeze-excitation folded into its project convs, src/lower/fold_channel_scale.cpp) apart.
-  // The scaled form takes any number of pixels: oneDNN rescales its packed weights each run,
-  // and on efficientnet_b0's 28x28 to 112x112 project convs kiln's was 1.005x at 1 thread and
-  // 1.016x at 2 (paired); without a scale, more pixels were 0.99-1.01x across the models.
+  // The scaled form takes any number of pixels: oneDNN rescales its packed weights each run, so
+  // kiln's is at least as fast on efficientnet_b0's 28x28 to 112x112 project convs; without a
+  // scale, beyond kMaxPixels the two are level.
   auto scaled = [](const ir::Node& n) { return n.num_inputs() > 4 && n.input(4); };
-  table.push_back({"kiln", "FusedConv",
-                   [scaled](const ir::Node& n, int t) { return scaled(n) ? nullptr : make_kiln_pointwise(n, t); },
-                   "kiln_pointwise"});
-  table.push_back({"kiln", "FusedConv",
-                   [scaled](const ir::Node& n, int t) {
-                     return scaled(n) ? make_kiln_pointwise(n, t, 0, std::numeric_limits<int64_t>::max()) : nullptr;
-                   },
-                   "kiln_pointwise_scaled"});
+  auto choose = [](const ir::Node& n, int t) -> std::map<std::string, plan::ParamValue> {
+    const auto kn = pointwise_dims(n);
+    if (!kn) return {};
+    return pointwise_params(pointwise_rule(kn->first, kn->second, t, kSplitOutputsMinWeightBytes));
+  };
+  auto choices = [](const ir::Node& n, int t) -> plan::ParamChoices {
+    const auto kn = pointwise_dims(n);
+    return kn ? pointwise_choices(kn->first, kn->second, t) : plan::ParamChoices{};
+  };
+  for (const bool with_scale : {false, true}) {
+    const int64_t max_pixels = with_scale ? std::numeric_limits<int64_t>::max() : kMaxPixels;
+    table.push_back({.domain = "kiln",
+                     .op = "FusedConv",
+                     .make = nullptr,
+                     .name = with_scale ? "kiln_pointwise_scaled" : "kiln_pointwise",
+                     .choose = choose,
+                     .make_spec = [=](const ir::Node& n, const plan::KernelSpec& s) -> std::unique_ptr<Kernel> {
+                       const auto kn = pointwise_dims(n);
+                       if (scaled(n) != with_scale || !kn) return nullptr;
+                       const auto c = pointwise_choice_of(s, kn->first, kn->second);
+                       return c ? make_kiln_pointwise(n, s.threads, 0, max_pixels, &*c) : nullptr;
+                     },
+                     .choices = choices});
+  }
 }
 
 }  // namespace kiln::backends::cpu

@@ -5,32 +5,59 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <limits>
+#include <map>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/backend.h"
 #include "backends/cpu/aligned_floats.h"
 #include "ops/fused_activation.h"
+#include "plan/kernel_spec.h"
 
 namespace kiln::backends::cpu {
 
 // As the default kernel: up to this many pixels per image (squeezenet's 55x55 and 27x27
-// squeeze convs, efficientnet's 56x56 and 28x28 ones). 256 on the Xeon, where beyond that the
-// weights were reused enough for oneDNN's blocking to win; on Zen 5 kiln's kernel wins there
-// too: 4096 against 256, squeezenet1_1 0.956-0.990x the time at 1 thread and 0.976-0.983x at 2,
-// efficientnet_b0 0.979-1.0x / 0.965-0.995x, mobilenet_v2 0.99-1.01x (paired).
+// squeeze convs, efficientnet's 56x56 and 28x28 ones). Beyond some size the weights are reused
+// enough for oneDNN's blocking to win; where that lies depends on the machine (on a Xeon with
+// 2 MiB of L2 it was 256 pixels). On the Zen 5 host kiln's kernel is ahead up to this many
+// (bench/results/history-code-comments.md).
 constexpr int64_t kMaxPixels = 4096;
 
 // The 1x1 conv itself, on pixels at hand: a kiln.ConvChain runs its 1x1 layers on the rows of
 // its line buffers with it. Up to 24 outputs it works in pair mode (two input channels per
 // broadcast, pointwise_conv.cpp), else in blocks of up to 64 outputs. Needs AVX-512 (the caller
 // checks pointwise_supported()).
+// The choices kiln's 1x1 kernel runs by (its KernelSpec parameters "depth", "pair", "split").
+struct PointwiseChoice {
+  int64_t depth = 64;          // input channels per range for 64 outputs (their weights stay in L1)
+  bool pair = false;           // pair mode: two input channels per broadcast (up to 24 outputs)
+  bool split_outputs = false;  // threads split the output blocks rather than the pixels
+};
+// The rule: depth 64 at one thread, 128 in teams; pair mode up to 24 outputs and kPairMaxK
+// inputs; outputs split from `split_min_bytes` of weights where each thread gets two blocks.
+PointwiseChoice pointwise_rule(int64_t K, int64_t N, int threads, int64_t split_min_bytes);
+std::map<std::string, plan::ParamValue> pointwise_params(const PointwiseChoice& c);
+// The choice a spec holds; nullopt when a parameter is missing or invalid for K x N at the
+// spec's threads.
+std::optional<PointwiseChoice> pointwise_choice_of(const plan::KernelSpec& s, int64_t K, int64_t N);
+plan::ParamChoices pointwise_choices(int64_t K, int64_t N, int threads);
+
+// Pair mode (pointwise_conv.cpp) up to this many input channels.
+constexpr int64_t kPairMaxK = 1024;
+
 class PointwiseRows {
  public:
   // w: ONNX's [N, K, 1, 1]; bias: N floats or nullptr; `ldy` >= N: floats between output pixels;
   // `threads`: of the team that runs the conv (it picks the depth of the input-channel ranges).
   PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act, int64_t ldy,
                 int threads = 1);
+  // With the depth and pair mode of `c`.
+  PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act, int64_t ldy,
+                const PointwiseChoice& c);
 
   // y[m] = act(x[m] * W + bias (+ z[m])) for pixels m in [m0, m1): x's pixels K floats apart,
   // y's ldy, z's (the residual, or nullptr) N; `s` (or nullptr) scales input channel k by s[k].
@@ -52,8 +79,6 @@ class PointwiseRows {
   };
 
  private:
-  // Pair mode (pointwise_conv.cpp) up to this many input channels.
-  static constexpr int64_t kPairMaxK = 1024;
 
   int64_t K_, N_, ldy_;
   ops::Activation act_;
@@ -70,12 +95,24 @@ bool pointwise_supported();
 // N floats, with PointwiseRows' epilogue (bias, activation): a linear layer
 // (matmul_rows.cpp). nullptr without AVX-512.
 std::unique_ptr<Kernel> make_pointwise_rows_kernel(int64_t rows, int64_t K, int64_t N, const float* w,
-                                                   const float* bias, ops::Activation act, int threads);
+                                                   const float* bias, ops::Activation act, int threads,
+                                                   const PointwiseChoice& c);
+// Threads always split a linear layer's rows by the rule: it sits between row-split ops
+// (LayerNorm, Gelu, the next layer), so splitting its weights has each core read the other's
+// half of the activations.
+constexpr int64_t kRowsSplitMinWeightBytes = std::numeric_limits<int64_t>::max();
 
 // The kernel for a channels-last 1x1 stride-1 FusedConv (group 1, no channel scale) of at most
 // `max_pixels` pixels per image, or nullptr (also without AVX-512); `out_channels_total` > 0
 // makes its output a channel slice of a tensor with that many channels.
 std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, int64_t out_channels_total = 0,
-                                            int64_t max_pixels = kMaxPixels);
+                                            int64_t max_pixels = kMaxPixels, const PointwiseChoice* choice = nullptr);
+// From this many bytes of weights, threads split the outputs rather than the pixels: each core
+// then streams its half of weights that come from L3 (squeezenet1_1's 512 -> 1000 classifier,
+// the 7x7 layers of mobilenet_v2 and efficientnet_b0) instead of all of them. Below it, reading
+// the other core's pixels costs more than the weights save (bench/results/history-code-comments.md).
+constexpr int64_t kSplitOutputsMinWeightBytes = 512 << 10;
+// K and N of a 1x1 FusedConv's weights ([N, K, 1, 1]); nullopt for another form.
+std::optional<std::pair<int64_t, int64_t>> pointwise_dims(const ir::Node& node);
 
 }  // namespace kiln::backends::cpu

@@ -1,7 +1,7 @@
 // Vector code for the CPU backend's own kernels without intrinsics: hot loops are plain C++
 // that GCC auto-vectorizes, compiled three times by KILN_SIMD (AVX-512, AVX2+FMA, baseline) and
-// picked at load time by the CPU's features (an ifunc). AVX-512 is worth 2x over AVX2 on the
-// Zen 5 machines kiln is measured on (../shared/peers/KERNELS.md), and the same binary still runs
+// picked at load time by the CPU's features (an ifunc). AVX-512 doubles the vector width of
+// AVX2, and Zen 5 runs it at full width (../shared/peers/KERNELS.md); the same binary still runs
 // on older CPUs. Files using this are compiled with -fno-trapping-math (CMakeLists.txt), without
 // which GCC refuses to vectorize loops containing min/max or division.
 //
@@ -72,7 +72,8 @@ inline float exp2_in_range(float y) {
 // 1 / (1 + e^{-x}) with e^{-x} = 2^{-x log2 e} clamped to 2^{+-100}: past that the result is 1
 // or 7.9e-31, in float as good as exact. The clamp keeps every value normal. GCC if-converts a
 // clamp into whole "saturated" lanes computed for every element, and a denormal there (as with
-// exp()'s clamp at 88.7, 1 / (1 + 3.4e38)) costs a microcode assist per vector: 7x slower.
+// exp()'s clamp at 88.7, 1 / (1 + 3.4e38)) costs a microcode assist per vector, many times the
+// vector's arithmetic.
 inline float sigmoid(float x) {
   const float y = std::min(std::max(x * -1.44269504089f, -100.0f), 100.0f);
   return 1.0f / (1.0f + exp2_in_range(y));

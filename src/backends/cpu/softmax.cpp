@@ -18,7 +18,7 @@ namespace kiln::backends::cpu {
 
 // e^d, but exactly 0 well before the result could turn denormal once divided by the sum:
 // simd::exp saturates at e^-87.3, and denormal probabilities make the P·V matmul that consumes
-// attention scores (masked with -10000) run 25x slower.
+// attention scores (masked with -10000) run many times slower.
 inline float underflow_to_zero(float d) {
   const float e = simd::exp(d);
   return d < -80.f ? 0.f : e;

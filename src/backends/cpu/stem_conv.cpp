@@ -43,8 +43,8 @@ constexpr int kStemRows = stem_rows(NV);
 
 // y[R pixels][NV * 16] = act(bias + sum over kernel rows kh in [kh0, kh1) and taps j of
 // in[kh][r * step + j] * w[kh][j]); in[kh] points at the tile's first pixel in row kh. `count`
-// such tiles one after another, one call per run as pointwise_conv.cpp's tiles (there a call
-// per tile cost 3-4% of mobilenet_v2; here the same speed within the noise).
+// such tiles one after another, one call per run as pointwise_conv.cpp's tiles, which spreads a
+// call's set-up over the run.
 template <int R, int NV, int STEP = 0>
 __attribute__((target("avx512f"), noinline)) void stem_tile(const float* const* in, int64_t kh0, int64_t kh1,
                                                            int64_t taps, int64_t step_arg, const float* __restrict w,

@@ -2,11 +2,9 @@
 // models (mobilenet_v2's and efficientnet_b0's 3x3/2 3 -> 32, resnet18's 7x7/2 3 -> 64,
 // squeezenet1_1's 3x3/2 3 -> 64). An output row is computed in tiles of pixels whose outputs
 // stay in registers, a tile's taps one contiguous run of KW * C floats per kernel row. Alone it
-// runs at oneDNN 2.6's speed (Stem* in bench/kernels: 3x3/2 185 vs 182 us at 1 thread, 90 vs 96
-// at 2); its use is as a ConvChain's first layer, an output row at a time from whatever input
-// rows are at hand, where oneDNN needed a primitive per band shape (paired, `--pair-disable
-// kiln_stem_conv`: mobilenet_v2 1.005x / 1.010x at 1 / 2 threads, efficientnet_b0 1.005x /
-// 1.009x).
+// runs at oneDNN 2.6's speed (Stem* in bench/kernels time both); its use is as a ConvChain's
+// first layer, an output row at a time from whatever input rows are at hand, where oneDNN needs
+// a primitive per band shape (`--pair-disable kiln_stem_conv` measures what it is worth).
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1,7 +1,7 @@
 // kiln's Winograd convolution on channels-last activations, F(4x4, 3x3) (F(2x2, 3x3) on images
 // under 20 pixels a side), for 3x3 stride-1 dense convs with few input channels (squeezenet1_1's
 // expand convs: 16-64 channels), where oneDNN 2.6's Winograd (on nChw16c, with its reorders)
-// gained only 1.2-1.4x over its direct conv. Each (N+2)x(N+2) input tile becomes (N+2)^2
+// gains little over its direct conv. Each (N+2)x(N+2) input tile becomes (N+2)^2
 // transformed channel vectors (B^T d B), each position is a small GEMM against the transformed
 // weights (G g G^T, made at creation), and each result becomes an NxN output tile (A^T m A) with
 // bias and activation applied before the store: 36 multiplies per 16 outputs instead of 144. The image
@@ -307,7 +307,24 @@ class WinogradKernel : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, int64_t out_channels_total) {
+std::map<std::string, plan::ParamValue> winograd_params(const ir::Node& node) {
+  const ir::Value* y = node.num_outputs() == 1 ? node.output(0) : nullptr;
+  if (!y || !y->type.is_static() || y->type.rank() != 4) return {};
+  const auto yd = y->type.static_dims();
+  // 4x4 tiles from 20 pixels a side: below that their edge tiles waste a third of the work
+  // (13x13: 34%) and F(2x2, 3x3) is the faster form (docs/performance.md).
+  return {{"tile", int64_t{std::min(yd[1], yd[2]) >= 20 ? 4 : 2}}, {"block_tiles", kWinogradBlockTiles}};
+}
+
+std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, int64_t out_channels_total, int tile,
+                                           int64_t block_tiles) {
+  if (tile == 0 || block_tiles == 0) {
+    const auto p = winograd_params(node);
+    if (p.empty()) return nullptr;
+    if (tile == 0) tile = static_cast<int>(std::get<int64_t>(p.at("tile")));
+    if (block_tiles == 0) block_tiles = std::get<int64_t>(p.at("block_tiles"));
+  }
+  if ((tile != 2 && tile != 4) || block_tiles < 1 || block_tiles > 4096) return nullptr;
   if (!kHasAvx512 || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
   if (!node.attr_int("channels_last", 0) || node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0))
     return nullptr;
@@ -332,17 +349,27 @@ std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, in
   const std::optional<ops::Activation> act = epilogue_of(node);
   if (!act) return nullptr;
   const int64_t ldc = out_channels_total > 0 ? out_channels_total : s.OC;
-  // 4x4 tiles from 20 pixels a side: on 13x13 images their edge tiles waste 34% of the work
-  // and F(2x2, 3x3) was 3-8% faster there, where F(4x4, 3x3) took 0.69-0.75x the time on
-  // 27x27 to 56x56 images (squeezenet's and resnet18's shapes, one thread).
-  const int tile = std::min(s.OH, s.OW) >= 20 ? 4 : 2;
-  WinogradConv conv(s, w->constant().data<float>(), b ? b->constant().data<float>() : nullptr, *act, threads, tile);
+  WinogradConv conv(s, w->constant().data<float>(), b ? b->constant().data<float>() : nullptr, *act, threads, tile,
+                    block_tiles);
   return std::make_unique<WinogradKernel>(std::move(conv), xd[0], ldc);
 }
 
 void add_kiln_winograd_kernels(std::vector<KernelFactory>& table) {
-  table.push_back({"kiln", "FusedConv", [](const ir::Node& n, int t) { return make_kiln_winograd(n, t); },
-                   "kiln_winograd"});
+  table.push_back({.domain = "kiln",
+                   .op = "FusedConv",
+                   .make = [](const ir::Node& n, int t) { return make_kiln_winograd(n, t); },
+                   .name = "kiln_winograd",
+                   .choose = [](const ir::Node& n, int) { return winograd_params(n); },
+                   .make_spec =
+                       [](const ir::Node& n, const plan::KernelSpec& s) -> std::unique_ptr<Kernel> {
+                     if (!s.params.count("tile") || !s.params.count("block_tiles")) return nullptr;
+                     return make_kiln_winograd(n, s.threads, 0, static_cast<int>(s.get_int("tile")),
+                                               s.get_int("block_tiles"));
+                   },
+                   .choices = [](const ir::Node&, int) -> plan::ParamChoices {
+                     return {{"tile", {int64_t{2}, int64_t{4}}},
+                             {"block_tiles", {int64_t{8}, kWinogradBlockTiles, int64_t{48}}}};
+                   }});
 }
 
 }  // namespace kiln::backends::cpu

@@ -1,13 +1,17 @@
-// kiln's Winograd F(2x2, 3x3) convolution on channels-last activations (winograd_conv.cpp):
-// 3x3 stride-1 dense convs, written for few input channels (squeezenet1_1's expand convs).
+// kiln's Winograd convolution, F(4x4, 3x3) or F(2x2, 3x3), on channels-last activations
+// (winograd_conv.cpp): 3x3 stride-1 dense convs, written for few input channels (squeezenet1_1's
+// expand convs).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/backend.h"
 #include "backends/cpu/aligned_floats.h"
 #include "ops/fused_activation.h"
+#include "plan/kernel_spec.h"
 
 namespace kiln::backends::cpu {
 
@@ -52,7 +56,13 @@ class WinogradConv {
 
 // The kernel for a channels-last 3x3 stride-1 FusedConv (group 1, no residual or channel
 // scale), or nullptr; `out_channels_total` > 0 makes its output a channel slice of a tensor
-// with that many channels.
-std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, int64_t out_channels_total = 0);
+// with that many channels. `tile` (2 or 4) and `block_tiles` (>= 1) as winograd_params
+// chooses them when 0; nullptr for other values.
+std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, int64_t out_channels_total = 0,
+                                           int tile = 0, int64_t block_tiles = 0);
+
+// The rule's parameters for a node: {"tile": 4 from 20 output pixels a side, else 2;
+// "block_tiles": kWinogradBlockTiles}; empty when the node has no static 4-D output.
+std::map<std::string, plan::ParamValue> winograd_params(const ir::Node& node);
 
 }  // namespace kiln::backends::cpu

@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include "frontend/onnx/tensor_proto.h"
@@ -54,9 +55,22 @@ class Exporter {
       if (!v || !v->is_constant() || v->owner() != &g || !written.insert(v).second) return;
       tensor_to_proto(v->constant(), v->name(), gp->add_initializer());
     };
+    // Including those only its nodes' subgraphs read (an If branch, a fused node's body).
+    std::function<void(const ir::Node&)> reads = [&](const ir::Node& n) {
+      for (const ir::Value* v : n.inputs()) constant(v);
+      for (const auto& [k, a] : n.attrs) {
+        std::vector<const ir::Graph*> subs;
+        if (a.g) subs.push_back(a.g.get());
+        for (const auto& sg : a.graphs) subs.push_back(sg.get());
+        for (const ir::Graph* sg : subs) {
+          for (const ir::Node* sn : sg->nodes()) reads(*sn);
+          for (const ir::Value* v : sg->outputs()) constant(v);
+        }
+      }
+    };
     for (const ir::Value* v : g.inputs()) value_info(v, gp->add_input());
     for (const ir::Node* n : g.nodes()) {
-      for (const ir::Value* v : n->inputs()) constant(v);
+      reads(*n);
       node(*n, gp->add_node());
     }
     for (const ir::Value* v : g.outputs()) {

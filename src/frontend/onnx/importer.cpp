@@ -302,8 +302,8 @@ std::unique_ptr<ir::Graph> load_model_view(std::string_view bytes, const fs::pat
 
 // The model file's bytes, read into memory of our own (ir/zeroed_memory.h: huge pages from
 // 2 MiB). Not mapped: where each 4 KiB page's first touch by the process costs a trip to the
-// hypervisor (shadow paging), resnet18's 47 MB file read through a mapping took about 55 ms,
-// read() into 2 MiB pages 15 ms, and the copy in fresh 4 KiB pages it replaced 150.
+// hypervisor (shadow paging), a mapping's page-cache pages are first-touched at 4 KiB too, and
+// read() into 2 MiB pages is several times faster (bench/results/history-code-comments.md).
 struct FileBytes {
   std::shared_ptr<void> buffer;
   size_t size = 0;

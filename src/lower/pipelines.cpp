@@ -1,0 +1,55 @@
+#include "lower/pipelines.h"
+
+#include <algorithm>
+
+#include "fusion/anchor_epilogues.h"
+#include "lower/blocked_layout.h"
+#include "lower/fold_channel_scale.h"
+#include "lower/fuse_channel_shuffle.h"
+#include "lower/fuse_conv_chain.h"
+#include "lower/fuse_conv_concat.h"
+#include "lower/materialize_constants.h"
+
+namespace kiln::lower {
+
+const std::vector<std::string>& lowering_pass_names() {
+  static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "channel_scale", "conv_concat",
+                                                 "conv_chain",    "conv_chain_input", "blocked_layout"};
+  return names;
+}
+
+passes::PassManager make_lowering_pipeline(const LoweringTarget& t, LoweringStats* st) {
+  auto on = [&](const char* name) { return std::find(t.disabled.begin(), t.disabled.end(), name) == t.disabled.end(); };
+  // Passes re-infer types after each change; the verifier runs in the optimizer's tests.
+  passes::PassManager pm(passes::PassManager::Options{.verify = false, .max_iterations = 1, .infer = true});
+  if (t.backend.empty()) return pm;
+  pm.add(make_materialize_constants_pass());
+  if (t.channels_last && on("channels_last")) pm.add(make_channels_last_pass(&st->layout));
+  if (on("channel_shuffle")) pm.add(make_channel_shuffle_pass(&st->layout));
+  if (t.fusion_level >= 3) pm.add(fusion::make_anchor_epilogues_pass());
+  if (t.fusion_level > 0) {
+    fusion::FusionOptions fo;
+    fo.level = t.fusion_level;
+    pm.add(fusion::make_collapse_groups_pass(fo, t.can_fuse, &st->fusion));
+  }
+  // Then Concats of conv outputs (which must not be blocked: fused first), and after fusion,
+  // which forms the residual convs whose Z the blocked-layout pass must see.
+  if (t.channels_last) {
+    if (on("channel_scale")) pm.add(make_channel_scale_pass(&st->layout.channel_scales));
+    if (t.fusion_level > 0 && on("conv_concat")) pm.add(make_conv_concat_pass(&st->layout.conv_concats));
+    if (t.fusion_level > 0 && on("conv_chain"))
+      pm.add(make_conv_chain_pass(t.threads, on("conv_chain_input"), &st->layout.conv_chains));
+    if (on("blocked_layout")) pm.add(make_blocked_layout_pass(&st->layout.blocked_values));
+  }
+  return pm;
+}
+
+LoweringStats run_lowering(ir::Graph& g, const LoweringTarget& target) {
+  LoweringStats st;
+  passes::PassManager pm = make_lowering_pipeline(target, &st);
+  pm.run(g);
+  st.passes = pm.stats();
+  return st;
+}
+
+}  // namespace kiln::lower

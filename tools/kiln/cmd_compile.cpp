@@ -1,0 +1,123 @@
+// kiln compile MODEL -o OUT [--target kiln] [--dim SYMBOL=N[,M...]] [--threads N]: the one
+// compile command. --target kiln (the default) writes a .kiln file (runtime/kiln_file.h): the
+// optimized graph, every precompiled input-shape signature's lowered graph and executable plan,
+// which `kiln run/check/bench` and Session::create load without the source model.
+#include <kiln/error.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "commands.h"
+
+namespace kiln::cli {
+
+namespace {
+
+// "batch=1,4" -> {"batch": {1, 4}}.
+std::map<std::string, std::vector<int64_t>> parse_dims(const std::vector<std::string>& specs) {
+  std::map<std::string, std::vector<int64_t>> dims;
+  for (const std::string& d : specs) {
+    const auto eq = d.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("--dim expects SYMBOL=N[,M...], got '" + d + "'");
+    std::vector<int64_t>& values = dims[d.substr(0, eq)];
+    size_t at = eq + 1;
+    while (at <= d.size()) {
+      const size_t comma = std::min(d.find(',', at), d.size());
+      const std::string n = d.substr(at, comma - at);
+      char* end = nullptr;
+      const long long v = std::strtoll(n.c_str(), &end, 10);
+      if (n.empty() || *end != '\0' || v < 1) throw Error("--dim " + d + ": '" + n + "' is not a positive integer");
+      values.push_back(v);
+      at = comma + 1;
+    }
+  }
+  return dims;
+}
+
+// Every combination of the given symbol values, as one dims vector per input.
+std::vector<std::vector<std::vector<int64_t>>> signatures(const std::vector<TensorInfo>& inputs,
+                                                          const std::map<std::string, std::vector<int64_t>>& dims) {
+  for (const auto& [sym, values] : dims) {
+    bool used = false;
+    for (const TensorInfo& in : inputs)
+      for (const std::string& s : in.symbols) used = used || s == sym;
+    if (!used) throw Error("--dim " + sym + ": the model has no input dim named '" + sym + "'");
+  }
+  std::vector<std::map<std::string, int64_t>> bindings{{}};
+  for (const auto& [sym, values] : dims) {
+    std::vector<std::map<std::string, int64_t>> next;
+    for (const auto& b : bindings)
+      for (int64_t v : values) {
+        auto c = b;
+        c[sym] = v;
+        next.push_back(c);
+      }
+    bindings = std::move(next);
+  }
+  std::vector<std::vector<std::vector<int64_t>>> out;
+  for (const auto& b : bindings) {
+    std::vector<std::vector<int64_t>> sig;
+    for (const TensorInfo& in : inputs) {
+      if (in.is_sequence || !in.rank_known) throw Error("input '" + in.name + "' (" + in.str() + ") has no fixed shape to compile for");
+      std::vector<int64_t> d;
+      for (size_t i = 0; i < in.dims.size(); ++i) {
+        if (in.dims[i] >= 0) { d.push_back(in.dims[i]); continue; }
+        auto it = b.find(in.symbols[i]);
+        if (it == b.end())
+          throw Error("input '" + in.name + "' (" + in.str() + "): give its dim '" + in.symbols[i] + "' with --dim " +
+                      in.symbols[i] + "=N");
+        d.push_back(it->second);
+      }
+      sig.push_back(std::move(d));
+    }
+    out.push_back(std::move(sig));
+  }
+  return out;
+}
+
+}  // namespace
+
+void add_compile_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("compile", "Compile a model ahead of time (.kiln: runs without the source model)");
+  struct Args {
+    std::string model, out, target = "kiln", backend = "cpu";
+    std::vector<std::string> dims;
+    int threads = 1, level = 3, fusion = 3;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("model", args->model, "Model file (.onnx or .kiln)")->required();
+  cmd->add_option("-o,--output", args->out, "Output file (default: MODEL with the extension .kiln)");
+  cmd->add_option("--target", args->target, "What to emit: kiln (a .kiln file)")->capture_default_str();
+  cmd->add_option("--dim", args->dims, "SYMBOL=N[,M...]: precompile these extents of a symbolic input dim (every combination)");
+  cmd->add_option("--threads", args->threads, "Intra-op threads the plans' work splits are made for")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
+  cmd->add_option("--level", args->level, "Graph optimization level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
+  cmd->add_option("--fusion", args->fusion, "Operator fusion level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
+  cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
+  cmd->callback([args, &exit_code] {
+    if (args->target != "kiln")
+      throw Error("--target " + args->target + ": this kiln emits 'kiln' (a .kiln file); cpp and cuda are not built yet");
+    const auto t0 = std::chrono::steady_clock::now();
+    SessionOptions o;
+    o.threads = args->threads;
+    o.opt_level = args->level;
+    o.fusion_level = args->fusion;
+    o.backend = args->backend;
+    auto s = Session::create(args->model, o);
+    for (const auto& sig : signatures(s->inputs(), parse_dims(args->dims))) s->prepare(sig);
+    std::string out = args->out;
+    if (out.empty()) out = std::filesystem::path(args->model).replace_extension(".kiln").string();
+    s->save(out);
+    const SessionStats st = s->stats();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("wrote %s: %lld plan(s) for %d thread(s), %lld bytes, %.0f ms\n", out.c_str(),
+                static_cast<long long>(st.plans_built + st.plans_loaded), args->threads,
+                static_cast<long long>(std::filesystem::file_size(out)), ms);
+    exit_code = 0;
+  });
+}
+
+}  // namespace kiln::cli
