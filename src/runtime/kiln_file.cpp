@@ -4,8 +4,10 @@
 #include <kiln/limits.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
+
+#include "frontend/onnx/importer.h"
 
 namespace kiln::runtime {
 
@@ -23,7 +25,7 @@ void put(std::string& s, T v) {
 }
 
 template <typename T>
-T get(const std::string& s, size_t at) {
+T get(std::string_view s, size_t at) {
   T v;
   std::memcpy(&v, s.data() + at, sizeof(T));
   return v;
@@ -35,7 +37,7 @@ Error damaged(const std::string& why) { return Error(".kiln file: " + why + " (d
 
 }  // namespace
 
-uint64_t kiln_checksum(const std::string& bytes, size_t from) {
+uint64_t kiln_checksum(std::string_view bytes, size_t from) {
   // 64-bit words through a multiply-xorshift mix: fast enough to check a 100 MB file in a few
   // milliseconds, and any flipped bit changes the result.
   uint64_t h = 0x9E3779B97F4A7C15ull ^ (bytes.size() - from);
@@ -54,27 +56,27 @@ uint64_t kiln_checksum(const std::string& bytes, size_t from) {
 }
 
 std::string serialize_kiln_file(const KilnFile& f) {
-  std::vector<const std::string*> sections;
+  std::vector<std::string_view> sections;
   const std::string manifest = f.manifest.dump();
-  sections.push_back(&manifest);
-  sections.push_back(&f.graph);
-  for (const std::string& g : f.plan_graphs) sections.push_back(&g);
+  sections.push_back(manifest);
+  sections.push_back(f.graph);
+  for (std::string_view g : f.plan_graphs) sections.push_back(g);
   const uint32_t n = static_cast<uint32_t>(sections.size());
   std::string out(kMagic, sizeof kMagic);
   put<uint32_t>(out, kKilnFileFormat);
   put<uint32_t>(out, n);
   size_t at = (header_bytes(n) + kAlign - 1) / kAlign * kAlign;
   std::vector<size_t> offsets;
-  for (const std::string* s : sections) {
+  for (std::string_view s : sections) {
     offsets.push_back(at);
     put<uint64_t>(out, at);
-    put<uint64_t>(out, s->size());
-    at = (at + s->size() + kAlign - 1) / kAlign * kAlign;
+    put<uint64_t>(out, s.size());
+    at = (at + s.size() + kAlign - 1) / kAlign * kAlign;
   }
   put<uint64_t>(out, 0);  // the checksum, below
   for (size_t i = 0; i < sections.size(); ++i) {
     out.resize(offsets[i], '\0');
-    out += *sections[i];
+    out += sections[i];
   }
   reseal_kiln_file(out);
   return out;
@@ -88,7 +90,7 @@ void reseal_kiln_file(std::string& bytes) {
   std::memcpy(bytes.data() + header_bytes(n) - 8, &h, 8);
 }
 
-KilnFile parse_kiln_file(const std::string& bytes) {
+KilnFile parse_kiln_file(std::string_view bytes) {
   if (bytes.size() < 16 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) throw damaged("no KILNFILE header");
   const uint32_t format = get<uint32_t>(bytes, 8);
   if (format != kKilnFileFormat)
@@ -98,26 +100,29 @@ KilnFile parse_kiln_file(const std::string& bytes) {
   if (n < 2 || n > kMaxSections || bytes.size() < header_bytes(n)) throw damaged("bad section table");
   if (get<uint64_t>(bytes, header_bytes(n) - 8) != kiln_checksum(bytes, header_bytes(n)))
     throw damaged("checksum mismatch");
-  std::vector<std::string> sections;
+  std::vector<std::string_view> sections;
   for (uint32_t i = 0; i < n; ++i) {
     const uint64_t off = get<uint64_t>(bytes, 16 + 16 * i), len = get<uint64_t>(bytes, 24 + 16 * i);
     if (off < header_bytes(n) || off > bytes.size() || len > bytes.size() - off)
       throw damaged("section " + std::to_string(i) + " lies outside the file");
-    sections.emplace_back(bytes.data() + off, len);
+    sections.push_back(bytes.substr(off, len));
   }
   KilnFile f;
   f.manifest = nlohmann::json::parse(sections[0], nullptr, false);
   if (f.manifest.is_discarded() || !f.manifest.is_object()) throw damaged("its manifest is not a JSON object");
-  f.graph = std::move(sections[1]);
-  for (uint32_t i = 2; i < n; ++i) f.plan_graphs.push_back(std::move(sections[i]));
+  f.graph = sections[1];
+  for (uint32_t i = 2; i < n; ++i) f.plan_graphs.push_back(sections[i]);
   return f;
 }
 
-bool looks_like_kiln_file(const std::string& bytes) {
+bool looks_like_kiln_file(std::string_view bytes) {
   return bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0;
 }
 
 bool is_kiln_file(const std::string& path) {
+  // Only regular files are opened: a FIFO would block, and the model loader names the problem.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
   std::ifstream in(path, std::ios::binary);
   char head[sizeof kMagic] = {};
   in.read(head, sizeof head);
@@ -133,16 +138,11 @@ void write_kiln_file(const std::string& path, const KilnFile& f) {
 }
 
 KilnFile read_kiln_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw Error("cannot open '" + path + "'");
-  const std::streamoff size = in.tellg();
-  if (size < 0) throw Error("cannot read '" + path + "'");
-  check_memory_cap(static_cast<int64_t>(size), "the .kiln file '" + path + "'");
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  in.read(bytes.data(), size);
-  if (in.gcount() != size) throw Error("cannot read '" + path + "'");
-  return parse_kiln_file(bytes);
+  onnx_fe::FileBytes file = onnx_fe::read_model_file(path);
+  check_memory_cap(static_cast<int64_t>(file.size), "the .kiln file '" + path + "'");
+  KilnFile f = parse_kiln_file(file.view());
+  f.storage = std::move(file.buffer);
+  return f;
 }
 
 }  // namespace kiln::runtime

@@ -12,7 +12,9 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln::runtime {
@@ -21,21 +23,24 @@ constexpr uint32_t kKilnFileFormat = 1;
 
 struct KilnFile {
   nlohmann::json manifest;
-  std::string graph;                     // "" when every input is static
-  std::vector<std::string> plan_graphs;  // one per manifest["plans"] entry
+  std::string_view graph;                     // empty when every input is static
+  std::vector<std::string_view> plan_graphs;  // one per manifest["plans"] entry
+  // What the views point into when the file was read (read_kiln_file); parse_kiln_file's views
+  // point into the caller's bytes. Dropping it frees the file's memory for reuse.
+  std::shared_ptr<const void> storage;
 };
 
 // Whether the file at `path` starts like a .kiln file (its first eight bytes).
 bool is_kiln_file(const std::string& path);
 // Whether bytes start like a .kiln file.
-bool looks_like_kiln_file(const std::string& bytes);
+bool looks_like_kiln_file(std::string_view bytes);
 void write_kiln_file(const std::string& path, const KilnFile& f);
 KilnFile read_kiln_file(const std::string& path);
 // The same from the file's bytes; a kiln::Error naming what is wrong with a damaged file.
-KilnFile parse_kiln_file(const std::string& bytes);
+KilnFile parse_kiln_file(std::string_view bytes);
 std::string serialize_kiln_file(const KilnFile& f);
 // The checksum the header holds, over bytes [from, end) (tests and fuzzers re-seal edited files).
-uint64_t kiln_checksum(const std::string& bytes, size_t from);
+uint64_t kiln_checksum(std::string_view bytes, size_t from);
 // Recomputes and stores the checksum of a serialized file whose sections were edited.
 void reseal_kiln_file(std::string& bytes);
 

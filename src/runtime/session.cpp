@@ -8,6 +8,7 @@
 
 #include "frontend/onnx/exporter.h"
 #include "frontend/onnx/importer.h"
+#include "ir/clone.h"
 #include "ir/verifier.h"
 #include "ir/zeroed_memory.h"
 #include "lower/pipelines.h"
@@ -179,19 +180,28 @@ struct Session::Impl {
     SessionOptions eff = opts;
     eff.fusion_level = o["fusion_level"].get<int>();
     opt_level = o["opt_level"].get<int>();
-    if (compilable) {
-      graph = onnx_fe::load_model_bytes(f.graph, ".");
-    } else {
-      if (f.plan_graphs.empty()) throw Error(".kiln file: holds neither a graph nor a plan");
-      graph = onnx_fe::load_model_bytes(f.plan_graphs[0], ".");
+    if (!compilable && f.plan_graphs.empty()) throw Error(".kiln file: holds neither a graph nor a plan");
+    // Every graph imported (its weights copied out) before any kernel is built, and the file's
+    // memory dropped, so that it serves the packed weights (RecycleLargeBuffers).
+    std::vector<std::unique_ptr<ir::Graph>> lowered_graphs;
+    for (std::string_view bytes : f.plan_graphs) {
+      lowered_graphs.push_back(onnx_fe::load_model_bytes(bytes, "."));
+      ir::verify(*lowered_graphs.back());
+      ops::ShapeInference().run(*lowered_graphs.back());
     }
+    // Static inputs: the plan's graph serves as the session's (inputs, outputs, runs the
+    // reference executor takes); its clone shares the weights.
+    graph = compilable ? onnx_fe::load_model_bytes(f.graph, ".") : ir::clone(*lowered_graphs[0]);
+    f.graph = {};
+    f.plan_graphs.clear();
+    f.storage.reset();
     ir::verify(*graph);
     runtime::check_value_sizes(*graph);
-    ops::ShapeInference().run(*graph);
+    if (compilable) ops::ShapeInference().run(*graph);
     runtime::check_value_sizes(*graph);
     setup(eff);
     LimitsScope scope(limits);
-    for (size_t i = 0; i < f.plan_graphs.size(); ++i) {
+    for (size_t i = 0; i < lowered_graphs.size(); ++i) {
       const nlohmann::json& pj = plans_json[i];
       if (!pj.is_object() || !pj.contains("dims") || !pj.contains("plan") || !pj["dims"].is_array())
         throw Error(".kiln file: plan " + std::to_string(i) + " needs \"dims\" and \"plan\"");
@@ -209,9 +219,7 @@ struct Session::Impl {
       runtime::check_input_dims(*graph, dims);
       plan::ExecutablePlan e = plan::executable_plan_from_json(pj["plan"]);
       counters.plan_threads = e.threads;
-      auto lowered = onnx_fe::load_model_bytes(f.plan_graphs[i], ".");
-      ir::verify(*lowered);
-      ops::ShapeInference().run(*lowered);
+      std::unique_ptr<ir::Graph> lowered = std::move(lowered_graphs[i]);
       int rederived = 0;
       std::shared_ptr<runtime::CompiledPlan> cp =
           runtime::load_compiled_plan(std::move(lowered), std::move(e), backend.get(), &rederived);
@@ -337,14 +345,16 @@ void Session::save(const std::string& path) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   bool all_static = true;
   for (const ir::Value* v : impl_->graph->inputs()) all_static = all_static && v->type.is_tensor() && v->type.is_static();
-  if (!all_static || impl_->plans.empty()) f.graph = onnx_fe::export_model_bytes(*impl_->graph);
+  std::vector<std::string> sections;  // what f's views point into
+  sections.reserve(impl_->plans.size() + 1);
+  if (!all_static || impl_->plans.empty()) f.graph = sections.emplace_back(onnx_fe::export_model_bytes(*impl_->graph));
   f.manifest["producer"] = "kiln";
   f.manifest["options"] = {{"opt_level", impl_->opt_level}, {"fusion_level", impl_->fusion_level},
                            {"backend", impl_->backend ? impl_->backend->name() : "reference"}};
   f.manifest["plans"] = nlohmann::json::array();
   for (const auto& [sig, cp] : impl_->plans) {
     f.manifest["plans"].push_back({{"dims", cp->input_dims}, {"plan", plan::to_json(cp->plan)}});
-    f.plan_graphs.push_back(onnx_fe::export_model_bytes(*cp->graph));
+    f.plan_graphs.push_back(sections.emplace_back(onnx_fe::export_model_bytes(*cp->graph)));
   }
   runtime::write_kiln_file(path, f);
 }

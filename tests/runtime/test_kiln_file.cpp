@@ -103,7 +103,9 @@ TEST(KilnFile, EverySharedModelRunsBitIdenticalFromItsKilnFileAndLoadingCompiles
       for (size_t i = 0; i < a[0]->plan.instructions.size(); ++i) {
         EXPECT_EQ(a[0]->plan.instructions[i].spec, b[0]->plan.instructions[i].spec) << i;
         const auto& k = b[0]->program.instructions[i].kernel;
-        if (k) EXPECT_EQ(k->spec(), b[0]->plan.instructions[i].spec) << i;
+        if (k) {
+          EXPECT_EQ(k->spec(), b[0]->plan.instructions[i].spec) << i;
+        }
       }
       EXPECT_EQ(a[0]->memory.offset_of, b[0]->memory.offset_of);
     }

@@ -15,7 +15,9 @@
 #include "ir/verifier.h"
 #include "ops/core/infer_graph.h"
 #include "passes/pipelines.h"
+#include "plan/kernel_spec.h"
 #include "plan_report.h"
+#include "runtime/kiln_file.h"
 
 namespace kiln::cli {
 
@@ -112,6 +114,30 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-group-size", args->fusion.max_group_size, "Most nodes in one fusion group")
       ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->callback([args, &exit_code] {
+    if (runtime::is_kiln_file(args->model)) {
+      // A compiled model: its manifest, every plan with its kernel specs (the plans it holds,
+      // as they will run; --json for all of it).
+      const runtime::KilnFile f = runtime::read_kiln_file(args->model);
+      if (args->json) {
+        std::cout << f.manifest.dump(1) << "\n";
+      } else {
+        std::cout << "options: " << f.manifest.value("options", nlohmann::json::object()).dump() << "\n"
+                  << "graph for other shapes: " << (f.graph.empty() ? "none (static inputs)" : "yes") << "\n";
+        for (const auto& p : f.manifest.value("plans", nlohmann::json::array())) {
+          std::cout << "plan for " << p.value("dims", nlohmann::json::array()).dump() << ":\n";
+          const nlohmann::json& e = p.value("plan", nlohmann::json::object());
+          std::cout << "  threads " << e.value("threads", 0) << ", isa " << e.value("isa", nlohmann::json::array()).dump()
+                    << ", arena " << e.value("arenas", nlohmann::json::array()).dump() << "\n";
+          int i = 0;
+          for (const auto& ins : e.value("instructions", nlohmann::json::array()))
+            std::cout << "  " << i++ << "  " << ins.value("op", std::string("?")) << " '"
+                      << ins.value("node", std::string("?")) << "' on "
+                      << plan::kernel_spec_from_json(ins.value("kernel", nlohmann::json::object())).str() << "\n";
+        }
+      }
+      exit_code = 0;
+      return;
+    }
     auto g = onnx_fe::load_model(args->model);
     ir::verify(*g);
     if (args->plan) {

@@ -114,12 +114,12 @@ struct Schedule {
 class ConvChainKernel : public Kernel {
  public:
   bool runs_in_team() const override { return true; }
-  // `band_rows` > 0 fixes the band height (tests use it to get many bands on small images).
-  ConvChainKernel(std::vector<Layer> layers, int threads, int64_t band_rows) : layers_(std::move(layers)) {
+  // Band height: the most output rows whose windows fit `budget` bytes, or `band_rows` > 0
+  // (tests use it to get many bands on small images).
+  ConvChainKernel(std::vector<Layer> layers, int threads, int64_t band_rows, int64_t budget)
+      : layers_(std::move(layers)) {
     const int n = static_cast<int>(layers_.size());
     const int64_t out_rows = layers_.back().OH;
-    // Band height: the most output rows whose windows fit band_bytes().
-    const int64_t budget = band_bytes(threads);
     band_ = 1;
     for (int64_t r = 1; r <= out_rows; ++r) {
       if (band_rows > 0 ? r > band_rows : window_bytes(r) > budget) break;
@@ -484,11 +484,17 @@ std::vector<Layer> read_layers(const ir::Node& node, int threads) {
   return layers;
 }
 
-std::unique_ptr<Kernel> make_conv_chain(const ir::Node& node, int threads) {
+// The spec's "band_bytes" (the windows' budget per thread, from the L2 size: band_bytes()) and
+// "band_rows" (0: as many as fit; the node's band_rows attribute, for tests).
+std::unique_ptr<Kernel> make_conv_chain(const ir::Node& node, const plan::KernelSpec& spec) {
+  if (!spec.params.count("band_bytes") || !spec.params.count("band_rows")) return nullptr;
+  const int64_t budget = spec.get_int("band_bytes"), band_rows = spec.get_int("band_rows");
+  if (budget < 1 || band_rows < 0) return nullptr;
+  const int threads = spec.threads;
   std::vector<Layer> layers = read_layers(node, threads);
   if (layers.empty()) return nullptr;
   try {
-    return std::make_unique<ConvChainKernel>(std::move(layers), threads, node.attr_int("band_rows", 0));
+    return std::make_unique<ConvChainKernel>(std::move(layers), threads, band_rows, budget);
   } catch (const dnnl::error&) {
     return nullptr;  // a band shape oneDNN has no implementation for
   }
@@ -497,7 +503,18 @@ std::unique_ptr<Kernel> make_conv_chain(const ir::Node& node, int threads) {
 }  // namespace
 
 void add_conv_chain_kernels(std::vector<KernelFactory>& table) {
-  table.push_back({"kiln", "ConvChain", make_conv_chain, "onednn_bands"});
+  table.push_back({.domain = "kiln",
+                   .op = "ConvChain",
+                   .make = nullptr,
+                   .name = "onednn_bands",
+                   .choose = [](const ir::Node& n, int threads) -> std::map<std::string, plan::ParamValue> {
+                     return {{"band_bytes", band_bytes(threads)}, {"band_rows", n.attr_int("band_rows", 0)}};
+                   },
+                   .make_spec = make_conv_chain,
+                   .choices = [](const ir::Node&, int threads) -> plan::ParamChoices {
+                     const int64_t b = band_bytes(threads);
+                     return {{"band_bytes", {b / 4, b / 2, b, 2 * b}}, {"band_rows", {int64_t{0}, int64_t{2}, int64_t{5}}}};
+                   }});
 }
 
 }  // namespace kiln::backends::cpu

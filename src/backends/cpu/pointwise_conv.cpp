@@ -346,11 +346,11 @@ std::map<std::string, plan::ParamValue> pointwise_params(const PointwiseChoice& 
 
 plan::ParamChoices pointwise_choices(int64_t K, int64_t N, int threads) {
   plan::ParamChoices c;
-  c["depth"] = {int64_t{32}, int64_t{64}, int64_t{128}};
-  c["pair"] = {int64_t{0}};
-  if (pair_allowed(K, N)) c["pair"].push_back(int64_t{1});
-  c["split"] = {std::string("pixels")};
-  if (parts_of(N, false) >= 2 * std::max(1, threads)) c["split"].push_back(std::string("outputs"));
+  using Values = std::vector<plan::ParamValue>;
+  c["depth"] = Values{int64_t{32}, int64_t{64}, int64_t{128}};
+  c["pair"] = pair_allowed(K, N) ? Values{int64_t{0}, int64_t{1}} : Values{int64_t{0}};
+  c["split"] = parts_of(N, false) >= 2 * std::max(1, threads) ? Values{std::string("pixels"), std::string("outputs")}
+                                                               : Values{std::string("pixels")};
   return c;
 }
 

@@ -300,16 +300,12 @@ std::unique_ptr<ir::Graph> load_model_view(std::string_view bytes, const fs::pat
   return g;
 }
 
+}  // namespace
+
 // The model file's bytes, read into memory of our own (ir/zeroed_memory.h: huge pages from
 // 2 MiB). Not mapped: where each 4 KiB page's first touch by the process costs a trip to the
 // hypervisor (shadow paging), a mapping's page-cache pages are first-touched at 4 KiB too, and
 // read() into 2 MiB pages is several times faster (bench/results/history-code-comments.md).
-struct FileBytes {
-  std::shared_ptr<void> buffer;
-  size_t size = 0;
-  std::string_view view() const { return {static_cast<const char*>(buffer.get()), size}; }
-};
-
 FileBytes read_model_file(const fs::path& path) {
   // Non-blocking: opening a FIFO with no writer would otherwise wait forever; it is refused below.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -335,9 +331,7 @@ FileBytes read_model_file(const fs::path& path) {
   return out;
 }
 
-}  // namespace
-
-std::unique_ptr<ir::Graph> load_model_bytes(const std::string& bytes, const fs::path& model_dir,
+std::unique_ptr<ir::Graph> load_model_bytes(std::string_view bytes, const fs::path& model_dir,
                                             const ImportOptions& opts) {
   return load_model_view(bytes, model_dir, opts);
 }

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "ir/graph.h"
 
@@ -15,7 +16,17 @@ struct ImportOptions {
 // Parses and imports a model file; external data is resolved inside the file's folder.
 std::unique_ptr<ir::Graph> load_model(const std::filesystem::path& path, const ImportOptions& opts = {});
 // Same from bytes already in memory; `model_dir` is where external data may be read from.
-std::unique_ptr<ir::Graph> load_model_bytes(const std::string& bytes, const std::filesystem::path& model_dir,
+std::unique_ptr<ir::Graph> load_model_bytes(std::string_view bytes, const std::filesystem::path& model_dir,
                                             const ImportOptions& opts = {});
+
+// A file's bytes in memory of kiln's own (ir/zeroed_memory.h: huge pages from 2 MiB, and
+// recycled for the packed weights once freed while a session is being created). A kiln::Error
+// for a file that cannot be read or is not a regular file.
+struct FileBytes {
+  std::shared_ptr<void> buffer;
+  size_t size = 0;
+  std::string_view view() const { return {static_cast<const char*>(buffer.get()), size}; }
+};
+FileBytes read_model_file(const std::filesystem::path& path);
 
 }  // namespace kiln::onnx_fe
