@@ -2,7 +2,7 @@
 # Installs the Debian packages kiln needs to build and test. Idempotent: does nothing
 # (and needs no root) when everything is already present.
 set -euo pipefail
-PKGS=(cmake ninja-build g++ make pkg-config
+PKGS=(cmake ninja-build g++ make pkg-config python3
       libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
       libdnnl-dev ocl-icd-opencl-dev
       libgtest-dev libgmock-dev libbenchmark-dev

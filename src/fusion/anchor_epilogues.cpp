@@ -1,6 +1,6 @@
 #include "fusion/anchor_epilogues.h"
 
-#include "passes/graph_util.h"
+#include "ir/graph_util.h"
 #include "passes/pass.h"
 #include "passes/pass_manager.h"
 
@@ -17,8 +17,8 @@ bool fold_anchor_epilogues(ir::Graph& g) {
   pm.add_stage(std::move(stage));
   const bool changed = pm.run(g);
   if (changed) {
-    passes::remove_dead_nodes(g);
-    passes::restore_output_names(g, names);
+    ir::remove_dead_nodes(g);
+    ir::restore_output_names(g, names);
   }
   return changed;
 }

@@ -9,7 +9,7 @@
 
 #include "fusion/access_plan.h"
 #include "ops/core/registry.h"
-#include "passes/graph_util.h"
+#include "ir/graph_util.h"
 
 namespace kiln::fusion {
 
@@ -91,7 +91,7 @@ bool fuse(ir::Graph& g, const std::vector<ir::Node*>& piece, const ir::Node* red
   for (ir::Node* n : piece)
     for (ir::Value* o : n->outputs()) {
       if (!o) continue;
-      bool outside = passes::is_graph_output(g, o);
+      bool outside = ir::is_graph_output(g, o);
       for (const ir::Use& u : o->uses()) outside = outside || !in_piece.count(u.node);
       if (outside) ext_out.push_back(o);
     }
@@ -138,8 +138,8 @@ bool fuse(ir::Graph& g, const std::vector<ir::Node*>& piece, const ir::Node* red
   for (ir::Value* o : ext_out) body->add_output(map.at(o));
 
   std::vector<ir::Value*> new_outs;
-  for (ir::Value* o : ext_out) new_outs.push_back(passes::add_value_like(g, o, o->name()));
-  passes::use_kiln_domain(g);
+  for (ir::Value* o : ext_out) new_outs.push_back(ir::add_value_like(g, o, o->name()));
+  ir::use_kiln_domain(g);
   g.add_node(reduce ? "FusedReduce" : "FusedElementwise", ext_in, new_outs, {{"body", ir::Attribute::of_graph(body)}},
              g.unique_name("fused_" + piece.front()->name()), "kiln");
   for (size_t i = 0; i < ext_out.size(); ++i) g.replace_all_uses(ext_out[i], new_outs[i]);
@@ -158,7 +158,7 @@ void absorb_reduce_epilogues(ir::Graph& g, const std::function<bool(const ir::No
   for (ir::Node* f : reductions) {
     for (;;) {
       ir::Value* r = f->output(0);
-      if (passes::is_graph_output(g, r) || r->uses().size() != 1) break;
+      if (ir::is_graph_output(g, r) || r->uses().size() != 1) break;
       ir::Node* c = r->uses()[0].node;
       const bool fused = c->domain() == "kiln" && c->op_type() == "FusedElementwise";
       if (!(fused || (elementwise_kind(*c) && evaluable(*c))) || c->num_outputs() != 1 || !c->output(0) ||
@@ -211,7 +211,7 @@ void absorb_reduce_epilogues(ir::Graph& g, const std::function<bool(const ir::No
       }
       if (!out) break;  // cannot happen: the result is one of the ops' outputs
       body.mutable_outputs() = {out};
-      ir::Value* y = passes::add_value_like(g, c->output(0), c->output(0)->name());
+      ir::Value* y = ir::add_value_like(g, c->output(0), c->output(0)->name());
       ir::Node* f2 = g.add_node("FusedReduce", new_ins, {y}, {{"body", f->attrs.at("body")}}, f->name(), "kiln");
       g.replace_all_uses(c->output(0), y);
       g.remove_node(c);  // it read r, so it goes first
@@ -266,10 +266,10 @@ CollapseStats collapse_groups(ir::Graph& g, const FusionOptions& opts,
     }
   }
   if (st.fused_nodes == 0) return st;
-  passes::remove_dead_nodes(g);  // the collapsed members, so each value's uses are the live ones
+  ir::remove_dead_nodes(g);  // the collapsed members, so each value's uses are the live ones
   absorb_reduce_epilogues(g, evaluable, st);
   g.topological_sort();
-  passes::restore_output_names(g, names);
+  ir::restore_output_names(g, names);
   return st;
 }
 

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "ir/zeroed_memory.h"
-#include "ops/core/dispatch.h"
+#include "ir/dispatch.h"
 
 namespace kiln {
 
@@ -134,17 +134,17 @@ Tensor Tensor::clone() const {
 
 double Tensor::as_double(int64_t i) const {
   if (dtype_ == DType::Bool) return static_cast<const bool*>(data_)[i] ? 1.0 : 0.0;
-  return ops::dispatch_numeric(dtype_, [&](auto tag) -> double {
+  return ir::dispatch_numeric(dtype_, [&](auto tag) -> double {
     using T = decltype(tag);
-    return static_cast<double>(static_cast<ops::compute_t<T>>(static_cast<const T*>(data_)[i]));
+    return static_cast<double>(static_cast<ir::compute_t<T>>(static_cast<const T*>(data_)[i]));
   });
 }
 
 int64_t Tensor::as_int64(int64_t i) const {
   if (dtype_ == DType::Bool) return static_cast<const bool*>(data_)[i] ? 1 : 0;
-  return ops::dispatch_numeric(dtype_, [&](auto tag) -> int64_t {
+  return ir::dispatch_numeric(dtype_, [&](auto tag) -> int64_t {
     using T = decltype(tag);
-    return static_cast<int64_t>(static_cast<ops::compute_t<T>>(static_cast<const T*>(data_)[i]));
+    return static_cast<int64_t>(static_cast<ir::compute_t<T>>(static_cast<const T*>(data_)[i]));
   });
 }
 

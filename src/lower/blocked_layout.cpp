@@ -1,6 +1,6 @@
 #include "lower/blocked_layout.h"
 
-#include "passes/graph_util.h"
+#include "ir/graph_util.h"
 
 namespace kiln::lower {
 
@@ -20,7 +20,7 @@ bool winograd_conv(const ir::Node* n) {
 }
 
 bool blockable(const ir::Graph& g, const ir::Value* v) {
-  if (!v || v->is_constant() || v->is_graph_input() || passes::is_graph_output(g, v) || v->uses().empty()) return false;
+  if (!v || v->is_constant() || v->is_graph_input() || ir::is_graph_output(g, v) || v->uses().empty()) return false;
   const ir::TensorType& t = v->type;
   if (!t.is_tensor() || !t.rank_known || t.rank() != 4 || !t.is_static() || t.dtype != DType::Float) return false;
   if (t.dims[3].value % 16 != 0) return false;

@@ -1,6 +1,6 @@
 #include "lower/fold_channel_scale.h"
 
-#include "passes/graph_util.h"
+#include "ir/graph_util.h"
 
 namespace kiln::lower {
 
@@ -15,12 +15,12 @@ bool static_float4(const ir::Value* v) {
 // channels-last FusedConv with one group, plain NHWC X, constant weights and no scale yet.
 ir::Node* scaled_conv(const ir::Graph& g, const ir::Node* m) {
   const ir::Value* v = m->output(0);
-  if (!v || v->uses().size() != 1 || passes::is_graph_output(g, v)) return nullptr;
+  if (!v || v->uses().size() != 1 || ir::is_graph_output(g, v)) return nullptr;
   ir::Node* c = v->uses()[0].node;
   if (v->uses()[0].input_index != 0 || c->domain() != "kiln" || c->op_type() != "FusedConv") return nullptr;
   if (!c->attr_int("channels_last", 0) || c->attr_int("x_blocked", 0) || c->attr_int("group", 1) != 1) return nullptr;
   if (c->num_inputs() < 2 || c->num_inputs() > 4 || !c->input(1) || !c->input(1)->is_constant()) return nullptr;
-  if (!static_float4(c->input(1)) || !static_float4(c->output(0)) || passes::is_graph_output(g, c->output(0)))
+  if (!static_float4(c->input(1)) || !static_float4(c->output(0)) || ir::is_graph_output(g, c->output(0)))
     return nullptr;
   return c;
 }
@@ -70,7 +70,7 @@ int fold_channel_scales(ir::Graph& g, int64_t free_pixels) {
     ins.resize(4, nullptr);
     ins.push_back(f.s);
     ir::Value* y = f.conv->output(0);
-    ir::Value* new_y = passes::add_value_like(g, y, y->name());
+    ir::Value* new_y = ir::add_value_like(g, y, y->name());
     g.add_node("FusedConv", ins, {new_y}, f.conv->attrs, g.unique_name(f.conv->name()), "kiln");
     g.replace_all_uses(y, new_y);
     g.remove_node(f.conv);

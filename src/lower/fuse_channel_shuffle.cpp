@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "passes/graph_util.h"
+#include "ir/graph_util.h"
 
 namespace kiln::lower {
 
@@ -11,7 +11,7 @@ namespace {
 bool is_op(const ir::Node* n, const char* op) { return n && n->domain().empty() && n->op_type() == op; }
 
 const ir::Node* only_user(const ir::Graph& g, const ir::Value* v) {
-  if (!v || v->uses().size() != 1 || passes::is_graph_output(g, v)) return nullptr;
+  if (!v || v->uses().size() != 1 || ir::is_graph_output(g, v)) return nullptr;
   return v->uses()[0].node;
 }
 
@@ -80,7 +80,7 @@ bool fuse_at(ir::Graph& g, ir::Node* t) {
   ir::Value* y = r2->output(0);
   std::vector<ir::Value*> outs;
   std::vector<int64_t> ranges;
-  bool sliced = !passes::is_graph_output(g, y) && !y->uses().empty();
+  bool sliced = !ir::is_graph_output(g, y) && !y->uses().empty();
   for (const ir::Use& u : y->uses()) {
     auto r = channel_range(u.node, y, a, rank, channels);
     if (!r) { sliced = false; break; }
@@ -93,8 +93,8 @@ bool fuse_at(ir::Graph& g, ir::Node* t) {
     ranges = {0, channels};
   }
   std::vector<ir::Value*> new_outs;
-  for (ir::Value* o : outs) new_outs.push_back(passes::add_value_like(g, o, o->name()));
-  passes::use_kiln_domain(g);
+  for (ir::Value* o : outs) new_outs.push_back(ir::add_value_like(g, o, o->name()));
+  ir::use_kiln_domain(g);
   g.add_node("ChannelShuffle", ins, new_outs,
              {{"axis", ir::Attribute::of_int(a)}, {"group", ir::Attribute::of_int(group)},
               {"ranges", ir::Attribute::of_ints(ranges)}},
@@ -111,9 +111,9 @@ int fuse_channel_shuffle(ir::Graph& g) {
   int n = 0;
   for (ir::Node* t : g.nodes()) n += fuse_at(g, t);
   if (n == 0) return 0;
-  passes::remove_dead_nodes(g);
+  ir::remove_dead_nodes(g);
   g.topological_sort();
-  passes::restore_output_names(g, names);
+  ir::restore_output_names(g, names);
   return n;
 }
 

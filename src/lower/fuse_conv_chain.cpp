@@ -4,7 +4,7 @@
 #include <unordered_set>
 
 #include "lower/outline.h"
-#include "passes/graph_util.h"
+#include "ir/graph_util.h"
 
 namespace kiln::lower {
 
@@ -68,7 +68,7 @@ bool small_kernel(const ir::Node* c) {
 // layers of at most 3x3 taps).
 ir::Node* next_link(const ir::Graph& g, const ir::Node* n, int64_t min_bytes, int64_t light_min_bytes, bool pools) {
   const ir::Value* y = n->output(0);
-  if (y->uses().size() != 1 || passes::is_graph_output(g, y)) return nullptr;
+  if (y->uses().size() != 1 || ir::is_graph_output(g, y)) return nullptr;
   const ir::Use& u = y->uses()[0];
   if (u.input_index != 0 || !(member(u.node) || (pools && pool_member(u.node)))) return nullptr;
   const int64_t min = small_kernel(n) && small_kernel(u.node) ? std::min(min_bytes, light_min_bytes) : min_bytes;
@@ -94,7 +94,7 @@ ir::Node* transpose_into(const ir::Graph& g, const ir::Node* n) {
   ir::Node* t = x->producer();
   if (!t || !t->domain().empty() || t->op_type() != "Transpose" || t->num_inputs() != 1 || !static_float4(t->input(0)))
     return nullptr;
-  if (t->attr_ints("perm") != std::vector<int64_t>{0, 2, 3, 1} || x->uses().size() != 1 || passes::is_graph_output(g, x))
+  if (t->attr_ints("perm") != std::vector<int64_t>{0, 2, 3, 1} || x->uses().size() != 1 || ir::is_graph_output(g, x))
     return nullptr;
   const auto wd = n->input(1)->type.static_dims();
   const bool stem = n->attr_int("group", 1) == 1 && wd[1] <= 8 && wd[2] * wd[3] > 1 && wd[2] * wd[3] <= 9;

@@ -3,7 +3,7 @@
 #include <unordered_set>
 
 #include "lower/outline.h"
-#include "passes/graph_util.h"
+#include "ir/graph_util.h"
 
 namespace kiln::lower {
 
@@ -36,7 +36,7 @@ bool fusable(const ir::Graph& g, const ir::Node* concat) {
   if (axis != 3 && axis != -1) return false;
   std::unordered_set<const ir::Value*> seen;
   for (const ir::Value* v : concat->inputs()) {
-    if (!v || !seen.insert(v).second || !static_float4(v) || passes::is_graph_output(g, v)) return false;
+    if (!v || !seen.insert(v).second || !static_float4(v) || ir::is_graph_output(g, v)) return false;
     if (!slice_writer(v->producer()) || v->uses().size() != 1) return false;
   }
   return true;

@@ -20,7 +20,7 @@
 #include <cstring>
 
 #include "ops/core/registry.h"
-#include "passes/graph_util.h"
+#include "ir/graph_util.h"
 
 namespace kiln::lower {
 
@@ -63,7 +63,7 @@ class Rewriter {
       g_.add_node("Reshape", {x}, {out}, {{"shape", ir::Attribute::of_ints(dims)}}, g_.unique_name(name));
       return;
     }
-    ir::Value* shape = passes::add_const(
+    ir::Value* shape = ir::add_const(
         g_, "layout_shape", Tensor::from_vector<int64_t>({static_cast<int64_t>(dims.size())}, dims));
     g_.add_node("Reshape", {x, shape}, {out}, {}, g_.unique_name(name));
   }
@@ -87,7 +87,7 @@ class Rewriter {
       if (i < ins.size() && ins[i]) ins[i] = transpose(ins[i], kToNhwc);
     ir::Value* y = n->output(0);
     ir::Value* yn = g_.add_value(g_.unique_name(y->name() + "_nhwc"), permuted(y->type, kToNhwc));
-    passes::use_kiln_domain(g_);
+    ir::use_kiln_domain(g_);
     g_.add_node(op, ins, {yn}, std::move(attrs), g_.unique_name(n->name()), "kiln");
     g_.replace_all_uses(y, transpose(yn, kToNchw));
   }
@@ -134,7 +134,7 @@ class Rewriter {
         for (int64_t h = 0; h < H; ++h)
           for (int64_t w = 0; w < W; ++w)
             std::memcpy(dst + (((n * H + h) * W + w) * C + ch) * es, src + (((n * C + ch) * H + h) * W + w) * es, es);
-    return passes::add_const(g_, c->name() + "_nhwc", std::move(out));
+    return ir::add_const(g_, c->name() + "_nhwc", std::move(out));
   }
 
   bool agnostic(const ir::Node& n) {
@@ -214,11 +214,11 @@ class Rewriter {
   bool sink_slice(ir::Node* n) {
     ir::Value* src = nhwc_source(n->input(0));
     if (!src || n->has_attr("axes")) return false;
-    const Tensor* starts = passes::const_of(n->input(1));
+    const Tensor* starts = ir::const_of(n->input(1));
     if (!starts) return false;
     std::vector<int64_t> axes;
     if (n->has_input(3)) {
-      const Tensor* a = passes::const_of(n->input(3));
+      const Tensor* a = ir::const_of(n->input(3));
       if (!a || (a->dtype() != DType::Int64 && a->dtype() != DType::Int32)) return false;
       for (int64_t i = 0; i < a->numel(); ++i) axes.push_back(static_cast<int64_t>(a->as_double(i)));
     } else {
@@ -233,7 +233,7 @@ class Rewriter {
     std::vector<ir::Value*> ins = n->inputs();
     ins[0] = src;
     ins.resize(std::max<size_t>(ins.size(), 4), nullptr);
-    ins[3] = passes::add_const(g_, "layout_axes", std::move(moved));
+    ins[3] = ir::add_const(g_, "layout_axes", std::move(moved));
     replace_with(n, "Slice", ins, n->attrs);
     return true;
   }
@@ -326,13 +326,13 @@ LayoutStats assign_channels_last(ir::Graph& g) {
     changed = false;
     for (ir::Node* n : g.nodes())
       if (rw.sink(n)) changed = true;
-    passes::remove_dead_nodes(g);
+    ir::remove_dead_nodes(g);
     g.topological_sort();
   }
   rw.transposes_to_views();
-  passes::remove_dead_nodes(g);
+  ir::remove_dead_nodes(g);
   g.topological_sort();
-  passes::restore_output_names(g, names);
+  ir::restore_output_names(g, names);
   st.transposes = count_transposes(g);
   return st;
 }

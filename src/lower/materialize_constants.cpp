@@ -3,7 +3,7 @@
 #include <kiln/error.h>
 
 #include "ops/core/infer_graph.h"
-#include "passes/graph_util.h"
+#include "ir/graph_util.h"
 
 namespace kiln::lower {
 
@@ -12,11 +12,11 @@ int materialize_constants(ir::Graph& g) {
   for (ir::Node* n : g.nodes()) {  // in topological order, so Identity(Constant) chains fold too
     if (!n->domain().empty() || n->num_outputs() != 1) continue;
     const ir::Value* o = n->output(0);
-    if (!o || !o->type.is_tensor() || passes::is_graph_output(g, o)) continue;
+    if (!o || !o->type.is_tensor() || ir::is_graph_output(g, o)) continue;
     // An Identity of a constant is that constant (exporters route weights through them).
     if (n->op_type() == "Identity" && n->num_inputs() == 1 && n->input(0) && n->input(0)->is_constant() &&
         n->input(0)->constant().kind() == ValueKind::Tensor) {
-      passes::fold_to_constants(g, n, {n->input(0)->constant()});
+      ir::fold_to_constants(g, n, {n->input(0)->constant()});
       ++n_done;
       continue;
     }
@@ -28,7 +28,7 @@ int materialize_constants(ir::Graph& g) {
       continue;  // left to run time, where the error names the node
     }
     if (outs.size() != 1 || !outs[0].defined() || outs[0].is_sequence() || outs[0].is_none()) continue;
-    passes::fold_to_constants(g, n, std::move(outs));
+    ir::fold_to_constants(g, n, std::move(outs));
     ++n_done;
   }
   return n_done;

@@ -3,7 +3,7 @@
 #include <memory>
 #include <unordered_map>
 
-#include "passes/graph_util.h"
+#include "ir/graph_util.h"
 
 namespace kiln::lower {
 
@@ -42,9 +42,9 @@ ir::Node* outline(ir::Graph& g, const std::vector<ir::Node*>& nodes, const std::
   std::vector<ir::Value*> new_results;
   for (ir::Value* r : results) {
     body->add_output(map.at(r));
-    new_results.push_back(passes::add_value_like(g, r, r->name()));
+    new_results.push_back(ir::add_value_like(g, r, r->name()));
   }
-  passes::use_kiln_domain(g);
+  ir::use_kiln_domain(g);
   ir::Node* fused = g.add_node(op, ext_in, new_results, {{"body", ir::Attribute::of_graph(body)}},
                                g.unique_name(name), "kiln");
   for (size_t i = 0; i < results.size(); ++i) g.replace_all_uses(results[i], new_results[i]);

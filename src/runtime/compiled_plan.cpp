@@ -7,8 +7,8 @@
 
 #include <limits>
 
+#include "backends/kernel_selection.h"
 #include "ir/clone.h"
-#include "lower/kernel_selection.h"
 #include "lower/pipelines.h"
 #include "ops/core/infer_graph.h"
 
@@ -112,7 +112,7 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     for (size_t i = 0; i < specs.size(); ++i) {
       lower::Instruction& ins = cp->program.instructions[i];
       if (!all_static(*ins.node)) continue;
-      lower::SelectedKernel k = lower::select_kernel(*backend, *ins.node, backend->threads());
+      backends::SelectedKernel k = backends::select_kernel(*backend, *ins.node, backend->threads());
       if (k.kernel) {
         ins.kernel = std::move(k.kernel);
         ins.backend = k.spec.str();

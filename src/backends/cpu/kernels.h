@@ -18,7 +18,7 @@ struct KernelFactory {
   // count; those with parameters from the node and the spec (make_spec).
   std::function<std::unique_ptr<Kernel>(const ir::Node& node, int threads)> make;
   // The implementation's name when an op has several ("onednn_nhwc", "onednn_any"): kernel
-  // selection (src/lower/kernel_selection.h) times them under --tune. Empty = "kiln".
+  // selection (src/backends/kernel_selection.h) times them under --tune. Empty = "kiln".
   std::string name = "";
   // For implementations with parameters: the rule's choices for a node (written into its
   // spec), the kernel built from a spec whose parameters it takes as given, and every valid

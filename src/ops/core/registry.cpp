@@ -1,12 +1,6 @@
 #include "ops/core/registry.h"
 
-#include "ops/core/dispatch.h"
-
 namespace kiln::ops {
-
-void throw_unsupported_dtype(DType t, const char* what) {
-  throw UnsupportedError("dtype " + dtype_name(t) + " is not supported here (expected " + what + ")");
-}
 
 Registry& Registry::instance() {
   static Registry r;

@@ -1,4 +1,4 @@
-#include "lower/kernel_selection.h"
+#include "backends/kernel_selection.h"
 
 #include <kiln/error.h>
 
@@ -13,7 +13,7 @@
 
 #include "ir/printer.h"
 
-namespace kiln::lower {
+namespace kiln::backends {
 
 namespace {
 
@@ -74,7 +74,7 @@ class TuneCache {
 };
 
 // The best of three runs (after a warm-up) on random data in the node's shapes.
-double time_kernel(const backends::Kernel& k, const ir::Node& node) {
+double time_kernel(const Kernel& k, const ir::Node& node) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   // Reserve first: in_ptrs points into ins.
@@ -106,7 +106,7 @@ double time_kernel(const backends::Kernel& k, const ir::Node& node) {
 
 }  // namespace
 
-std::string tune_cache_path(const backends::TuneOptions& t) {
+std::string tune_cache_path(const TuneOptions& t) {
   if (!t.cache_path.empty()) return t.cache_path;
   if (const char* d = std::getenv("KILN_CACHE_DIR"); d && *d) return std::string(d) + "/kernels.json";
   if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/kiln/kernels.json";
@@ -123,14 +123,14 @@ std::string tune_key(const ir::Node& node, int threads) {
   return k;
 }
 
-SelectedKernel select_kernel(const backends::Backend& backend, const ir::Node& node, int threads) {
+SelectedKernel select_kernel(const Backend& backend, const ir::Node& node, int threads) {
   SelectedKernel sel;
-  auto take = [&](std::unique_ptr<backends::Kernel> k, const backends::KernelCandidate& c) {
+  auto take = [&](std::unique_ptr<Kernel> k, const KernelCandidate& c) {
     sel.kernel = std::move(k);
     sel.spec = c.spec;
     sel.name = c.spec.impl;
   };
-  std::vector<backends::KernelCandidate> cands = backend.candidates(node);
+  std::vector<KernelCandidate> cands = backend.candidates(node);
   if (!backend.tuning().enabled || cands.size() == 1) {
     for (const auto& c : cands)  // the first candidate that accepts, without building the others
       if (auto k = c.make()) {
@@ -150,7 +150,7 @@ SelectedKernel select_kernel(const backends::Backend& backend, const ir::Node& n
       }
   double best = 1e30;
   for (const auto& c : cands) {
-    std::unique_ptr<backends::Kernel> k = c.make();
+    std::unique_ptr<Kernel> k = c.make();
     if (!k) continue;
     double t;
     try {
@@ -168,4 +168,4 @@ SelectedKernel select_kernel(const backends::Backend& backend, const ir::Node& n
   return sel;
 }
 
-}  // namespace kiln::lower
+}  // namespace kiln::backends

@@ -1,6 +1,6 @@
 // Kernel selection: the rule (first candidate) and --tune's timed choice with its persistent
 // cache.
-#include "lower/kernel_selection.h"
+#include "backends/kernel_selection.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 #include "ops/core/infer_graph.h"
 
-namespace kiln::lower {
+namespace kiln::backends {
 namespace {
 
 struct ConvGraph {
@@ -79,4 +79,4 @@ TEST(KernelSelection, DamagedCacheIsIgnored) {
 }
 
 }  // namespace
-}  // namespace kiln::lower
+}  // namespace kiln::backends

@@ -9,22 +9,22 @@
 
 #include "backends/backend.h"
 
-namespace kiln::lower {
+namespace kiln::backends {
 
 struct SelectedKernel {
-  std::shared_ptr<const backends::Kernel> kernel;  // null: the backend declined every form
+  std::shared_ptr<const Kernel> kernel;  // null: the backend declined every form
   plan::KernelSpec spec;                           // the implementation chosen and its choices
   std::string name;                                // spec.impl
   bool timed = false;                              // true when chosen by timing just now
 };
 
-SelectedKernel select_kernel(const backends::Backend& backend, const ir::Node& node, int threads);
+SelectedKernel select_kernel(const Backend& backend, const ir::Node& node, int threads);
 
 // The cache file tuning uses: TuneOptions::cache_path, else $KILN_CACHE_DIR/kernels.json, else
 // $XDG_CACHE_HOME/kiln/kernels.json, else ~/.cache/kiln/kernels.json.
-std::string tune_cache_path(const backends::TuneOptions& t);
+std::string tune_cache_path(const TuneOptions& t);
 
 // The cache key for `node` (exposed for tests).
 std::string tune_key(const ir::Node& node, int threads);
 
-}  // namespace kiln::lower
+}  // namespace kiln::backends
