@@ -40,6 +40,7 @@
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/stem_conv.h"
+#include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
 
@@ -427,7 +428,7 @@ std::vector<Layer> read_layers(const ir::Node& node, int threads) {
     if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return {};
     if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return {};
     if (c->attr_int("x_blocked", 0) || c->attr_int("y_blocked", 0) || c->attr_int("z_blocked", 0)) return {};
-    if (c->attr_string("auto_pad", "NOTSET") != "NOTSET") return {};
+    if (ops::auto_pad_of(*c) != ops::AutoPad::NotSet) return {};
     if (c->attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return {};
     const auto xd = x->type.static_dims(), yd = y->type.static_dims(), wd = w->type.static_dims();
     if (xd.size() != 4 || yd.size() != 4 || wd.size() != 4 || xd[0] != yd[0]) return {};

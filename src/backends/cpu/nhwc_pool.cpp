@@ -19,6 +19,7 @@
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/row_conv.h"
 #include "backends/cpu/simd.h"
+#include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
 
@@ -127,19 +128,10 @@ std::optional<PoolWindow> nhwc_pool_window(const ir::Node& node) {
   if (k.size() != 2 || s.size() != 2 || d.size() != 2 || pads.size() != 4) return std::nullopt;
   for (int i = 0; i < 2; ++i)
     if (k[i] < 1 || s[i] < 1 || d[i] < 1) return std::nullopt;
-  const std::string ap = node.attr_string("auto_pad", "NOTSET");
-  const int64_t in[2] = {xd[1], xd[2]}, out[2] = {yd[1], yd[2]};
-  if (ap == "VALID") {
-    pads = {0, 0, 0, 0};
-  } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {  // as the reference's pool_geom
-    for (int i = 0; i < 2; ++i) {
-      const int64_t total = std::max<int64_t>(0, (out[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in[i]);
-      pads[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-      pads[i + 2] = total - pads[i];
-    }
-  } else if (ap != "NOTSET") {
-    return std::nullopt;
-  }
+  const std::optional<ops::AutoPad> ap = ops::auto_pad_of(node);
+  if (!ap) return std::nullopt;
+  const int64_t in[2] = {xd[1], xd[2]};
+  ops::resolve_pads(*ap, in, k, s, d, pads);
   return PoolWindow{k[0], k[1], s[0], s[1], d[0], d[1], pads[0], pads[1], pads[2], pads[3],
                     xd[1], xd[2], xd[3], yd[1], yd[2], is_max, node.attr_int("count_include_pad", 0) != 0};
 }

@@ -31,6 +31,7 @@
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/pointwise_conv.h"
+#include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
 
@@ -508,8 +509,8 @@ std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, i
       if (v != 1) return nullptr;
   for (int64_t p : node.attr_ints("pads", {0, 0, 0, 0}))
     if (p != 0) return nullptr;
-  const std::string ap = node.attr_string("auto_pad", "NOTSET");
-  if (ap != "NOTSET" && ap != "VALID") return nullptr;
+  const std::optional<ops::AutoPad> ap = ops::auto_pad_of(node);
+  if (!ap || ops::is_same_pad(*ap)) return nullptr;
   const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
   if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || wd[2] != 1 || wd[3] != 1) return nullptr;
   const int64_t K = xd[3], N = wd[0], pixels = xd[1] * xd[2];

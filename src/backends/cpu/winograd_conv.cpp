@@ -23,6 +23,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
+#include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
 
@@ -318,7 +319,7 @@ std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, in
   const ir::Value* b = node.num_inputs() > 2 ? node.input(2) : nullptr;
   if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return nullptr;
   if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return nullptr;
-  if (node.attr_string("auto_pad", "NOTSET") != "NOTSET") return nullptr;
+  if (ops::auto_pad_of(node) != ops::AutoPad::NotSet) return nullptr;
   if (node.attr_ints("strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
       node.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1})
     return nullptr;
