@@ -44,7 +44,7 @@
 
 #include <unordered_map>
 
-#include "ops/fused_activation.h"
+#include "ops/core/activation.h"
 #include "ops/core/dispatch.h"
 #include "ops/core/infer_graph.h"
 #include "ops/core/registry.h"

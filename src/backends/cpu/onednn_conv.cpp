@@ -538,7 +538,9 @@ std::unique_ptr<Kernel> make_conv_concat(const ir::Node& node, int threads) {
 // more than that second pass: a 16->96 1x1 conv on 112x112 with SiLU took 1.46-1.57 ms at 1
 // thread and 0.77 ms at 2 as a post-op, 1.24-1.27 and 0.64-0.68 ms applied after
 // (make kernel-bench, Expand1x1_16to96_112_SiLU; Depthwise3x3_32x112_SiLU 0.57 -> 0.45 ms).
-bool dnnl_util::late_activation(const ir::Node& node) { return node.attr_string("activation", "") == "SiLU"; }
+bool dnnl_util::late_activation(const ir::Node& node) {
+  return node.attr_string("activation", "") == ops::activation_name(ops::Activation::SiLU);
+}
 
 void add_onednn_conv_kernels(std::vector<KernelFactory>& table) {
   for (const char* op : {"Conv", "FusedConv"}) {
