@@ -11,6 +11,7 @@
 #include "backends/backend.h"
 #include "backends/cpu/depthwise_conv.h"
 #include "backends/cpu/nhwc_pool.h"
+#include "backends/cpu/simd.h"
 #include "backends/cpu/stem_conv.h"
 #include "lower/fuse_conv_chain.h"
 #include "lower/fuse_conv_concat.h"
@@ -392,7 +393,7 @@ TEST(CpuKernels, RowKernelsReadTheirInputFromARing) {
   backends::cpu::StemShape st;
   st.H = H, st.W = W, st.C = 3, st.OH = 11, st.OW = 9, st.OC = 24, st.KH = 3, st.KW = 3, st.PT = 1, st.PL = 1;
   const Tensor st_w = random_tensor({24, 3, 3, 3}, rng), st_b = random_tensor({24}, rng);
-  if (__builtin_cpu_supports("avx512f")) {
+  if (backends::cpu::has_avx512()) {
     const backends::cpu::StemConv stem(st, st_w.data<float>(), st_b.data<float>(), {ops::Activation::None});
     check("stem", 3, st.OH, st.OW * 24, 3, 1, 1, [&](const float* x, float* y, int64_t oy, int64_t ring) {
       if (ring) stem.rows(x, 0, y, oy, oy + 1, ring);

@@ -39,6 +39,7 @@
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/pointwise_conv.h"
+#include "backends/cpu/simd.h"
 #include "backends/cpu/stem_conv.h"
 #include "ops/core/conv_geometry.h"
 
@@ -462,7 +463,7 @@ std::vector<Layer> read_layers(const ir::Node& node, int threads) {
       L.dw = std::make_shared<DepthwiseConv>(*ds, w->constant().data<float>(), b ? b->constant().data<float>() : nullptr,
                                              ops::activation_of(*c));
     } else if (L.KH == 1 && L.KW == 1 && L.SH == 1 && L.SW == 1 && L.G == 1 && !(L.PT | L.PL | L.PB | L.PR) &&
-               pointwise_supported() && kernel_enabled("kiln_pointwise")) {
+               has_avx512() && kernel_enabled("kiln_pointwise")) {
       const std::optional<ops::Activation> act = epilogue_of(*c);
       if (!act) return {};
       L.pw = std::make_shared<PointwiseRows>(L.C, L.OC, w->constant().data<float>(),

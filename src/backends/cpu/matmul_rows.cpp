@@ -9,13 +9,14 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/pointwise_conv.h"
+#include "backends/cpu/simd.h"
 
 namespace kiln::backends::cpu {
 
 namespace {
 
 std::unique_ptr<Kernel> make_matmul_rows(const ir::Node& node, int threads) {
-  if (!pointwise_supported() || node.num_outputs() != 1) return nullptr;
+  if (!has_avx512() || node.num_outputs() != 1) return nullptr;
   const bool fused = node.domain() == "kiln";
   if (node.num_inputs() != 2 && !(fused && node.num_inputs() == 3)) return nullptr;
   const ir::Value *a = node.input(0), *b = node.input(1), *y = node.output(0);

@@ -25,8 +25,6 @@ namespace kiln::backends::cpu {
 
 namespace {
 
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
-
 // o[c] = fold of taps[t][c] over the taps (max, or the sum times `scale`), 64 channels at a time
 // in registers: the generic loop below kept o in memory and ran at a tenth of this speed.
 // GCC 12 warns of the undefined pass-through operand inside its own _mm512_max_ps.
@@ -97,7 +95,7 @@ void pool_row(const PoolWindow& g, const float* x, int64_t x_row0, int64_t ring,
       const int64_t padded_w = std::min(g.kw, (g.W + g.pr - w0 + g.dw - 1) / g.dw);
       scale = 1.f / static_cast<float>(g.count_include_pad ? padded_h * padded_w : n);
     }
-    if (!kHasAvx512) fold_plain(g, taps, n, scale, o);
+    if (!has_avx512()) fold_plain(g, taps, n, scale, o);
     else if (g.is_max) fold_avx512<true>(taps, n, C, scale, o);
     else fold_avx512<false>(taps, n, C, scale, o);
   }

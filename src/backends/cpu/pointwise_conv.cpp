@@ -31,14 +31,12 @@
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/pointwise_conv.h"
+#include "backends/cpu/simd.h"
 #include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
 
 namespace {
-
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
-
 
 struct Epilogue {
   const float* bias;  // [N rounded up to 16], zero when the node has none
@@ -407,8 +405,6 @@ void PointwiseRows::rows(const float* x, int64_t m0, int64_t m1, float* y, const
   }
 }
 
-bool pointwise_supported() { return kHasAvx512; }
-
 namespace {
 
 // From this many bytes of weights, threads split the outputs rather than the pixels. Zen 5 (1 MiB
@@ -477,7 +473,7 @@ class PointwiseConvKernel : public Kernel {
 
 std::unique_ptr<Kernel> make_pointwise_rows_kernel(int64_t rows, int64_t K, int64_t N, const float* w,
                                                    const float* bias, ops::Activation act, int threads) {
-  if (!kHasAvx512 || rows < 1 || K < 1 || N < 1) return nullptr;
+  if (!has_avx512() || rows < 1 || K < 1 || N < 1) return nullptr;
   // Threads always split the rows: a transformer's linear layers sit between row-split ops
   // (LayerNorm, Gelu, the next layer), and splitting bert_tiny's 1 MiB FFN weights instead had
   // each core read the other's half of the activations (2 threads: 0.939x the time split by rows).
@@ -487,7 +483,7 @@ std::unique_ptr<Kernel> make_pointwise_rows_kernel(int64_t rows, int64_t K, int6
 
 std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, int64_t out_channels_total,
                                             int64_t max_pixels) {
-  if (!kHasAvx512 || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
+  if (!has_avx512() || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
   if (!node.attr_int("channels_last", 0) || node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0) ||
       node.attr_int("z_blocked", 0))
     return nullptr;

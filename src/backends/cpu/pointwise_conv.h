@@ -24,7 +24,7 @@ constexpr int64_t kMaxPixels = 4096;
 // The 1x1 conv itself, on pixels at hand: a kiln.ConvChain runs its 1x1 layers on the rows of
 // its line buffers with it. Up to 24 outputs it works in pair mode (two input channels per
 // broadcast, pointwise_conv.cpp), else in blocks of up to 64 outputs. Needs AVX-512 (the caller
-// checks pointwise_supported()).
+// checks has_avx512(), simd.h).
 class PointwiseRows {
  public:
   // w: ONNX's [N, K, 1, 1]; bias: N floats or nullptr; `ldy` >= N: floats between output pixels;
@@ -63,8 +63,6 @@ class PointwiseRows {
   std::vector<float> bias_;
   std::vector<Block> blocks_;
 };
-
-bool pointwise_supported();
 
 // The kernel for `rows` rows of K floats times constant weights w ([N][K], copied) into rows of
 // N floats, with PointwiseRows' epilogue (bias, activation): a linear layer

@@ -23,14 +23,12 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/simd.h"
 #include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
 
 namespace {
-
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
-
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -309,7 +307,7 @@ class WinogradKernel : public Kernel {
 }  // namespace
 
 std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, int64_t out_channels_total) {
-  if (!kHasAvx512 || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
+  if (!has_avx512() || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
   if (!node.attr_int("channels_last", 0) || node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0))
     return nullptr;
   if (node.num_inputs() < 2 || node.num_outputs() != 1 || node.attr_int("group", 1) != 1) return nullptr;
