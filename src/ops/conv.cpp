@@ -38,23 +38,6 @@ void gemm_acc(int64_t M, int64_t N, int64_t K, const C* __restrict a, const C* _
   }
 }
 
-// Advances a row-major N-D index over dims.
-void next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
-  for (size_t d = dims.size(); d-- > 0;) {
-    if (++idx[d] < dims[d]) return;
-    idx[d] = 0;
-  }
-}
-
-std::string ints_str(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(v[i]);
-  }
-  return s + "]";
-}
-
 using Geom = WindowGeom;
 
 // Reads kernel_shape/strides/dilations/pads (shared by the conv ops) and validates them.

@@ -11,14 +11,6 @@ namespace kiln::ops {
 
 namespace {
 
-bool next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
-  for (size_t d = dims.size(); d-- > 0;) {
-    if (++idx[d] < dims[d]) return true;
-    idx[d] = 0;
-  }
-  return false;
-}
-
 std::vector<ir::Dim> fresh_dims(InferContext& ctx, int64_t n) {
   std::vector<ir::Dim> d;
   for (int64_t i = 0; i < n; ++i) d.push_back(ctx.fresh_dim());

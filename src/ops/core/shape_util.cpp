@@ -38,6 +38,15 @@ std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
   return s;
 }
 
+std::string ints_str(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(v[i]);
+  }
+  return s + "]";
+}
+
 void copy_strided(const Tensor& in, Tensor& out, const std::vector<int64_t>& view_dims,
                   const std::vector<int64_t>& in_strides, int64_t base) {
   dispatch_all(in.dtype(), [&](auto tag) {
