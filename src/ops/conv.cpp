@@ -65,12 +65,7 @@ Geom read_geom(const Ctx& ctx, std::vector<int64_t> in_sp, const std::vector<int
   for (size_t i = 0; i < nsp; ++i)
     if (g.strides[i] < 1 || g.dilations[i] < 1)
       ctx.fail("strides " + ints_str(g.strides) + " and dilations " + ints_str(g.dilations) + " must be >= 1");
-  std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
-  if (pads.size() != 2 * nsp) ctx.fail("pads " + ints_str(pads) + " need " + std::to_string(2 * nsp) + " entries");
-  for (int64_t p : pads)
-    if (p < 0) ctx.fail("pads " + ints_str(pads) + " must be >= 0");
-  g.pad_begin.assign(pads.begin(), pads.begin() + nsp);
-  g.pad_end.assign(pads.begin() + nsp, pads.end());
+  g.read_pads(ctx);
   return g;
 }
 

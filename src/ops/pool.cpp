@@ -45,12 +45,7 @@ Geom pool_geom(const Ctx& ctx, std::vector<int64_t> in_sp, bool allow_ceil, bool
     if (g.kernel[i] < 1 || g.strides[i] < 1 || g.dilations[i] < 1)
       ctx.fail("kernel_shape " + ints_str(g.kernel) + ", strides " + ints_str(g.strides) + " and dilations " +
                ints_str(g.dilations) + " must be >= 1");
-  std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
-  if (pads.size() != 2 * nsp) ctx.fail("pads " + ints_str(pads) + " need " + std::to_string(2 * nsp) + " entries");
-  for (int64_t p : pads)
-    if (p < 0) ctx.fail("pads " + ints_str(pads) + " must be >= 0");
-  g.pad_begin.assign(pads.begin(), pads.begin() + nsp);
-  g.pad_end.assign(pads.begin() + nsp, pads.end());
+  g.read_pads(ctx);
   const AutoPad ap = auto_pad_or_fail(ctx);
   const bool ceil_mode = allow_ceil && n.attr_int("ceil_mode", 0) != 0;
   g.out.assign(nsp, -1);

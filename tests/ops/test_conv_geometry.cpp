@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+#include <string>
+#include <vector>
+
 namespace kiln::ops {
 namespace {
 
@@ -30,6 +34,33 @@ TEST(ConvGeometry, ReadsTheAttribute) {
   ir::Value* w = g.add_value("w");
   ir::Node* bad = g.add_node("MaxPool", {x}, {w}, {{"auto_pad", ir::Attribute::of_string("SAME")}}, "bad");
   EXPECT_EQ(auto_pad_of(*bad), std::nullopt);
+}
+
+// The op contexts' node() and fail() (a std::runtime_error here).
+struct FakeCtx {
+  const ir::Node& n;
+  const ir::Node& node() const { return n; }
+  [[noreturn]] void fail(const std::string& m) const { throw std::runtime_error(m); }
+};
+
+TEST(ConvGeometry, ReadsPadsAndAutoPad) {
+  ir::Graph g;
+  ir::Value* x = g.add_input("x", {});
+  auto node = [&](ir::Attributes a) {
+    return g.add_node("MaxPool", {x}, {g.add_value(g.unique_name("y"))}, std::move(a), g.unique_name("n"));
+  };
+  WindowGeom geom;
+  geom.in = {9, 7};
+  geom.read_pads(FakeCtx{*node({{"pads", ir::Attribute::of_ints({1, 2, 3, 4})}})});
+  EXPECT_EQ(geom.pad_begin, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(geom.pad_end, (std::vector<int64_t>{3, 4}));
+  geom.read_pads(FakeCtx{*node({})});
+  EXPECT_EQ(geom.pad_begin, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(geom.pad_end, (std::vector<int64_t>{0, 0}));
+  EXPECT_THROW(geom.read_pads(FakeCtx{*node({{"pads", ir::Attribute::of_ints({1, 2})}})}), std::runtime_error);
+  EXPECT_THROW(geom.read_pads(FakeCtx{*node({{"pads", ir::Attribute::of_ints({0, -1, 0, 0})}})}), std::runtime_error);
+  EXPECT_EQ(auto_pad_or_fail(FakeCtx{*node({{"auto_pad", ir::Attribute::of_string("VALID")}})}), AutoPad::Valid);
+  EXPECT_THROW(auto_pad_or_fail(FakeCtx{*node({{"auto_pad", ir::Attribute::of_string("SAME")}})}), std::runtime_error);
 }
 
 TEST(ConvGeometry, SameSplitsOddTotalsByMode) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ops/core/shape_util.h"
 
 namespace kiln::ops {
 
@@ -138,6 +139,18 @@ struct WindowGeom {
   int nsp = 0;
   std::vector<int64_t> in, kernel, strides, dilations, pad_begin, pad_end, out;
 
+  // Reads the `pads` attribute (zeros when absent) into pad_begin / pad_end, an entry per axis
+  // of `in`; a wrong count or a negative pad is ctx.fail().
+  template <typename Ctx>
+  void read_pads(const Ctx& ctx) {
+    const size_t n = in.size();
+    const std::vector<int64_t> pads = ctx.node().attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+    if (pads.size() != 2 * n) ctx.fail("pads " + ints_str(pads) + " need " + std::to_string(2 * n) + " entries");
+    for (int64_t p : pads)
+      if (p < 0) ctx.fail("pads " + ints_str(pads) + " must be >= 0");
+    pad_begin.assign(pads.begin(), pads.begin() + n);
+    pad_end.assign(pads.begin() + n, pads.end());
+  }
   // window_axis of axis i (in and kernel known), from the pads read into pad_begin / pad_end.
   WindowAxis axis(int i, AutoPad p, bool ceil_mode = false) const {
     return window_axis(p, in[i], kernel[i], strides[i], dilations[i], {pad_begin[i], pad_end[i]}, ceil_mode);
