@@ -18,6 +18,7 @@
 #include "backends/backend.h"
 #include "backends/cpu/depthwise_conv.h"
 #include "backends/cpu/pointwise_conv.h"
+#include "backends/cpu/simd.h"
 #include "backends/cpu/stem_conv.h"
 #include "ops/core/infer_graph.h"
 
@@ -110,7 +111,7 @@ __attribute__((target("avx512f"), noinline)) float fma_chains(int64_t iters) {
 }
 
 void fma_peak(benchmark::State& state) {
-  if (!__builtin_cpu_supports("avx512f")) return state.SkipWithError("no AVX-512");
+  if (!backends::cpu::has_avx512()) return state.SkipWithError("no AVX-512");
   const int threads = static_cast<int>(state.range(0));
   constexpr int64_t kIters = 1 << 20;
   float sink = 0;
@@ -126,7 +127,7 @@ void fma_peak(benchmark::State& state) {
 // kiln's 1x1 kernel on the pixels of one chain band (PointwiseRows, as a kiln.ConvChain runs
 // it): `pixels` of K channels into a window of N, ReLU6; GFLOPS to set beside FmaPeak.
 void pointwise_rows(benchmark::State& state, int64_t pixels, int64_t K, int64_t N) {
-  if (!backends::cpu::pointwise_supported()) return state.SkipWithError("no AVX-512");
+  if (!backends::cpu::has_avx512()) return state.SkipWithError("no AVX-512");
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> x(pixels * K), w(N * K), b(N), y(pixels * N);
@@ -167,7 +168,7 @@ void stem_rows(benchmark::State& state) {
 // mapped pages around it (arg 0). The masked-out loads of the edge pixels must not go outside
 // the rows (depthwise_conv.cpp, edge_tap): there they take a slow path.
 void depthwise_at_mapping_start(benchmark::State& state) {
-  if (!__builtin_cpu_supports("avx512f")) return state.SkipWithError("no AVX-512");
+  if (!backends::cpu::has_avx512()) return state.SkipWithError("no AVX-512");
   backends::cpu::DepthwiseShape s;
   s.H = s.W = s.OH = s.OW = 7, s.C = 960, s.KH = s.KW = 3, s.PT = s.PL = 1;
   const size_t page = 4096, bytes = 7 * 7 * 960 * sizeof(float), span = (bytes + page - 1) / page * page;

@@ -1,6 +1,7 @@
 #include "lower/blocked_layout.h"
 
 #include "ir/graph_util.h"
+#include "ops/core/conv_geometry.h"
 
 namespace kiln::lower {
 
@@ -16,7 +17,7 @@ bool winograd_conv(const ir::Node* n) {
   return n->attr_int("group", 1) == 1 && wd[2] == 3 && wd[3] == 3 &&
          n->attr_ints("strides", {1, 1}) == std::vector<int64_t>{1, 1} &&
          n->attr_ints("dilations", {1, 1}) == std::vector<int64_t>{1, 1} &&
-         n->attr_string("auto_pad", "NOTSET") == "NOTSET";
+         ops::auto_pad_of(*n) == ops::AutoPad::NotSet;
 }
 
 bool blockable(const ir::Graph& g, const ir::Value* v) {

@@ -5,6 +5,7 @@
 
 #include "lower/outline.h"
 #include "ir/graph_util.h"
+#include "ops/core/conv_geometry.h"
 
 namespace kiln::lower {
 
@@ -27,7 +28,7 @@ bool member(const ir::Node* n) {
   if (!n->input(1) || !n->input(1)->is_constant() || (n->num_inputs() > 2 && n->input(2) && !n->input(2)->is_constant()))
     return false;
   if (n->num_inputs() > 3 && n->input(3) && (n->input(3)->is_constant() || !static_float4(n->input(3)))) return false;
-  if (n->attr_string("auto_pad", "NOTSET") != "NOTSET") return false;
+  if (ops::auto_pad_of(*n) != ops::AutoPad::NotSet) return false;
   if (n->attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return false;
   const auto wd = n->input(1)->type.static_dims();
   if (wd.size() != 4) return false;
@@ -42,7 +43,7 @@ bool pool_member(const ir::Node* n) {
   if (!n || n->domain() != "kiln" || (n->op_type() != "NhwcMaxPool" && n->op_type() != "NhwcAveragePool")) return false;
   if (n->num_inputs() != 1 || n->num_outputs() != 1 || !static_float4(n->input(0)) || !static_float4(n->output(0)))
     return false;
-  if (n->input(0)->is_constant() || n->attr_string("auto_pad", "NOTSET") != "NOTSET") return false;
+  if (n->input(0)->is_constant() || ops::auto_pad_of(*n) != ops::AutoPad::NotSet) return false;
   if (n->attr_ints("kernel_shape").size() != 2 || n->attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1})
     return false;
   return n->attr_ints("strides", {1, 1}).size() == 2 && n->attr_ints("pads", {0, 0, 0, 0}).size() == 4;

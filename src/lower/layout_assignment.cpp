@@ -17,8 +17,7 @@
 //     A T_nchw that only moves size-1 dims (after a global pool) is a Reshape, a free view.
 #include "lower/layout_assignment.h"
 
-#include <cstring>
-
+#include "ir/strided_copy.h"
 #include "ops/core/registry.h"
 #include "ir/graph_util.h"
 
@@ -125,15 +124,10 @@ class Rewriter {
     while (d.size() < 4) d.insert(d.begin(), 1);
     const int64_t N = d[0], C = d[1], H = d[2], W = d[3];
     Tensor out(t.dtype(), {N, H, W, C});
-    const size_t es = dtype_size(t.dtype());
     if (t.dtype() == DType::String) return nullptr;
-    const auto* src = static_cast<const std::byte*>(t.raw());
-    auto* dst = static_cast<std::byte*>(out.raw());
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t ch = 0; ch < C; ++ch)
-        for (int64_t h = 0; h < H; ++h)
-          for (int64_t w = 0; w < W; ++w)
-            std::memcpy(dst + (((n * H + h) * W + w) * C + ch) * es, src + (((n * C + ch) * H + h) * W + w) * es, es);
+    // out[n, h, w, ch] = t[n, ch, h, w]
+    if (!ir::strided_copy_bytes(t.raw(), out.raw(), {N, H, W, C}, {C * H * W, W, 1, H * W}, dtype_size(t.dtype())))
+      return nullptr;
     return ir::add_const(g_, c->name() + "_nhwc", std::move(out));
   }
 

@@ -6,9 +6,9 @@
 // same blocked i-k-j loop as MatMul's, with a contiguous (vectorizable) inner loop over output
 // positions; resnet18's 1.8 GMAC run in about a second this way.
 #include <algorithm>
-#include <functional>
 #include <type_traits>
 
+#include "ops/core/conv_geometry.h"
 #include "ops/core/dispatch.h"
 #include "ops/core/registry.h"
 #include "ops/core/shape_util.h"
@@ -38,28 +38,7 @@ void gemm_acc(int64_t M, int64_t N, int64_t K, const C* __restrict a, const C* _
   }
 }
 
-// Advances a row-major N-D index over dims.
-void next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
-  for (size_t d = dims.size(); d-- > 0;) {
-    if (++idx[d] < dims[d]) return;
-    idx[d] = 0;
-  }
-}
-
-std::string ints_str(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(v[i]);
-  }
-  return s + "]";
-}
-
-// Spatial geometry of one convolution; -1 marks an extent unknown at compile time.
-struct Geom {
-  int nsp = 0;
-  std::vector<int64_t> in, kernel, strides, dilations, pad_begin, pad_end, out;
-};
+using Geom = WindowGeom;
 
 // Reads kernel_shape/strides/dilations/pads (shared by the conv ops) and validates them.
 // in_sp: the input's spatial extents; w_sp: the kernel extents the weights imply.
@@ -86,45 +65,23 @@ Geom read_geom(const Ctx& ctx, std::vector<int64_t> in_sp, const std::vector<int
   for (size_t i = 0; i < nsp; ++i)
     if (g.strides[i] < 1 || g.dilations[i] < 1)
       ctx.fail("strides " + ints_str(g.strides) + " and dilations " + ints_str(g.dilations) + " must be >= 1");
-  std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
-  if (pads.size() != 2 * nsp) ctx.fail("pads " + ints_str(pads) + " need " + std::to_string(2 * nsp) + " entries");
-  for (int64_t p : pads)
-    if (p < 0) ctx.fail("pads " + ints_str(pads) + " must be >= 0");
-  g.pad_begin.assign(pads.begin(), pads.begin() + nsp);
-  g.pad_end.assign(pads.begin() + nsp, pads.end());
+  g.read_pads(ctx);
   return g;
-}
-
-std::string auto_pad_of(const ir::Node& n, const std::function<void(const std::string&)>& fail) {
-  std::string ap = n.attr_string("auto_pad", "NOTSET");
-  if (ap != "NOTSET" && ap != "SAME_UPPER" && ap != "SAME_LOWER" && ap != "VALID")
-    fail("auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '" + ap + "'");
-  return ap;
 }
 
 // Output extents and pads of a (forward) convolution.
 template <typename Ctx>
 void conv_out(const Ctx& ctx, Geom& g) {
-  const std::string ap = auto_pad_of(ctx.node(), [&](const std::string& m) { ctx.fail(m); });
+  const AutoPad ap = auto_pad_or_fail(ctx);
   g.out.assign(g.nsp, -1);
   for (int i = 0; i < g.nsp; ++i) {
-    const int64_t in = g.in[i], k = g.kernel[i], s = g.strides[i];
-    if (in < 0 || k < 0) continue;
-    const int64_t ek = (k - 1) * g.dilations[i] + 1;
-    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-      g.out[i] = (in + s - 1) / s;
-      const int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * s + ek - in);
-      g.pad_begin[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-      g.pad_end[i] = total - g.pad_begin[i];
-      continue;
-    }
-    if (ap == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
-    const int64_t padded = in + g.pad_begin[i] + g.pad_end[i];
-    if (padded < ek)
-      ctx.fail("kernel extent " + std::to_string(ek) + " (kernel " + std::to_string(k) + ", dilation " +
-               std::to_string(g.dilations[i]) + ") exceeds the padded input extent " + std::to_string(padded) +
+    if (g.in[i] < 0 || g.kernel[i] < 0) continue;
+    const WindowAxis a = g.axis(i, ap);
+    if (!a.fits)
+      ctx.fail("kernel extent " + std::to_string(a.extent) + " (kernel " + std::to_string(g.kernel[i]) + ", dilation " +
+               std::to_string(g.dilations[i]) + ") exceeds the padded input extent " + std::to_string(a.padded) +
                " along spatial axis " + std::to_string(i));
-    g.out[i] = (padded - ek) / s + 1;
+    g.set(i, a);
   }
 }
 
@@ -132,7 +89,7 @@ void conv_out(const Ctx& ctx, Geom& g) {
 template <typename Ctx>
 void conv_transpose_out(const Ctx& ctx, Geom& g) {
   const ir::Node& n = ctx.node();
-  const std::string ap = auto_pad_of(n, [&](const std::string& m) { ctx.fail(m); });
+  const AutoPad ap = auto_pad_or_fail(ctx);
   const size_t nsp = g.nsp;
   std::vector<int64_t> opad = n.attr_ints("output_padding", std::vector<int64_t>(nsp, 0));
   if (opad.size() != nsp) ctx.fail("output_padding " + ints_str(opad) + " needs " + std::to_string(nsp) + " entries");
@@ -145,24 +102,18 @@ void conv_transpose_out(const Ctx& ctx, Geom& g) {
     const int64_t in = g.in[i], k = g.kernel[i], s = g.strides[i];
     if (opad[i] < 0) ctx.fail("output_padding " + ints_str(opad) + " must be >= 0");
     if (k < 0) continue;
-    const int64_t ek = (k - 1) * g.dilations[i] + 1;
-    if (!oshape.empty() || ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    if (!oshape.empty() || is_same_pad(ap)) {
       if (in < 0 && oshape.empty()) continue;
       const int64_t target = !oshape.empty() ? oshape[i] : in * s;
       if (in < 0) { g.out[i] = target; continue; }
-      const int64_t total = s * (in - 1) + opad[i] + ek - target;
-      // ONNX: SAME_UPPER puts the smaller half of the padding first, everything else the larger.
-      // Halves round down (Python's //), which matters when output_shape asks for more than
-      // the natural extent and the total goes negative.
-      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-      const int64_t first = ap == "SAME_UPPER" ? half : total - half;
-      g.pad_begin[i] = first;
-      g.pad_end[i] = total - first;
+      const AxisPads p = conv_transpose_pads(ap, in, target, k, s, g.dilations[i], opad[i]);
+      g.pad_begin[i] = p.begin;
+      g.pad_end[i] = p.end;
       g.out[i] = target;
     } else {
-      if (ap == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
+      if (ap == AutoPad::Valid) g.pad_begin[i] = g.pad_end[i] = 0;
       if (in < 0) continue;
-      g.out[i] = s * (in - 1) + opad[i] + ek - g.pad_begin[i] - g.pad_end[i];
+      g.out[i] = s * (in - 1) + opad[i] + dilated_extent(k, g.dilations[i]) - g.pad_begin[i] - g.pad_end[i];
     }
     if (g.out[i] < 1)
       ctx.fail("output extent " + std::to_string(g.out[i]) + " along spatial axis " + std::to_string(i) +

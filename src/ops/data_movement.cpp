@@ -11,46 +11,6 @@ namespace kiln::ops {
 
 namespace {
 
-// Copies the elements of `in` (starting at `base`) seen through per-output-axis strides into a
-// dense output of dims `out_dims`; the innermost axis is a tight loop.
-template <typename T>
-void strided_copy(const T* in, T* out, const std::vector<int64_t>& out_dims, const std::vector<int64_t>& in_strides,
-                  int64_t base) {
-  const int64_t n = product(out_dims);
-  if (n == 0) return;
-  const size_t r = out_dims.size();
-  if (r == 0) { out[0] = in[base]; return; }
-  const int64_t inner = out_dims[r - 1], inner_stride = in_strides[r - 1];
-  std::vector<int64_t> idx(r, 0);
-  int64_t off = base;
-  for (int64_t o = 0; o < n; o += inner) {
-    for (int64_t j = 0; j < inner; ++j) out[o + j] = in[off + j * inner_stride];
-    for (size_t d = r - 1; d-- > 0;) {
-      ++idx[d];
-      off += in_strides[d];
-      if (idx[d] < out_dims[d]) break;
-      off -= in_strides[d] * out_dims[d];
-      idx[d] = 0;
-    }
-  }
-}
-
-void copy_strided(const Tensor& in, Tensor& out, const std::vector<int64_t>& view_dims,
-                  const std::vector<int64_t>& in_strides, int64_t base = 0) {
-  dispatch_all(in.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    strided_copy<T>(in.data<T>(), out.data<T>(), view_dims, in_strides, base);
-  });
-}
-
-bool next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
-  for (size_t d = dims.size(); d-- > 0;) {
-    if (++idx[d] < dims[d]) return true;
-    idx[d] = 0;
-  }
-  return false;
-}
-
 std::vector<ir::Dim> fresh_dims(InferContext& ctx, int64_t n) {
   std::vector<ir::Dim> d;
   for (int64_t i = 0; i < n; ++i) d.push_back(ctx.fresh_dim());

@@ -25,15 +25,6 @@ int64_t fix_index(int64_t i, int64_t extent, const ir::Node& node) {
   return i < 0 ? i + extent : i;
 }
 
-// Advances a row-major multi-index; returns false after the last element.
-bool next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
-  for (size_t d = dims.size(); d-- > 0;) {
-    if (++idx[d] < dims[d]) return true;
-    idx[d] = 0;
-  }
-  return false;
-}
-
 enum class Reduction { None, Add, Mul, Max, Min };
 
 Reduction reduction_of(const ir::Node& node, int64_t opset) {

@@ -39,12 +39,11 @@
 // registry, run under the model's ai.onnx opset) and then apply the activation in place.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include <unordered_map>
 
-#include "ops/fused_activation.h"
+#include "ops/core/activation.h"
 #include "ops/core/dispatch.h"
 #include "ops/core/infer_graph.h"
 #include "ops/core/registry.h"
@@ -82,18 +81,10 @@ Tensor permute4(const Tensor& x, bool nchw, const ir::Node& n) {
   if (x.rank() != 4) throw Error(n.describe() + ": channels-last tensors must have rank 4");
   const auto d = x.dims();
   const int64_t N = d[0], A = d[1], B = d[2], C = d[3];  // NHWC: A=H B=W C=C; NCHW: A=C B=H C=W
+  // Element (i, a, b, c) of x goes to (i, c, a, b) when making NCHW, (i, b, c, a) otherwise.
+  const std::vector<int64_t> s = strides_of(d);
   Tensor y(x.dtype(), nchw ? std::vector<int64_t>{N, C, A, B} : std::vector<int64_t>{N, B, C, A});
-  const size_t es = dtype_size(x.dtype());
-  const auto* src = static_cast<const std::byte*>(x.raw());
-  auto* dst = static_cast<std::byte*>(y.raw());
-  for (int64_t i = 0; i < N; ++i)
-    for (int64_t a = 0; a < A; ++a)
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t c = 0; c < C; ++c) {
-          // element (i, a, b, c) of x goes to (i, c, a, b) when making NCHW, (i, b, c, a) otherwise
-          const int64_t to = nchw ? ((i * C + c) * A + a) * B + b : ((i * B + b) * C + c) * A + a;
-          std::memcpy(dst + to * es, src + (((i * A + a) * B + b) * C + c) * es, es);
-        }
+  copy_strided(x, y, y.dims(), nchw ? std::vector<int64_t>{s[0], s[3], s[1], s[2]} : std::vector<int64_t>{s[0], s[2], s[3], s[1]});
   return y;
 }
 

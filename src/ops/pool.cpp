@@ -10,6 +10,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/core/conv_geometry.h"
 #include "ops/core/dispatch.h"
 #include "ops/core/registry.h"
 #include "ops/core/shape_util.h"
@@ -18,30 +19,9 @@ namespace kiln::ops {
 
 namespace {
 
-std::string ints_str(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(v[i]);
-  }
-  return s + "]";
-}
-
-// Advances a row-major N-D index over dims.
-void next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
-  for (size_t d = dims.size(); d-- > 0;) {
-    if (++idx[d] < dims[d]) return;
-    idx[d] = 0;
-  }
-}
-
 int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
 
-// Spatial geometry of one pooling; -1 marks an extent unknown at compile time.
-struct Geom {
-  int nsp = 0;
-  std::vector<int64_t> in, kernel, strides, dilations, pad_begin, pad_end, out;
-};
+using Geom = WindowGeom;
 
 // Reads the window attributes and computes output extents (ONNX's pool shape rule: floor or,
 // with ceil_mode, ceil, where a last window starting past the input and left pad is dropped).
@@ -65,36 +45,17 @@ Geom pool_geom(const Ctx& ctx, std::vector<int64_t> in_sp, bool allow_ceil, bool
     if (g.kernel[i] < 1 || g.strides[i] < 1 || g.dilations[i] < 1)
       ctx.fail("kernel_shape " + ints_str(g.kernel) + ", strides " + ints_str(g.strides) + " and dilations " +
                ints_str(g.dilations) + " must be >= 1");
-  std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
-  if (pads.size() != 2 * nsp) ctx.fail("pads " + ints_str(pads) + " need " + std::to_string(2 * nsp) + " entries");
-  for (int64_t p : pads)
-    if (p < 0) ctx.fail("pads " + ints_str(pads) + " must be >= 0");
-  g.pad_begin.assign(pads.begin(), pads.begin() + nsp);
-  g.pad_end.assign(pads.begin() + nsp, pads.end());
-  const std::string ap = n.attr_string("auto_pad", "NOTSET");
-  if (ap != "NOTSET" && ap != "SAME_UPPER" && ap != "SAME_LOWER" && ap != "VALID")
-    ctx.fail("auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '" + ap + "'");
+  g.read_pads(ctx);
+  const AutoPad ap = auto_pad_or_fail(ctx);
   const bool ceil_mode = allow_ceil && n.attr_int("ceil_mode", 0) != 0;
   g.out.assign(nsp, -1);
-  for (size_t i = 0; i < nsp; ++i) {
-    const int64_t in = g.in[i], s = g.strides[i];
-    const int64_t ek = (g.kernel[i] - 1) * g.dilations[i] + 1;
-    if (in < 0) continue;
-    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-      g.out[i] = ceil_div(in, s);
-      const int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * s + ek - in);
-      g.pad_begin[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-      g.pad_end[i] = total - g.pad_begin[i];
-      continue;
-    }
-    if (ap == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
-    const int64_t padded = in + g.pad_begin[i] + g.pad_end[i];
-    if (padded < ek)
-      ctx.fail("window extent " + std::to_string(ek) + " exceeds the padded input extent " + std::to_string(padded) +
-               " along spatial axis " + std::to_string(i));
-    int64_t o = (padded - ek + (ceil_mode ? s - 1 : 0)) / s + 1;
-    if (ceil_mode && (o - 1) * s >= in + g.pad_begin[i]) --o;
-    g.out[i] = o;
+  for (int i = 0; i < g.nsp; ++i) {
+    if (g.in[i] < 0) continue;
+    const WindowAxis a = g.axis(i, ap, ceil_mode);
+    if (!a.fits)
+      ctx.fail("window extent " + std::to_string(a.extent) + " exceeds the padded input extent " +
+               std::to_string(a.padded) + " along spatial axis " + std::to_string(i));
+    g.set(i, a);
   }
   return g;
 }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/core/conv_geometry.h"
 #include "ops/core/dispatch.h"
 #include "ops/core/registry.h"
 #include "ops/core/shape_util.h"
@@ -278,25 +279,17 @@ struct ConvGeom {
   std::vector<int64_t> in, kernel, out, strides, dilations, pad_begin;
 };
 
-// Output extent and leading pad of one spatial axis; auto_pad follows the ONNX Conv rules.
-void conv_axis(const std::string& auto_pad, int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
-               int64_t& out, int64_t& begin) {
-  const int64_t ek = (k - 1) * d + 1;
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    out = (in + s - 1) / s;
-    const int64_t total = std::max<int64_t>(0, (out - 1) * s + ek - in);
-    begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-  } else if (auto_pad == "VALID") {
-    out = in >= ek ? (in - ek) / s + 1 : 0;
-    begin = 0;
-  } else {
-    out = in + pb + pe >= ek ? (in + pb + pe - ek) / s + 1 : 0;
-    begin = pb;
-  }
+// Output extent and leading pad of one spatial axis (window_axis); an input shorter than the
+// window gives no outputs.
+void conv_axis(AutoPad auto_pad, int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe, int64_t& out,
+               int64_t& begin) {
+  const WindowAxis a = window_axis(auto_pad, in, k, s, d, {pb, pe});
+  out = a.out;
+  begin = a.pads.begin;
 }
 
 struct ConvAttrs {
-  std::string auto_pad;
+  AutoPad auto_pad = AutoPad::NotSet;
   int64_t group = 1;
   std::vector<int64_t> strides, dilations, pads, kernel_shape;
 };
@@ -305,9 +298,7 @@ template <typename Ctx>
 ConvAttrs conv_attrs(const Ctx& ctx, size_t spatial) {
   const ir::Node& n = ctx.node();
   ConvAttrs a;
-  a.auto_pad = n.attr_string("auto_pad", "NOTSET");
-  if (a.auto_pad != "NOTSET" && a.auto_pad != "VALID" && a.auto_pad != "SAME_UPPER" && a.auto_pad != "SAME_LOWER")
-    ctx.fail("unknown auto_pad '" + a.auto_pad + "'");
+  a.auto_pad = auto_pad_or_fail(ctx);
   a.group = n.attr_int("group", 1);
   a.strides = n.attr_ints("strides", std::vector<int64_t>(spatial, 1));
   a.dilations = n.attr_ints("dilations", std::vector<int64_t>(spatial, 1));

@@ -11,36 +11,6 @@ namespace kiln::ops {
 
 namespace {
 
-// Copies the elements of `in` seen through per-output-axis strides (0 = broadcast) into a
-// dense output of dims `out_dims`. The innermost axis is a tight loop.
-template <typename T>
-void strided_copy(const T* in, T* out, const std::vector<int64_t>& out_dims, const std::vector<int64_t>& in_strides) {
-  const int64_t n = product(out_dims);
-  if (n == 0) return;
-  const size_t r = out_dims.size();
-  if (r == 0) { out[0] = in[0]; return; }
-  const int64_t inner = out_dims[r - 1], inner_stride = in_strides[r - 1];
-  std::vector<int64_t> idx(r, 0);
-  int64_t off = 0;
-  for (int64_t o = 0; o < n; o += inner) {
-    for (int64_t j = 0; j < inner; ++j) out[o + j] = in[off + j * inner_stride];
-    for (size_t d = r - 1; d-- > 0;) {
-      ++idx[d];
-      off += in_strides[d];
-      if (idx[d] < out_dims[d]) break;
-      off -= in_strides[d] * out_dims[d];
-      idx[d] = 0;
-    }
-  }
-}
-
-void copy_strided(const Tensor& in, Tensor& out, const std::vector<int64_t>& in_strides) {
-  dispatch_all(in.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    strided_copy<T>(in.data<T>(), out.data<T>(), out.dims(), in_strides);
-  });
-}
-
 // The product of a run of symbolic dims: static when all are static, the one symbol when the
 // others are static 1s, else a fresh symbol.
 ir::Dim dims_product(InferContext& ctx, const std::vector<ir::Dim>& dims, size_t b, size_t e) {
@@ -434,7 +404,7 @@ void kernel_transpose(KernelContext& ctx) {
     strides.push_back(own[p]);
   }
   Tensor& out = ctx.make_output(0, in.dtype(), out_dims);
-  copy_strided(in, out, strides);
+  copy_strided(in, out, out.dims(), strides);
 }
 
 // ---------------------------------------------------------------- Expand
@@ -466,7 +436,7 @@ void kernel_expand(KernelContext& ctx) {
     if (s < 0) ctx.fail("shape has a negative entry " + std::to_string(s));
   std::vector<int64_t> out_dims = broadcast_dims({in.dims(), sv}, ctx.node());
   Tensor& out = ctx.make_output(0, in.dtype(), out_dims);
-  copy_strided(in, out, broadcast_strides(in.dims(), out_dims));
+  copy_strided(in, out, out.dims(), broadcast_strides(in.dims(), out_dims));
 }
 
 }  // namespace

@@ -8,50 +8,15 @@
 //                                      from fuse_matmul_bias likewise)
 //                               -> kiln.FusedConv(x, W, b, z, activation="Relu")
 //
-// The fused op keeps every attribute of the base op. Float32 only.
-#include <limits>
-
+// The activations and their parameters are the table in src/ops/core/activation.h. The fused op
+// keeps every attribute of the base op. Float32 only.
+#include "ops/core/activation.h"
 #include "passes/graph_util.h"
 #include "passes/pass.h"
 
 namespace kiln::passes {
 
 namespace {
-
-struct Act {
-  std::string name;
-  std::vector<float> params;
-};
-
-std::optional<Act> activation_of(const ir::Graph& g, const ir::Node& n) {
-  const std::string& op = n.op_type();
-  if (n.domain() == "kiln") {
-    if (op == "SiLU") return Act{"SiLU", {}};
-    return std::nullopt;
-  }
-  if (n.domain() == "com.microsoft" && op == "Gelu") return Act{"Gelu", {}};
-  if (!n.domain().empty() || n.num_inputs() < 1) return std::nullopt;
-  if (op == "Relu" || op == "Sigmoid" || op == "Tanh" || op == "HardSwish") return Act{op, {}};
-  if (op == "Gelu") return Act{n.attr_string("approximate", "none") == "tanh" ? "GeluTanh" : "Gelu", {}};
-  if (op == "LeakyRelu") return Act{op, {n.attr_float("alpha", 0.01f)}};
-  if (op == "HardSigmoid") return Act{op, {n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)}};
-  if (op == "Clip") {
-    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
-    if (g.opset() < 11) {
-      lo = n.attr_float("min", lo);
-      hi = n.attr_float("max", hi);
-    } else {
-      for (int i = 1; i <= 2; ++i) {
-        if (!n.input(i)) continue;
-        const Tensor* t = const_of(n.input(i));
-        if (!t || t->numel() != 1) return std::nullopt;
-        (i == 1 ? lo : hi) = static_cast<float>(t->as_double(0));
-      }
-    }
-    return Act{op, {lo, hi}};
-  }
-  return std::nullopt;
-}
 
 class FuseActivation : public Pass {
  public:
@@ -71,11 +36,10 @@ class FuseActivation : public Pass {
       if (!y || y->type.dtype != DType::Float || !single_use(g, y)) continue;
       ir::Node* act = y->uses()[0].node;
       if (act->owner() != &g || y->uses()[0].input_index != 0 || act->num_outputs() != 1) continue;
-      auto a = activation_of(g, *act);
+      const std::optional<ops::Activation> a = ops::activation_op(*act);
       if (!a) continue;
       ir::Attributes attrs = n->attrs;
-      attrs["activation"] = ir::Attribute::of_string(a->name);
-      if (!a->params.empty()) attrs["activation_params"] = ir::Attribute::of_floats(a->params);
+      ops::set_activation(attrs, *a);
       ir::Value* z = act->output(0);
       ir::Value* out = add_value_like(g, z, z->name());
       use_kiln_domain(g);

@@ -11,6 +11,7 @@
 #include "backends/backend.h"
 #include "backends/cpu/depthwise_conv.h"
 #include "backends/cpu/nhwc_pool.h"
+#include "backends/cpu/simd.h"
 #include "backends/cpu/stem_conv.h"
 #include "lower/fuse_conv_chain.h"
 #include "lower/fuse_conv_concat.h"
@@ -139,6 +140,14 @@ TEST(CpuKernels, ConvPointwiseAndAutoPad) {
   }
   ir::Attributes valid = {{"auto_pad", ir::Attribute::of_string("VALID")}};
   check({"Conv", "", {{1, 6, 17, 18}, {8, 6, 4, 4}}, {false, true}, {1, 8, 14, 15}, valid});
+  // Dilated, odd totals: kernel 3x2, dilations 2x3 on 9x7, strides 2x1: H total 4 (2, 2), W
+  // total 3 (1, 2 UPPER; 2, 1 LOWER).
+  for (const char* mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    ir::Attributes a = {{"strides", ir::Attribute::of_ints({2, 1})},
+                        {"dilations", ir::Attribute::of_ints({2, 3})},
+                        {"auto_pad", ir::Attribute::of_string(mode)}};
+    check({"Conv", "", {{1, 6, 9, 7}, {8, 6, 3, 2}}, {false, true}, {1, 8, 5, 7}, a});
+  }
 }
 
 TEST(CpuKernels, FusedConvActivations) {
@@ -384,7 +393,7 @@ TEST(CpuKernels, RowKernelsReadTheirInputFromARing) {
   backends::cpu::StemShape st;
   st.H = H, st.W = W, st.C = 3, st.OH = 11, st.OW = 9, st.OC = 24, st.KH = 3, st.KW = 3, st.PT = 1, st.PL = 1;
   const Tensor st_w = random_tensor({24, 3, 3, 3}, rng), st_b = random_tensor({24}, rng);
-  if (__builtin_cpu_supports("avx512f")) {
+  if (backends::cpu::has_avx512()) {
     const backends::cpu::StemConv stem(st, st_w.data<float>(), st_b.data<float>(), {ops::Activation::None});
     check("stem", 3, st.OH, st.OW * 24, 3, 1, 1, [&](const float* x, float* y, int64_t oy, int64_t ring) {
       if (ring) stem.rows(x, 0, y, oy, oy + 1, ring);
@@ -776,6 +785,11 @@ TEST(CpuKernels, ConvTranspose) {
   // SAME_UPPER: out = in * stride
   check({"ConvTranspose", "", {{1, 4, 5, 5}, {4, 3, 3, 3}}, {false, true}, {1, 3, 10, 10},
          {{"strides", ir::Attribute::of_ints({2, 2})}, {"auto_pad", ir::Attribute::of_string("SAME_UPPER")}}});
+  // SAME_LOWER and SAME_UPPER with odd totals: H 2*4+3-10 = 1, W (dilation 2) 2*4+5-10 = 3.
+  for (const char* mode : {"SAME_UPPER", "SAME_LOWER"})
+    check({"ConvTranspose", "", {{1, 4, 5, 5}, {4, 3, 3, 3}}, {false, true}, {1, 3, 10, 10},
+           {{"strides", ir::Attribute::of_ints({2, 2})}, {"dilations", ir::Attribute::of_ints({1, 2})},
+            {"auto_pad", ir::Attribute::of_string(mode)}}});
   // output_shape asks for one more row than the natural extent: padding_r goes negative, the
   // reference kernel runs it.
   check({"ConvTranspose", "", {{1, 4, 5, 5}, {4, 3, 3, 3}}, {false, true}, {1, 3, 12, 11},
@@ -801,6 +815,18 @@ TEST(CpuKernels, PoolingNchwAndNhwc) {
   check({"GlobalAveragePool", "", {{2, 13, 7, 5}}, {false}, {2, 13, 1, 1}, {}});
   check({"NhwcGlobalAveragePool", "kiln", {{2, 7, 5, 13}}, {false}, {2, 1, 1, 13}, {}});
   check({"GlobalMaxPool", "", {{2, 13, 7, 5}}, {false}, {2, 13, 1, 1}, {}});
+  // SAME with dilations and odd totals: kernel 3x2, dilations 2x3 on 9x8, strides 2x1: H out 5,
+  // total 4; W out 8, total 3.
+  for (const char* mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    ir::Attributes same = {{"kernel_shape", ir::Attribute::of_ints({3, 2})},
+                           {"strides", ir::Attribute::of_ints({2, 1})},
+                           {"dilations", ir::Attribute::of_ints({2, 3})},
+                           {"auto_pad", ir::Attribute::of_string(mode)}};
+    check({"MaxPool", "", {{1, 5, 9, 8}}, {false}, {1, 5, 5, 8}, same});
+    check({"NhwcMaxPool", "kiln", {{1, 9, 8, 5}}, {false}, {1, 5, 8, 5}, same});
+    same.erase("dilations");
+    check({"AveragePool", "", {{1, 5, 9, 8}}, {false}, {1, 5, 5, 8}, same});
+  }
 }
 
 TEST(CpuKernels, PoolingDeclines) {

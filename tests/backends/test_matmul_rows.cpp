@@ -3,6 +3,8 @@
 // vectors and 64-wide blocks, bias and activations (Gelu applied after the store), two threads.
 #include "kernel_check.h"
 
+#include "backends/cpu/simd.h"
+
 namespace kiln {
 namespace {
 
@@ -28,7 +30,7 @@ std::string chosen(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
 }
 
 TEST(MatMulRows, OddShapes) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512";
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "no AVX-512";
   const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes = {
       {{2, 1}, {1, 3}}, {{3, 5, 7}, {7, 9}}, {{2, 37}, {37, 70}}, {{1, 13, 100}, {100, 17}}, {{1, 128, 256}, {256, 200}}};
   for (const auto& [a, b] : shapes)
@@ -45,7 +47,7 @@ TEST(MatMulRows, OddShapes) {
 }
 
 TEST(MatMulRows, FusedBiasAndActivations) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512";
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "no AVX-512";
   const std::pair<const char*, std::vector<float>> acts[] = {
       {"", {}}, {"Relu", {}}, {"Clip", {-0.2f, 0.3f}}, {"Gelu", {}}, {"GeluTanh", {}}, {"Sigmoid", {}}};
   for (const auto& [act, params] : acts)
@@ -63,7 +65,7 @@ TEST(MatMulRows, FusedBiasAndActivations) {
 }
 
 TEST(MatMulRows, TakesConstantWeightsOfSeveralRows) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512";
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "no AVX-512";
   EXPECT_EQ(chosen({1, 128, 256}, {256, 256}, true), "kiln_matmul_rows");
   EXPECT_EQ(chosen({4, 3}, {3, 5}, true), "kiln_matmul_rows");
   // Weights computed at run time, a batched B and one row are other kernels' (oneDNN, gemv).

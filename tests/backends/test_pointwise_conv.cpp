@@ -4,6 +4,8 @@
 // and two threads; and the forms it leaves to oneDNN.
 #include "kernel_check.h"
 
+#include "backends/cpu/simd.h"
+
 namespace kiln {
 namespace {
 
@@ -23,7 +25,7 @@ std::string chosen(std::vector<int64_t> x, int64_t n, ir::Attributes a = pointwi
 }
 
 TEST(PointwiseConv, IsChosenForFewPixels) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
   EXPECT_EQ(chosen({1, 7, 7, 320}, 1280), "kiln_pointwise");
   EXPECT_EQ(chosen({1, 14, 14, 96}, 576), "kiln_pointwise");
   EXPECT_EQ(chosen({1, 55, 55, 128}, 16), "kiln_pointwise");  // squeezenet's 55x55 squeeze
@@ -41,7 +43,7 @@ TEST(PointwiseConv, IsChosenForFewPixels) {
 }
 
 TEST(PointwiseConv, MatchesTheReference) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
   struct Shape {
     int64_t h, w, k, n;
   };
@@ -75,7 +77,7 @@ TEST(PointwiseConv, MatchesTheReference) {
 // without a residual: the scaled form multiplies each range's weights as it loads them; 151 ->
 // 20 in pair mode (an odd input count: the last pair has one channel).
 TEST(PointwiseConv, ChannelScale) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
   for (auto [k, n] : {std::pair<int64_t, int64_t>{150, 80}, {151, 20}})
     for (int64_t s_images : {2, 1})
       for (bool residual : {false, true})
@@ -100,7 +102,7 @@ TEST(PointwiseConv, ChannelScale) {
 // activation (Sigmoid after the blocks, on each thread's outputs only), a residual, a channel
 // scale, and as a channel slice of a wider output (kiln.ConvConcat).
 TEST(PointwiseConv, SplitsOutputsWithWideWeights) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
   for (const char* act : {"", "Relu", "SiLU", "Sigmoid"})
     for (bool residual : {false, true}) {
       SCOPED_TRACE(std::string(act) + (residual ? " residual" : ""));
@@ -123,7 +125,7 @@ TEST(PointwiseConv, SplitsOutputsWithWideWeights) {
 }
 
 TEST(PointwiseConv, NoBias) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
   check({"FusedConv", "kiln", {{1, 3, 5, 40}, {64, 40, 1, 1}}, {false, true}, {{1, 3, 5, 64}}, pointwise_attrs("Relu")});
 }
 

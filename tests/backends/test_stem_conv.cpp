@@ -5,6 +5,7 @@
 // leaves to the other kernels.
 #include "kernel_check.h"
 
+#include "backends/cpu/simd.h"
 #include "backends/cpu/stem_conv.h"
 
 namespace kiln {
@@ -37,7 +38,7 @@ std::string chosen(const StemCase& s, const std::string& act) {
 }
 
 TEST(StemConv, IsChosenForFewInputChannels) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_stem_conv needs AVX-512";
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_stem_conv needs AVX-512";
   EXPECT_EQ(chosen({224, 224, 3, 32, 3, 3, 2, {1, 1, 1, 1}}, "Clip"), "kiln_stem_conv");  // mobilenet_v2
   EXPECT_EQ(chosen({224, 224, 3, 64, 7, 7, 2, {3, 3, 3, 3}}, "Relu"), "kiln_stem_conv");  // resnet18
   // 16 input channels, a 1x1 conv, a grouped conv: other kernels.
@@ -50,7 +51,7 @@ TEST(StemConv, IsChosenForFewInputChannels) {
 }
 
 TEST(StemConv, MatchesTheReference) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_stem_conv needs AVX-512";
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_stem_conv needs AVX-512";
   const StemCase cases[] = {
       {17, 23, 3, 32, 3, 3, 2, {1, 1, 1, 1}},    // mobilenet_v2 / efficientnet_b0
       {19, 21, 3, 64, 7, 7, 2, {3, 3, 3, 3}},    // resnet18
@@ -85,7 +86,7 @@ TEST(StemConv, MatchesTheReference) {
 // one (every pixel, where the kernel is wider than the row). The output rows against the same
 // conv on the NHWC image.
 TEST(StemConv, ReadsNchwPlanes) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_stem_conv needs AVX-512";
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_stem_conv needs AVX-512";
   const StemCase cases[] = {
       {17, 23, 3, 32, 3, 3, 2, {1, 1, 1, 1}}, {19, 21, 3, 64, 7, 7, 2, {3, 3, 3, 3}},
       {7, 6, 8, 150, 3, 3, 2, {2, 1, 0, 2}},  {11, 9, 8, 20, 7, 2, 1, {3, 0, 3, 1}},

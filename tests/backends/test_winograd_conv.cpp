@@ -4,6 +4,8 @@
 // one and two threads; and the forms it leaves to oneDNN.
 #include "kernel_check.h"
 
+#include "backends/cpu/simd.h"
+
 namespace kiln {
 namespace {
 
@@ -22,7 +24,7 @@ std::string chosen(std::vector<int64_t> x, std::vector<int64_t> w, ir::Attribute
 }
 
 TEST(WinogradConv, MatchesTheReference) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_winograd needs AVX-512";
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_winograd needs AVX-512";
   struct Shape {
     int64_t h, w, c, oc;
     std::vector<int64_t> pads;
@@ -48,7 +50,7 @@ TEST(WinogradConv, MatchesTheReference) {
 }
 
 TEST(WinogradConv, LeavesOtherFormsToOneDnn) {
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "kiln_winograd needs AVX-512";
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_winograd needs AVX-512";
   ir::Attributes strided = winograd_attrs({1, 1, 1, 1}, "Relu");
   strided["strides"] = ir::Attribute::of_ints({2, 2});
   EXPECT_NE(chosen({1, 9, 9, 16}, {32, 16, 3, 3}, strided), "kiln_winograd");

@@ -1,8 +1,11 @@
 #include <kiln/error.h>
 
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include "op_test_util.h"
+#include "ops/core/activation.h"
 
 namespace kiln::testing {
 
@@ -130,6 +133,147 @@ TEST(Activation, InferSymbolic) {
   EXPECT_THROW(infer_op("Gelu", {T(DType::Float, {2})}, {{"approximate", ir::Attribute::of_string("fast")}}), kiln::Error);
   EXPECT_THROW(infer_op("Elu", {T(DType::Int64, {2})}), kiln::Error);
   EXPECT_THROW(infer_op("Clip", {T(DType::Int32, {2})}, {}, 1, 11), kiln::Error);
+}
+
+// ---------------------------------------------------------------- the epilogue vocabulary
+// (src/ops/core/activation.h), which the optimizer, the reference kernels and the CPU backend share.
+
+namespace {
+using A = ops::Activation;
+
+// A one-node graph at `opset`: op(x, extra...) -> y.
+struct OneOp {
+  ir::Graph g;
+  ir::Node* n = nullptr;
+  OneOp(const std::string& op, ir::Attributes attrs, int64_t opset = 17, const std::string& domain = "",
+        std::vector<std::optional<float>> bounds = {}) {
+    g.opsets[""] = opset;
+    std::vector<ir::Value*> ins = {g.add_input("x", T(DType::Float, {4}))};
+    for (size_t i = 0; i < bounds.size(); ++i)
+      ins.push_back(bounds[i] ? g.add_constant("c" + std::to_string(i), V<float>({}, {*bounds[i]}))
+                              : g.add_input("b" + std::to_string(i), T(DType::Float, {})));
+    n = g.add_node(op, ins, {g.add_value("y")}, std::move(attrs), "n", domain);
+  }
+};
+
+std::optional<A> op_activation(const std::string& op, ir::Attributes attrs = {}, int64_t opset = 17,
+                               const std::string& domain = "", std::vector<std::optional<float>> bounds = {}) {
+  OneOp o(op, std::move(attrs), opset, domain, std::move(bounds));
+  return ops::activation_op(*o.n);
+}
+}  // namespace
+
+TEST(ActivationVocabulary, NamesAndParamsRoundTrip) {
+  const std::vector<A> all = {{A::Relu},        {A::Clip, 0, 6},      {A::Sigmoid},  {A::Tanh},
+                              {A::SiLU},        {A::Gelu},            {A::GeluTanh}, {A::HardSigmoid, 0.2f, 0.5f},
+                              {A::HardSwish},   {A::LeakyRelu, 0.01f}};
+  const std::vector<std::string> names = {"Relu", "Clip",     "Sigmoid",     "Tanh",      "SiLU",
+                                          "Gelu", "GeluTanh", "HardSigmoid", "HardSwish", "LeakyRelu"};
+  const std::vector<int> params = {0, 2, 0, 0, 0, 0, 0, 2, 0, 1};
+  EXPECT_STREQ(ops::activation_name(A::None), "");
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(ops::activation_name(all[i].kind), names[i]);
+    EXPECT_EQ(ops::activation_param_count(all[i].kind), params[i]) << names[i];
+    OneOp o("Relu", {});
+    ops::set_activation(o.n->attrs, all[i]);
+    EXPECT_EQ(o.n->attr_string("activation", ""), names[i]);
+    EXPECT_EQ(o.n->attr_floats("activation_params").size(), static_cast<size_t>(params[i])) << names[i];
+    const A back = ops::activation_of(*o.n);
+    EXPECT_EQ(back.kind, all[i].kind);
+    EXPECT_EQ(back.a, all[i].a);
+    EXPECT_EQ(back.b, all[i].b);
+  }
+  OneOp none("Relu", {});
+  ops::set_activation(none.n->attrs, A{A::None});
+  EXPECT_FALSE(none.n->has_attr("activation"));
+  EXPECT_EQ(ops::activation_of(*none.n).kind, A::None);
+}
+
+TEST(ActivationVocabulary, RejectsMalformedEpilogues) {
+  auto attrs = [](const char* name, std::vector<float> p) {
+    ir::Attributes a = {{"activation_params", ir::Attribute::of_floats(p)}};
+    if (*name) a["activation"] = ir::Attribute::of_string(name);
+    return a;
+  };
+  EXPECT_THROW(ops::activation_of(*OneOp("Relu", attrs("Swish", {})).n), kiln::Error);
+  EXPECT_THROW(ops::activation_of(*OneOp("Relu", attrs("Clip", {0})).n), kiln::Error);
+  EXPECT_THROW(ops::activation_of(*OneOp("Relu", attrs("Relu", {1})).n), kiln::Error);
+  EXPECT_THROW(ops::activation_of(*OneOp("Relu", attrs("", {1})).n), kiln::Error);
+}
+
+TEST(ActivationVocabulary, GraphOpsAndTheirParameters) {
+  auto kind_of = [](const std::optional<A>& a) { return a ? static_cast<int>(a->kind) : -1; };
+  EXPECT_EQ(kind_of(op_activation("Relu")), A::Relu);
+  EXPECT_EQ(kind_of(op_activation("Sigmoid")), A::Sigmoid);
+  EXPECT_EQ(kind_of(op_activation("Tanh")), A::Tanh);
+  EXPECT_EQ(kind_of(op_activation("HardSwish")), A::HardSwish);
+  EXPECT_EQ(kind_of(op_activation("SiLU", {}, 17, "kiln")), A::SiLU);
+  EXPECT_EQ(kind_of(op_activation("Gelu", {}, 20)), A::Gelu);
+  EXPECT_EQ(kind_of(op_activation("Gelu", {{"approximate", ir::Attribute::of_string("tanh")}}, 20)), A::GeluTanh);
+  EXPECT_EQ(kind_of(op_activation("Gelu", {}, 1, "com.microsoft")), A::Gelu);
+  // Not activations: other ops, another domain's op of the same name.
+  EXPECT_EQ(op_activation("Exp"), std::nullopt);
+  EXPECT_EQ(op_activation("Relu", {}, 17, "com.microsoft"), std::nullopt);
+  EXPECT_EQ(op_activation("Gelu", {}, 17, "kiln"), std::nullopt);
+
+  std::optional<A> leaky = op_activation("LeakyRelu");
+  ASSERT_TRUE(leaky);
+  EXPECT_EQ(leaky->a, 0.01f);
+  leaky = op_activation("LeakyRelu", F({{"alpha", 0.3f}}));
+  EXPECT_EQ(leaky->a, 0.3f);
+  std::optional<A> hs = op_activation("HardSigmoid");
+  ASSERT_TRUE(hs);
+  EXPECT_EQ(hs->a, 0.2f);
+  EXPECT_EQ(hs->b, 0.5f);
+  hs = op_activation("HardSigmoid", F({{"alpha", 0.25f}, {"beta", 0.75f}}));
+  EXPECT_EQ(hs->a, 0.25f);
+  EXPECT_EQ(hs->b, 0.75f);
+}
+
+TEST(ActivationVocabulary, ClipBounds) {
+  const float inf = std::numeric_limits<float>::infinity();
+  // Opset 6: attributes.
+  std::optional<A> c = op_activation("Clip", F({{"min", 0.f}, {"max", 6.f}}), 6);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->kind, A::Clip);
+  EXPECT_EQ(c->a, 0.f);
+  EXPECT_EQ(c->b, 6.f);
+  c = op_activation("Clip", F({{"max", 6.f}}), 6);
+  EXPECT_EQ(c->a, -inf);
+  // Opset 13: constant scalar inputs; an absent bound is unbounded.
+  c = op_activation("Clip", {}, 13, "", {-1.f, 1.f});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->a, -1.f);
+  EXPECT_EQ(c->b, 1.f);
+  c = op_activation("Clip", {}, 13, "", {0.f});
+  EXPECT_EQ(c->a, 0.f);
+  EXPECT_EQ(c->b, inf);
+  c = op_activation("Clip", {}, 13);
+  EXPECT_EQ(c->a, -inf);
+  EXPECT_EQ(c->b, inf);
+  // A bound known only at run time is not an epilogue.
+  EXPECT_EQ(op_activation("Clip", {}, 13, "", {0.f, std::nullopt}), std::nullopt);
+}
+
+TEST(ActivationVocabulary, ScalarForms) {
+  EXPECT_EQ(ops::apply({A::None}, -2.f), -2.f);
+  EXPECT_EQ(ops::apply({A::Relu}, -2.f), 0.f);
+  EXPECT_EQ(ops::apply({A::Relu}, 3.f), 3.f);
+  EXPECT_EQ(ops::apply({A::Clip, 0, 6}, 7.f), 6.f);
+  EXPECT_EQ(ops::apply({A::Clip, 0, 6}, -1.f), 0.f);
+  EXPECT_EQ(ops::apply({A::Sigmoid}, 0.f), 0.5f);
+  EXPECT_FLOAT_EQ(ops::apply({A::Sigmoid}, 2.f), 0.880797077f);
+  EXPECT_FLOAT_EQ(ops::apply({A::Tanh}, 0.5f), 0.462117157f);
+  EXPECT_FLOAT_EQ(ops::apply({A::SiLU}, 2.f), 1.761594156f);
+  EXPECT_FLOAT_EQ(ops::apply({A::Gelu}, 1.f), 0.841344746f);
+  EXPECT_FLOAT_EQ(ops::apply({A::GeluTanh}, 1.f), 0.841191990f);
+  EXPECT_FLOAT_EQ(ops::apply({A::HardSigmoid, 0.2f, 0.5f}, 1.f), 0.7f);
+  EXPECT_EQ(ops::apply({A::HardSigmoid, 0.2f, 0.5f}, 10.f), 1.f);
+  EXPECT_EQ(ops::apply({A::HardSwish}, 3.f), 3.f);
+  EXPECT_FLOAT_EQ(ops::apply({A::HardSwish}, -1.f), -1.f / 3.f);
+  EXPECT_EQ(ops::apply({A::HardSwish}, -4.f), -0.f);
+  EXPECT_FLOAT_EQ(ops::apply({A::LeakyRelu, 0.1f}, -2.f), -0.2f);
+  EXPECT_EQ(ops::apply({A::LeakyRelu, 0.1f}, 2.f), 2.f);
 }
 
 }  // namespace kiln::testing

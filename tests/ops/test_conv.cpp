@@ -105,6 +105,21 @@ TEST(Conv, AutoPad) {
   auto valid = run_op({.op = "Conv", .inputs = {x, w},
                        .attrs = {{"auto_pad", Attribute::of_string("VALID")}, {"pads", Attribute::of_ints({1, 1, 1, 1})}}});
   expect_near(valid[0], naive_conv2d(x, w, nullptr, {}), 1e-5, 1e-5);
+  // Dilated: kernel 3x2, dilations 2x3 (extents 5 and 4) on 9x7, strides 2x1. H: out 5, total
+  // 4*2+5-9 = 4 -> 2,2. W: out 7, total 6+4-7 = 3 -> 1,2 (UPPER) or 2,1 (LOWER).
+  Tensor xd = random_float({1, 2, 9, 7}, -1, 1, 42);
+  Tensor wd = random_float({3, 2, 3, 2}, -1, 1, 43);
+  for (const char* mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    const bool upper = std::string(mode) == "SAME_UPPER";
+    auto out = run_op({.op = "Conv", .inputs = {xd, wd},
+                       .attrs = {{"auto_pad", Attribute::of_string(mode)}, {"strides", Attribute::of_ints({2, 1})},
+                                 {"dilations", Attribute::of_ints({2, 3})}}});
+    ASSERT_EQ(out[0].dims(), (std::vector<int64_t>{1, 3, 5, 7}));
+    expect_near(out[0],
+                naive_conv2d(xd, wd, nullptr,
+                             {.sh = 2, .sw = 1, .dh = 2, .dw = 3, .pt = 2, .pl = upper ? 1 : 2, .pb = 2, .pr = upper ? 2 : 1}),
+                1e-5, 1e-5);
+  }
 }
 
 TEST(Conv, OneAndThreeDimensional) {

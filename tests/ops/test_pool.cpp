@@ -70,6 +70,15 @@ TEST(MaxPool, CeilModeDilationsAutoPad) {
   auto su = run_op({.op = "MaxPool", .inputs = {iota({1, 1, 3})},
                     .attrs = {{"kernel_shape", Attribute::of_ints({2})}, {"auto_pad", Attribute::of_string("SAME_UPPER")}}});
   expect_near(su[0], Tensor::from_vector<float>({1, 1, 3}, {2, 3, 3}));
+  // k=2 with dilation 3 (extent 4) on [1..7]: total 3, pads (2,1) LOWER, (1,2) UPPER; output i
+  // takes the max of x[i - pad] and x[i - pad + 3].
+  ir::Attributes dil = {{"kernel_shape", Attribute::of_ints({2})}, {"dilations", Attribute::of_ints({3})}};
+  dil["auto_pad"] = Attribute::of_string("SAME_LOWER");
+  auto dl = run_op({.op = "MaxPool", .inputs = {iota({1, 1, 7})}, .attrs = dil});
+  expect_near(dl[0], Tensor::from_vector<float>({1, 1, 7}, {2, 3, 4, 5, 6, 7, 5}));
+  dil["auto_pad"] = Attribute::of_string("SAME_UPPER");
+  auto du = run_op({.op = "MaxPool", .inputs = {iota({1, 1, 7})}, .attrs = dil});
+  expect_near(du[0], Tensor::from_vector<float>({1, 1, 7}, {3, 4, 5, 6, 7, 5, 6}));
 }
 
 TEST(MaxPool, IntegerAnd3D) {

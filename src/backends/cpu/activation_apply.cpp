@@ -14,8 +14,6 @@ __attribute__((target("avx512f"))) int64_t silu_avx512(float* y, int64_t n) {
   return i;
 }
 
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
-
 }  // namespace
 
 KILN_SIMD void gelu_erf(const float* x, float* y, int64_t n) {
@@ -30,7 +28,7 @@ KILN_SIMD void gelu_tanh(const float* x, float* y, int64_t n) {
 }
 
 KILN_SIMD void apply_activation(const ops::Activation& act, float* y, int64_t n) {
-  if (act.kind == ops::Activation::SiLU && kHasAvx512) {
+  if (act.kind == ops::Activation::SiLU && has_avx512()) {
     const int64_t done = silu_avx512(y, n);
     y += done;
     n -= done;

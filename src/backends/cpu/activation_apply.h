@@ -7,7 +7,7 @@
 
 #include "ir/graph.h"
 
-#include "ops/fused_activation.h"
+#include "ops/core/activation.h"
 
 namespace kiln::backends::cpu {
 

@@ -7,7 +7,7 @@
 #pragma once
 #include <immintrin.h>
 
-#include "ops/fused_activation.h"
+#include "ops/core/activation.h"
 
 namespace kiln::backends::cpu {
 

@@ -1,50 +1,15 @@
 // Concat on any axis and any plain element type. Every input is a [outer, row_i] block of bytes
-// and the output a [outer, sum row_i] one, so the copy is `outer` memcpys per input; rows are
-// spread over threads when the output is large.
-#include <cstring>
+// and the output a [outer, sum row_i] one, so the copy is `outer` memcpys per input, a
+// RowBlocksKernel gather (row_blocks.h).
 #include <memory>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/node_args.h"
-#include "backends/cpu/parallel.h"
+#include "backends/cpu/row_blocks.h"
 
 namespace kiln::backends::cpu {
 
 namespace {
-
-constexpr int64_t kParallelBytes = 256 << 10;
-
-class ConcatKernel : public Kernel {
- public:
-  bool runs_in_team() const override { return true; }
-  // row_bytes[k]: bytes of input k per outer index (0 for absent inputs).
-  ConcatKernel(int64_t outer, std::vector<int64_t> row_bytes, int threads)
-      : outer_(outer), row_bytes_(std::move(row_bytes)), threads_(threads) {
-    for (int64_t b : row_bytes_) {
-      col_.push_back(out_row_);
-      out_row_ += b;
-    }
-  }
-
-  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
-    auto* out = static_cast<char*>(outputs[0]->raw());
-    const int64_t n = static_cast<int64_t>(row_bytes_.size());
-    const int threads = outer_ * out_row_ >= kParallelBytes ? threads_ : 1;
-    parallel_for(outer_ * n, threads, [&](int64_t begin, int64_t end) {
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t o = item / n, k = item % n, bytes = row_bytes_[k];
-        if (bytes == 0) continue;
-        const auto* src = static_cast<const char*>(inputs[k]->raw()) + o * bytes;
-        std::memcpy(out + o * out_row_ + col_[k], src, static_cast<size_t>(bytes));
-      }
-    });
-  }
-
- private:
-  int64_t outer_, out_row_ = 0;
-  std::vector<int64_t> row_bytes_, col_;
-  int threads_;
-};
 
 std::unique_ptr<Kernel> make_concat(const ir::Node& node, int threads) {
   if (node.num_inputs() < 1 || node.num_outputs() != 1 || !node.output(0) || !node.has_attr("axis")) return nullptr;
@@ -72,7 +37,7 @@ std::unique_ptr<Kernel> make_concat(const ir::Node& node, int threads) {
     row_bytes.push_back(xd[*axis] * inner * static_cast<int64_t>(es));
   }
   if (extent != yd[*axis]) return nullptr;
-  return std::make_unique<ConcatKernel>(outer, std::move(row_bytes), threads);
+  return std::make_unique<RowBlocksKernel>(RowBlocksKernel::Direction::Gather, outer, std::move(row_bytes), threads);
 }
 
 }  // namespace

@@ -37,7 +37,9 @@
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/pointwise_conv.h"
+#include "backends/cpu/simd.h"
 #include "backends/cpu/stem_conv.h"
+#include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
 
@@ -422,7 +424,7 @@ std::vector<Layer> read_layers(const ir::Node& node, int threads) {
     if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return {};
     if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return {};
     if (c->attr_int("x_blocked", 0) || c->attr_int("y_blocked", 0) || c->attr_int("z_blocked", 0)) return {};
-    if (c->attr_string("auto_pad", "NOTSET") != "NOTSET") return {};
+    if (ops::auto_pad_of(*c) != ops::AutoPad::NotSet) return {};
     if (c->attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return {};
     const auto xd = x->type.static_dims(), yd = y->type.static_dims(), wd = w->type.static_dims();
     if (xd.size() != 4 || yd.size() != 4 || wd.size() != 4 || xd[0] != yd[0]) return {};
@@ -456,7 +458,7 @@ std::vector<Layer> read_layers(const ir::Node& node, int threads) {
       L.dw = std::make_shared<DepthwiseConv>(*ds, w->constant().data<float>(), b ? b->constant().data<float>() : nullptr,
                                              ops::activation_of(*c));
     } else if (L.KH == 1 && L.KW == 1 && L.SH == 1 && L.SW == 1 && L.G == 1 && !(L.PT | L.PL | L.PB | L.PR) &&
-               pointwise_supported() && kernel_enabled("kiln_pointwise")) {
+               has_avx512() && kernel_enabled("kiln_pointwise")) {
       const std::optional<ops::Activation> act = epilogue_of(*c);
       if (!act) return {};
       L.pw = std::make_shared<PointwiseRows>(L.C, L.OC, w->constant().data<float>(),

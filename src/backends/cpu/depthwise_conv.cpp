@@ -30,9 +30,6 @@ namespace kiln::backends::cpu {
 
 namespace {
 
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
-
-
 // GCC 12 warns of the undefined pass-through operand inside its own _mm512_min_ps/_mm512_max_ps.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -451,7 +448,7 @@ void DepthwiseConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, 
     return end;
   };
   auto inputs = [&](int64_t oy) { return point(in.data(), s_.KH, oy * s_.SH - s_.PT); };
-  if (!kHasAvx512) {
+  if (!has_avx512()) {
     for (int64_t oy = oy0; oy < oy1; ++oy) {
       inputs(oy);
       float* yr = y + (oy - oy0) * out_row;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "ops/fused_activation.h"
+#include "ops/core/activation.h"
 
 namespace kiln::backends::cpu {
 

@@ -4,13 +4,13 @@
 
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <map>
 #include <unordered_map>
 
 #include "backends/cpu/parallel.h"
-#include "fusion/access_plan.h"
 #include "backends/cpu/simd.h"
+#include "fusion/access_plan.h"
+#include "ops/core/activation.h"
 
 namespace kiln::backends::cpu {
 
@@ -94,24 +94,38 @@ struct Decoded {
   int data_inputs = 1;  // inputs that are tensors to compute on (the rest are parameters)
 };
 
+// The step of an activation (src/ops/core/activation.h); Gelu has none here.
+std::optional<Decoded> decode_activation(const ops::Activation& a) {
+  using A = ops::Activation;
+  switch (a.kind) {
+    case A::Relu: return Decoded{Op::Relu, 1};
+    case A::Sigmoid: return Decoded{Op::Sigmoid, 1};
+    case A::Tanh: return Decoded{Op::Tanh, 1};
+    case A::SiLU: return Decoded{Op::SiLU, 1};
+    case A::HardSwish: return Decoded{Op::HardSwish, 1};
+    case A::Clip: return Decoded{Op::Clip, 1, a.a, a.b};
+    case A::LeakyRelu: return Decoded{Op::LeakyRelu, 1, a.a};
+    case A::HardSigmoid: return Decoded{Op::HardSigmoid, 1, a.a, a.b};
+    case A::None: case A::Gelu: case A::GeluTanh: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::optional<Decoded> decode(const ir::Node& n) {
   const std::string& t = n.op_type();
   if (n.num_outputs() != 1 || !is_float(n.output(0))) return std::nullopt;
   for (const auto& [k, a] : n.attrs)
     if (a.g || !a.graphs.empty()) return std::nullopt;
-  if (n.domain() == "kiln") {
-    if (t == "SiLU") return Decoded{Op::SiLU, 1};
+  // Old opsets' Add etc. carry broadcast/axis attributes with other semantics.
+  if (n.domain().empty() && (n.has_attr("broadcast") || n.has_attr("axis") || n.has_attr("consumed_inputs")))
     return std::nullopt;
-  }
+  if (const std::optional<ops::Activation> act = ops::activation_op(n)) return decode_activation(*act);
   if (!n.domain().empty()) return std::nullopt;
   static const std::map<std::string, Op> unary_ops = {
-      {"Relu", Op::Relu}, {"Sigmoid", Op::Sigmoid}, {"Tanh", Op::Tanh}, {"Exp", Op::Exp}, {"Neg", Op::Neg},
-      {"Abs", Op::Abs}, {"Sqrt", Op::Sqrt}, {"Reciprocal", Op::Reciprocal}, {"Erf", Op::Erf},
-      {"HardSwish", Op::HardSwish}, {"Identity", Op::Identity}};
+      {"Exp", Op::Exp}, {"Neg", Op::Neg}, {"Abs", Op::Abs}, {"Sqrt", Op::Sqrt}, {"Reciprocal", Op::Reciprocal},
+      {"Erf", Op::Erf}, {"Identity", Op::Identity}};
   static const std::map<std::string, Op> binary_ops = {{"Add", Op::Add}, {"Sub", Op::Sub}, {"Mul", Op::Mul},
                                                        {"Div", Op::Div}, {"PRelu", Op::PRelu}};
-  // Old opsets' Add etc. carry broadcast/axis attributes with other semantics.
-  if (n.has_attr("broadcast") || n.has_attr("axis") || n.has_attr("consumed_inputs")) return std::nullopt;
   if (auto it = unary_ops.find(t); it != unary_ops.end()) return n.num_inputs() == 1 ? std::optional(Decoded{it->second, 1}) : std::nullopt;
   if (auto it = binary_ops.find(t); it != binary_ops.end()) {
     if (n.num_inputs() != 2) return std::nullopt;
@@ -120,23 +134,6 @@ std::optional<Decoded> decode(const ir::Node& n) {
   if (t == "Max" || t == "Min" || t == "Sum") {
     if (n.num_inputs() < 1) return std::nullopt;
     return Decoded{t == "Max" ? Op::Max : t == "Min" ? Op::Min : Op::Add, 2, 0, 0, n.num_inputs()};
-  }
-  if (t == "LeakyRelu") return Decoded{Op::LeakyRelu, 1, n.attr_float("alpha", 0.01f)};
-  if (t == "HardSigmoid") return Decoded{Op::HardSigmoid, 1, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)};
-  if (t == "Clip") {
-    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
-    if (n.owner() && n.owner()->opset() < 11) {
-      lo = n.attr_float("min", lo);
-      hi = n.attr_float("max", hi);
-    } else {
-      for (int i = 1; i <= 2; ++i) {
-        if (!n.has_input(i)) continue;
-        auto v = scalar_const(n.input(i));
-        if (!v) return std::nullopt;
-        (i == 1 ? lo : hi) = *v;
-      }
-    }
-    return Decoded{Op::Clip, 1, lo, hi};
   }
   if (t == "Pow") {
     auto e = scalar_const(n.input(1));

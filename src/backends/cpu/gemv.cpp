@@ -16,7 +16,7 @@
 #include "backends/cpu/node_args.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/simd.h"
-#include "ops/fused_activation.h"
+#include "ops/core/activation.h"
 
 namespace kiln::backends::cpu {
 

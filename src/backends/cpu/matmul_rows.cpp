@@ -13,6 +13,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/pointwise_conv.h"
+#include "backends/cpu/simd.h"
 
 namespace kiln::backends::cpu {
 
@@ -33,7 +34,7 @@ std::unique_ptr<Kernel> make_matmul_rows(const ir::Node& node, const plan::Kerne
   const auto choice = pointwise_choice_of(spec, kn->first, kn->second);
   if (!choice) return nullptr;
   const int threads = spec.threads;
-  if (!pointwise_supported() || node.num_outputs() != 1) return nullptr;
+  if (!has_avx512() || node.num_outputs() != 1) return nullptr;
   const bool fused = node.domain() == "kiln";
   if (node.num_inputs() != 2 && !(fused && node.num_inputs() == 3)) return nullptr;
   const ir::Value *a = node.input(0), *b = node.input(1), *y = node.output(0);

@@ -18,12 +18,11 @@
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/row_conv.h"
 #include "backends/cpu/simd.h"
+#include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
 
 namespace {
-
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 
 // o[c] = fold of taps[t][c] over the taps (max, or the sum times `scale`), 64 channels at a time
 // in registers: the generic loop below keeps o in memory and is many times slower.
@@ -95,7 +94,7 @@ void pool_row(const PoolWindow& g, const float* x, int64_t x_row0, int64_t ring,
       const int64_t padded_w = std::min(g.kw, (g.W + g.pr - w0 + g.dw - 1) / g.dw);
       scale = 1.f / static_cast<float>(g.count_include_pad ? padded_h * padded_w : n);
     }
-    if (!kHasAvx512) fold_plain(g, taps, n, scale, o);
+    if (!has_avx512()) fold_plain(g, taps, n, scale, o);
     else if (g.is_max) fold_avx512<true>(taps, n, C, scale, o);
     else fold_avx512<false>(taps, n, C, scale, o);
   }
@@ -126,19 +125,10 @@ std::optional<PoolWindow> nhwc_pool_window(const ir::Node& node) {
   if (k.size() != 2 || s.size() != 2 || d.size() != 2 || pads.size() != 4) return std::nullopt;
   for (int i = 0; i < 2; ++i)
     if (k[i] < 1 || s[i] < 1 || d[i] < 1) return std::nullopt;
-  const std::string ap = node.attr_string("auto_pad", "NOTSET");
-  const int64_t in[2] = {xd[1], xd[2]}, out[2] = {yd[1], yd[2]};
-  if (ap == "VALID") {
-    pads = {0, 0, 0, 0};
-  } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {  // as the reference's pool_geom
-    for (int i = 0; i < 2; ++i) {
-      const int64_t total = std::max<int64_t>(0, (out[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in[i]);
-      pads[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
-      pads[i + 2] = total - pads[i];
-    }
-  } else if (ap != "NOTSET") {
-    return std::nullopt;
-  }
+  const std::optional<ops::AutoPad> ap = ops::auto_pad_of(node);
+  if (!ap) return std::nullopt;
+  const int64_t in[2] = {xd[1], xd[2]};
+  ops::resolve_pads(*ap, in, k, s, d, pads);
   return PoolWindow{k[0], k[1], s[0], s[1], d[0], d[1], pads[0], pads[1], pads[2], pads[3],
                     xd[1], xd[2], xd[3], yd[1], yd[2], is_max, node.attr_int("count_include_pad", 0) != 0};
 }

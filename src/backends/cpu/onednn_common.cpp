@@ -3,7 +3,9 @@
 #include <cstdlib>
 #include <memory>
 
+#include "backends/cpu/activation_apply.h"
 #include "ir/zeroed_memory.h"
+#include "ops/core/activation.h"
 
 namespace kiln::backends::cpu::dnnl_util {
 
@@ -14,27 +16,28 @@ dnnl::engine& engine() {
 
 bool append_activation(const ir::Node& node, dnnl::post_ops& po) {
   using A = dnnl::algorithm;
-  const std::string act = node.attr_string("activation", "");
-  const std::vector<float> p = node.attr_floats("activation_params");
-  auto need = [&](size_t n) { return p.size() == n; };
-  if (act.empty()) return true;
-  if (act == "Relu" && need(0)) po.append_eltwise(1.f, A::eltwise_relu, 0.f, 0.f);
-  else if (act == "LeakyRelu" && need(1)) po.append_eltwise(1.f, A::eltwise_relu, p[0], 0.f);
-  else if (act == "Clip" && need(2)) po.append_eltwise(1.f, A::eltwise_clip_v2, p[0], p[1]);
-  else if (act == "Sigmoid" && need(0)) po.append_eltwise(1.f, A::eltwise_logistic, 0.f, 0.f);
-  else if (act == "Tanh" && need(0)) po.append_eltwise(1.f, A::eltwise_tanh, 0.f, 0.f);
-  else if (act == "SiLU" && need(0)) po.append_eltwise(1.f, A::eltwise_swish, 1.f, 0.f);
-  else if (act == "Gelu" && need(0)) po.append_eltwise(1.f, A::eltwise_gelu_erf, 0.f, 0.f);
-  else if (act == "GeluTanh" && need(0)) po.append_eltwise(1.f, A::eltwise_gelu_tanh, 0.f, 0.f);
-  else if (act == "HardSwish" && need(0)) po.append_eltwise(1.f, A::eltwise_hardswish, 0.f, 0.f);
-  else if (act == "HardSigmoid" && need(2)) {
-    // oneDNN 2.6 has no hardsigmoid: alpha*x+beta, then clip to [0, 1].
-    po.append_eltwise(1.f, A::eltwise_linear, p[0], p[1]);
-    po.append_eltwise(1.f, A::eltwise_clip_v2, 0.f, 1.f);
-  } else {
-    return false;
+  using K = ops::Activation;
+  const std::optional<ops::Activation> epilogue = epilogue_of(node);
+  if (!epilogue) return false;
+  const ops::Activation& act = *epilogue;
+  switch (act.kind) {
+    case K::None: return true;
+    case K::Relu: po.append_eltwise(1.f, A::eltwise_relu, 0.f, 0.f); return true;
+    case K::LeakyRelu: po.append_eltwise(1.f, A::eltwise_relu, act.a, 0.f); return true;
+    case K::Clip: po.append_eltwise(1.f, A::eltwise_clip_v2, act.a, act.b); return true;
+    case K::Sigmoid: po.append_eltwise(1.f, A::eltwise_logistic, 0.f, 0.f); return true;
+    case K::Tanh: po.append_eltwise(1.f, A::eltwise_tanh, 0.f, 0.f); return true;
+    case K::SiLU: po.append_eltwise(1.f, A::eltwise_swish, 1.f, 0.f); return true;
+    case K::Gelu: po.append_eltwise(1.f, A::eltwise_gelu_erf, 0.f, 0.f); return true;
+    case K::GeluTanh: po.append_eltwise(1.f, A::eltwise_gelu_tanh, 0.f, 0.f); return true;
+    case K::HardSwish: po.append_eltwise(1.f, A::eltwise_hardswish, 0.f, 0.f); return true;
+    case K::HardSigmoid:
+      // oneDNN 2.6 has no hardsigmoid: alpha*x+beta, then clip to [0, 1].
+      po.append_eltwise(1.f, A::eltwise_linear, act.a, act.b);
+      po.append_eltwise(1.f, A::eltwise_clip_v2, 0.f, 1.f);
+      return true;
   }
-  return true;
+  return false;
 }
 
 void* scratch(size_t bytes) {

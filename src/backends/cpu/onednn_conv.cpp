@@ -26,6 +26,7 @@
 #include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/simd.h"
 #include "backends/cpu/winograd_conv.h"
+#include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
 
@@ -282,21 +283,10 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
   auto dil = node.attr_ints("dilations", {1, 1});
   auto pads = node.attr_ints("pads", {0, 0, 0, 0});
   if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4) return nullptr;
-  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  const std::optional<ops::AutoPad> auto_pad = ops::auto_pad_of(node);
+  if (!auto_pad) return nullptr;
   const int64_t in[2] = {H, W}, k[2] = {KH, KW};
-  if (auto_pad == "VALID") {
-    pads = {0, 0, 0, 0};
-  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (int i = 0; i < 2; ++i) {
-      const int64_t out = (in[i] + strides[i] - 1) / strides[i];
-      const int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + (k[i] - 1) * dil[i] + 1 - in[i]);
-      const int64_t small = total / 2;
-      pads[i] = auto_pad == "SAME_UPPER" ? small : total - small;
-      pads[i + 2] = total - pads[i];
-    }
-  } else if (auto_pad != "NOTSET") {
-    return nullptr;
-  }
+  ops::resolve_pads(*auto_pad, in, k, strides, dil, pads);
   for (int i = 0; i < 2; ++i) {
     if (strides[i] < 1 || dil[i] < 1) return nullptr;
     const int64_t out = (in[i] + pads[i] + pads[i + 2] - ((k[i] - 1) * dil[i] + 1)) / strides[i] + 1;
@@ -424,20 +414,16 @@ std::unique_ptr<Kernel> make_deconv(const ir::Node& node) {
   auto pads = node.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
   if (nsp == 1 && pads.size() == 2) pads = {0, pads[0], 0, pads[1]};
   if (strides.size() != 2 || dil.size() != 2 || opad.size() != 2 || pads.size() != 4) return nullptr;
-  const std::string ap = node.attr_string("auto_pad", "NOTSET");
-  const bool derived = ap == "SAME_UPPER" || ap == "SAME_LOWER" || node.has_attr("output_shape");
-  if (ap != "NOTSET" && ap != "VALID" && !derived) return nullptr;
+  const std::optional<ops::AutoPad> ap = ops::auto_pad_of(node);
+  if (!ap) return nullptr;
+  const bool derived = ops::is_same_pad(*ap) || node.has_attr("output_shape");
   memory::dims pl(2), pr(2);
   for (int i = 0; i < 2; ++i) {
     const int64_t in = xd[2 + i], out = yd[2 + i], s = strides[i], d = dil[i], k = wd[2 + i];
     if (s < 1 || d < 1) return nullptr;
     const int64_t ek = (k - 1) * d + 1;
-    int64_t begin = ap == "VALID" ? 0 : pads[i];
-    if (derived && !(nsp == 1 && i == 0)) {  // the ONNX rule, as in src/ops/conv.cpp
-      const int64_t total = s * (in - 1) + opad[i] + ek - out;
-      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-      begin = ap == "SAME_UPPER" ? half : total - half;
-    }
+    int64_t begin = *ap == ops::AutoPad::Valid ? 0 : pads[i];
+    if (derived && !(nsp == 1 && i == 0)) begin = ops::conv_transpose_pads(*ap, in, out, k, s, d, opad[i]).begin;
     pl[i] = begin;
     pr[i] = s * (in - 1) + ek - begin - out;
     if (pl[i] < 0 || pr[i] < 0) return nullptr;
@@ -548,7 +534,9 @@ std::unique_ptr<Kernel> make_conv_concat(const ir::Node& node, int threads) {
 // across the threads, instead of as a oneDNN post-op. oneDNN 2.6's swish post-op costs
 // more than that second pass (make kernel-bench, Expand1x1_16to96_112_SiLU and
 // Depthwise3x3_32x112_SiLU time both).
-bool dnnl_util::late_activation(const ir::Node& node) { return node.attr_string("activation", "") == "SiLU"; }
+bool dnnl_util::late_activation(const ir::Node& node) {
+  return node.attr_string("activation", "") == ops::activation_name(ops::Activation::SiLU);
+}
 
 void add_onednn_conv_kernels(std::vector<KernelFactory>& table) {
   for (const char* op : {"Conv", "FusedConv"}) {

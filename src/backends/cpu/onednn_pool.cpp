@@ -7,6 +7,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
+#include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
 
@@ -64,20 +65,10 @@ std::unique_ptr<Kernel> make_pool(const ir::Node& node, int) {
     if (k.size() != 2 || strides.size() != 2 || dil.size() != 2 || pads.size() != 4) return nullptr;
     if (!is_max && (dil[0] != 1 || dil[1] != 1)) return nullptr;
     if (!is_max && node.attr_int("count_include_pad", 0)) alg = dnnl::algorithm::pooling_avg_include_padding;
-    const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+    const std::optional<ops::AutoPad> auto_pad = ops::auto_pad_of(node);
+    if (!auto_pad) return nullptr;
     const int64_t in[2] = {H, W};
-    if (auto_pad == "VALID") {
-      pads = {0, 0, 0, 0};
-    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      for (int i = 0; i < 2; ++i) {
-        const int64_t out = (in[i] + strides[i] - 1) / strides[i];
-        const int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + (k[i] - 1) * dil[i] + 1 - in[i]);
-        pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-        pads[i + 2] = total - pads[i];
-      }
-    } else if (auto_pad != "NOTSET") {
-      return nullptr;
-    }
+    ops::resolve_pads(*auto_pad, in, k, strides, dil, pads);
     // ceil_mode (or SAME padding) may make the output longer than oneDNN's floor formula
     // gives: pad the right edge until it matches. Max pooling ignores padding; an average that
     // counts padding would count those cells, so decline it.

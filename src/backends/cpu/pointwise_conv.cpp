@@ -29,13 +29,12 @@
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/pointwise_conv.h"
+#include "backends/cpu/simd.h"
+#include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
 
 namespace {
-
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
-
 
 struct Epilogue {
   const float* bias;  // [N rounded up to 16], zero when the node has none
@@ -459,8 +458,6 @@ void PointwiseRows::rows(const float* x, int64_t m0, int64_t m1, float* y, const
   }
 }
 
-bool pointwise_supported() { return kHasAvx512; }
-
 namespace {
 
 
@@ -523,7 +520,7 @@ class PointwiseConvKernel : public Kernel {
 std::unique_ptr<Kernel> make_pointwise_rows_kernel(int64_t rows, int64_t K, int64_t N, const float* w,
                                                    const float* bias, ops::Activation act, int threads,
                                                    const PointwiseChoice& c) {
-  if (!kHasAvx512 || rows < 1 || K < 1 || N < 1) return nullptr;
+  if (!has_avx512() || rows < 1 || K < 1 || N < 1) return nullptr;
   return std::make_unique<PointwiseConvKernel>(1, rows, K, N, w, bias, act, threads, N, c);
 }
 
@@ -537,7 +534,7 @@ std::optional<std::pair<int64_t, int64_t>> pointwise_dims(const ir::Node& node) 
 
 std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, int64_t out_channels_total,
                                             int64_t max_pixels, const PointwiseChoice* choice) {
-  if (!kHasAvx512 || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
+  if (!has_avx512() || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
   if (!node.attr_int("channels_last", 0) || node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0) ||
       node.attr_int("z_blocked", 0))
     return nullptr;
@@ -559,8 +556,8 @@ std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, i
       if (v != 1) return nullptr;
   for (int64_t p : node.attr_ints("pads", {0, 0, 0, 0}))
     if (p != 0) return nullptr;
-  const std::string ap = node.attr_string("auto_pad", "NOTSET");
-  if (ap != "NOTSET" && ap != "VALID") return nullptr;
+  const std::optional<ops::AutoPad> ap = ops::auto_pad_of(node);
+  if (!ap || ops::is_same_pad(*ap)) return nullptr;
   const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
   if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || wd[2] != 1 || wd[3] != 1) return nullptr;
   const int64_t K = xd[3], N = wd[0], pixels = xd[1] * xd[2];

@@ -16,7 +16,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/aligned_floats.h"
-#include "ops/fused_activation.h"
+#include "ops/core/activation.h"
 #include "plan/kernel_spec.h"
 
 namespace kiln::backends::cpu {
@@ -31,7 +31,7 @@ constexpr int64_t kMaxPixels = 4096;
 // The 1x1 conv itself, on pixels at hand: a kiln.ConvChain runs its 1x1 layers on the rows of
 // its line buffers with it. Up to 24 outputs it works in pair mode (two input channels per
 // broadcast, pointwise_conv.cpp), else in blocks of up to 64 outputs. Needs AVX-512 (the caller
-// checks pointwise_supported()).
+// checks has_avx512()).
 // The choices kiln's 1x1 kernel runs by (its KernelSpec parameters "depth", "pair", "split").
 struct PointwiseChoice {
   int64_t depth = 64;          // input channels per range for 64 outputs (their weights stay in L1)
@@ -95,8 +95,6 @@ class PointwiseRows {
   std::vector<float> bias_;
   std::vector<Block> blocks_;
 };
-
-bool pointwise_supported();
 
 // The kernel for `rows` rows of K floats times constant weights w ([N][K], copied) into rows of
 // N floats, with PointwiseRows' epilogue (bias, activation): a linear layer

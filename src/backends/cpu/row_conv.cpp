@@ -1,6 +1,7 @@
 #include "backends/cpu/row_conv.h"
 
 #include "backends/cpu/onednn_common.h"
+#include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
 
@@ -13,7 +14,7 @@ std::optional<RowConvGeometry> row_conv_geometry(const ir::Node& node) {
   const ir::Value *x = node.input(0), *w = node.input(1), *b = node.input(2), *y = node.output(0);
   if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return {};
   if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return {};
-  if (node.attr_string("auto_pad", "NOTSET") != "NOTSET") return {};
+  if (ops::auto_pad_of(node) != ops::AutoPad::NotSet) return {};
   if (node.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return {};
   const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
   if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || xd[0] != yd[0]) return {};

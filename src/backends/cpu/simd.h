@@ -25,6 +25,21 @@
 #define KILN_SIMD __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 
+namespace kiln::backends::cpu {
+
+namespace detail {
+inline const bool kAvx512f = __builtin_cpu_supports("avx512f");
+}  // namespace detail
+
+// Whether this CPU runs AVX-512F: the one test before a kernel written in AVX-512 intrinsics
+// (functions marked target("avx512f"): the pointwise, depthwise, stem and Winograd convs, the
+// NHWC pool, SiLU) is chosen or called. Read once at load time; a plain load per call, so hot
+// loops may ask it. KILN_SIMD clones are chosen apart from this, by the loader (x86-64-v4 needs
+// AVX-512 F, BW, CD, DQ and VL).
+inline bool has_avx512() { return detail::kAvx512f; }
+
+}  // namespace kiln::backends::cpu
+
 namespace kiln::backends::cpu::simd {
 
 // e^x for float, relative error below 2e-7 over the whole range (Cephes' expf polynomial after

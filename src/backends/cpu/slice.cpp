@@ -14,18 +14,6 @@ namespace kiln::backends::cpu {
 
 namespace {
 
-class SliceKernel : public Kernel {
- public:
-  bool runs_in_team() const override { return true; }
-  explicit SliceKernel(StridedCopy copy) : copy_(std::move(copy)) {}
-  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
-    copy_.run(inputs[0]->raw(), outputs[0]->raw());
-  }
-
- private:
-  StridedCopy copy_;
-};
-
 // numpy's clamping of one axis' slice (as src/ops/data_movement.cpp); returns the length.
 int64_t clamp_slice(int64_t& start, int64_t end, int64_t step, int64_t dim) {
   if (start < 0) start = start < -dim ? -1 : start + dim;
@@ -87,7 +75,7 @@ std::unique_ptr<Kernel> make_slice(const ir::Node& node, int threads) {
     if (dims[*a] > 1) strides[*a] *= steps[i];
   }
   if (y->type.static_dims() != dims) return nullptr;
-  return std::make_unique<SliceKernel>(StridedCopy(dims, strides, base, es, threads));
+  return std::make_unique<StridedCopyKernel>(StridedCopy(dims, strides, base, es, threads));
 }
 
 }  // namespace

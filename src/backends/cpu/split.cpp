@@ -1,51 +1,18 @@
 // Split on any axis and any plain element type: the input is a [outer, sum row_k] block of bytes
-// and output k a [outer, row_k] one, so `outer` memcpys per output. Split sizes come from the
-// attribute (opset < 13), a constant `split` input (13+), or an even split (uneven from 18 on,
-// as the reference kernel does); a runtime `split` input is declined.
+// and output k a [outer, row_k] one, so `outer` memcpys per output, a RowBlocksKernel scatter
+// (row_blocks.h). Split sizes come from the attribute (opset < 13), a constant `split` input
+// (13+), or an even split (uneven from 18 on, as the reference kernel does); a runtime `split`
+// input is declined.
 #include <algorithm>
-#include <cstring>
 #include <memory>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/node_args.h"
-#include "backends/cpu/parallel.h"
+#include "backends/cpu/row_blocks.h"
 
 namespace kiln::backends::cpu {
 
 namespace {
-
-constexpr int64_t kParallelBytes = 256 << 10;
-
-class SplitKernel : public Kernel {
- public:
-  bool runs_in_team() const override { return true; }
-  SplitKernel(int64_t outer, std::vector<int64_t> row_bytes, int threads)
-      : outer_(outer), row_bytes_(std::move(row_bytes)), threads_(threads) {
-    for (int64_t b : row_bytes_) {
-      col_.push_back(in_row_);
-      in_row_ += b;
-    }
-  }
-
-  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
-    const auto* in = static_cast<const char*>(inputs[0]->raw());
-    const int64_t n = static_cast<int64_t>(row_bytes_.size());
-    const int threads = outer_ * in_row_ >= kParallelBytes ? threads_ : 1;
-    parallel_for(outer_ * n, threads, [&](int64_t begin, int64_t end) {
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t o = item / n, k = item % n, bytes = row_bytes_[k];
-        if (bytes == 0 || !outputs[k]) continue;
-        std::memcpy(static_cast<char*>(outputs[k]->raw()) + o * bytes, in + o * in_row_ + col_[k],
-                    static_cast<size_t>(bytes));
-      }
-    });
-  }
-
- private:
-  int64_t outer_, in_row_ = 0;
-  std::vector<int64_t> row_bytes_, col_;
-  int threads_;
-};
 
 // The split sizes the reference kernel would use, or empty to decline.
 std::vector<int64_t> split_sizes(const ir::Node& node, int64_t extent, int64_t n) {
@@ -100,7 +67,7 @@ std::unique_ptr<Kernel> make_split(const ir::Node& node, int threads) {
     want[*axis] = sizes[k];
     if (plain_elem_size(y) != es || y->type.dtype != x->type.dtype || y->type.static_dims() != want) return nullptr;
   }
-  return std::make_unique<SplitKernel>(outer, std::move(row_bytes), threads);
+  return std::make_unique<RowBlocksKernel>(RowBlocksKernel::Direction::Scatter, outer, std::move(row_bytes), threads);
 }
 
 }  // namespace

@@ -18,12 +18,11 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/row_conv.h"
+#include "backends/cpu/simd.h"
 
 namespace kiln::backends::cpu {
 
 namespace {
-
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 
 constexpr int64_t kMaxChannels = 8, kMaxTaps = 160;
 // Kernel rows a tile reads: planar, one per input channel of each kernel row.
@@ -275,7 +274,7 @@ void StemConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64
 }
 
 std::unique_ptr<StemShape> stem_shape(const ir::Node& node) {
-  if (!kHasAvx512) return nullptr;
+  if (!has_avx512()) return nullptr;
   const std::optional<RowConvGeometry> g = row_conv_geometry(node);
   if (!g || g->G != 1 || node.input(1)->type.static_dims()[1] != g->C || g->C > kMaxChannels ||
       g->KH * g->KW * g->C > kMaxTaps)

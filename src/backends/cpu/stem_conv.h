@@ -14,7 +14,7 @@
 #include "backends/backend.h"
 #include "backends/cpu/aligned_floats.h"
 #include "ir/graph.h"
-#include "ops/fused_activation.h"
+#include "ops/core/activation.h"
 
 namespace kiln::backends::cpu {
 

@@ -10,10 +10,6 @@ namespace kiln::backends::cpu {
 
 namespace {
 
-struct Bytes16 {
-  uint64_t lo, hi;
-};
-
 // Copies below this size stay on the calling thread: waking a team costs more than it saves.
 constexpr int64_t kParallelBytes = 256 << 10;
 // Work items of the tiled mode are kBlock x kBlock elements, transposed kTile x kTile at a time
@@ -166,14 +162,11 @@ StridedCopy::StridedCopy(const std::vector<int64_t>& dims, const std::vector<int
 }
 
 void StridedCopy::run(const void* in, void* out) const {
-  switch (elem_) {
-    case 1: return run_typed(static_cast<const uint8_t*>(in), static_cast<uint8_t*>(out));
-    case 2: return run_typed(static_cast<const uint16_t*>(in), static_cast<uint16_t*>(out));
-    case 4: return run_typed(static_cast<const uint32_t*>(in), static_cast<uint32_t*>(out));
-    case 8: return run_typed(static_cast<const uint64_t*>(in), static_cast<uint64_t*>(out));
-    case 16: return run_typed(static_cast<const Bytes16*>(in), static_cast<Bytes16*>(out));
-    default: return;  // factories only plan supported sizes
-  }
+  // Factories only plan the sizes visit_elem_size moves (supports()).
+  ir::visit_elem_size(elem_, [&](auto tag) {
+    using T = decltype(tag);
+    run_typed(static_cast<const T*>(in), static_cast<T*>(out));
+  });
 }
 
 template <typename T>
@@ -220,31 +213,9 @@ void StridedCopy::run_typed(const T* in, T* out) const {
     return;
   }
 
-  const int64_t rows = numel_ / inner;
-  parallel_for(rows, threads, [&](int64_t begin, int64_t end) {
-    // The input offset of row `begin`, then an odometer over the outer axes.
-    std::vector<int64_t> idx(r, 0);
-    int64_t off = 0, rest = begin;
-    for (int k = r - 2; k >= 0; --k) {
-      idx[k] = rest % dims_[k];
-      rest /= dims_[k];
-      off += idx[k] * strides_[k];
-    }
-    for (int64_t row = begin; row < end; ++row) {
-      T* o = out + row * inner;
-      const T* s = in + off;
-      if (mode_ == Mode::Runs) {
-        std::memcpy(o, s, static_cast<size_t>(inner) * sizeof(T));
-      } else {
-        for (int64_t j = 0; j < inner; ++j) o[j] = s[j * inner_stride];
-      }
-      for (int k = r - 2; k >= 0; --k) {
-        off += strides_[k];
-        if (++idx[k] < dims_[k]) break;
-        off -= strides_[k] * dims_[k];
-        idx[k] = 0;
-      }
-    }
+  // Runs and Elements: rows of the innermost axis (a memcpy each when it is contiguous).
+  parallel_for(numel_ / inner, threads, [&](int64_t begin, int64_t end) {
+    ir::strided_copy_rows(in, out, dims_.data(), strides_.data(), r, 0, begin, end);
   });
 }
 

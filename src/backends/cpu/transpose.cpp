@@ -12,18 +12,6 @@ namespace kiln::backends::cpu {
 
 namespace {
 
-class TransposeKernel : public Kernel {
- public:
-  bool runs_in_team() const override { return true; }
-  explicit TransposeKernel(StridedCopy copy) : copy_(std::move(copy)) {}
-  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
-    copy_.run(inputs[0]->raw(), outputs[0]->raw());
-  }
-
- private:
-  StridedCopy copy_;
-};
-
 std::unique_ptr<Kernel> make_transpose(const ir::Node& node, int threads) {
   if (node.num_inputs() != 1 || node.num_outputs() != 1 || !node.output(0)) return nullptr;
   const ir::Value* x = node.input(0);
@@ -53,7 +41,7 @@ std::unique_ptr<Kernel> make_transpose(const ir::Node& node, int threads) {
     strides.push_back(own[p]);
   }
   if (y->type.static_dims() != dims) return nullptr;
-  return std::make_unique<TransposeKernel>(StridedCopy(dims, strides, 0, es, threads));
+  return std::make_unique<StridedCopyKernel>(StridedCopy(dims, strides, 0, es, threads));
 }
 
 }  // namespace

@@ -23,13 +23,12 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/simd.h"
+#include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
 
 namespace {
-
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
-
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -325,7 +324,7 @@ std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, in
     if (block_tiles == 0) block_tiles = std::get<int64_t>(p.at("block_tiles"));
   }
   if ((tile != 2 && tile != 4) || block_tiles < 1 || block_tiles > 4096) return nullptr;
-  if (!kHasAvx512 || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
+  if (!has_avx512() || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
   if (!node.attr_int("channels_last", 0) || node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0))
     return nullptr;
   if (node.num_inputs() < 2 || node.num_outputs() != 1 || node.attr_int("group", 1) != 1) return nullptr;
@@ -335,7 +334,7 @@ std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, in
   const ir::Value* b = node.num_inputs() > 2 ? node.input(2) : nullptr;
   if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return nullptr;
   if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return nullptr;
-  if (node.attr_string("auto_pad", "NOTSET") != "NOTSET") return nullptr;
+  if (ops::auto_pad_of(node) != ops::AutoPad::NotSet) return nullptr;
   if (node.attr_ints("strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
       node.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1})
     return nullptr;

@@ -10,7 +10,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/aligned_floats.h"
-#include "ops/fused_activation.h"
+#include "ops/core/activation.h"
 #include "plan/kernel_spec.h"
 
 namespace kiln::backends::cpu {

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "ir/strided_copy.h"
+#include "ops/core/dispatch.h"
+
 namespace kiln::ops {
 
 int64_t normalize_axis(int64_t axis, int64_t rank, const ir::Node& node) {
@@ -33,6 +36,23 @@ std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);
   for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
   return s;
+}
+
+std::string ints_str(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(v[i]);
+  }
+  return s + "]";
+}
+
+void copy_strided(const Tensor& in, Tensor& out, const std::vector<int64_t>& view_dims,
+                  const std::vector<int64_t>& in_strides, int64_t base) {
+  dispatch_all(in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    ir::strided_copy<T>(in.data<T>(), out.data<T>(), view_dims, in_strides, base);
+  });
 }
 
 std::vector<int64_t> broadcast_dims(const std::vector<std::vector<int64_t>>& shapes, const ir::Node& node) {

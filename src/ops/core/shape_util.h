@@ -1,7 +1,8 @@
 // Shape arithmetic shared by the op families: axis normalization, numpy broadcasting (on
-// concrete dims and on symbolic types), strides and a broadcasting index walker.
+// concrete dims and on symbolic types), strides, strided copies and a broadcasting index walker.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ir/type.h"
@@ -20,6 +21,24 @@ int64_t mul_dims(int64_t a, int64_t b);
 int64_t product(const std::vector<int64_t>& dims, size_t begin = 0, size_t end = SIZE_MAX);
 // Row-major strides of dims.
 std::vector<int64_t> strides_of(const std::vector<int64_t>& dims);
+
+// out (dense, of extents view_dims) = in's elements seen through per-axis element strides from
+// `base`: ir::strided_copy for any dtype (Transpose, Slice, Split, Tile, Expand, ...).
+void copy_strided(const Tensor& in, Tensor& out, const std::vector<int64_t>& view_dims,
+                  const std::vector<int64_t>& in_strides, int64_t base = 0);
+
+// Advances a row-major N-d index over dims (the last axis fastest); returns false, with idx
+// back at all zeros, after the last index.
+inline bool next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
+  for (size_t d = dims.size(); d-- > 0;) {
+    if (++idx[d] < dims[d]) return true;
+    idx[d] = 0;
+  }
+  return false;
+}
+
+// "[1,2,3]", for error messages that quote an ints attribute.
+std::string ints_str(const std::vector<int64_t>& v);
 
 // Numpy broadcasting of concrete dims; throws kiln::Error naming the node on a mismatch.
 std::vector<int64_t> broadcast_dims(const std::vector<std::vector<int64_t>>& shapes, const ir::Node& node);
