@@ -218,30 +218,11 @@ ExecutablePlan executable_plan_from_json(const nlohmann::json& j) {
   return e;
 }
 
-namespace {
-const ir::Value* find_nested_constant(const ir::Graph& g, const std::string& name) {
-  for (const ir::Node* n : g.nodes())
-    for (const auto& [k, a] : n->attrs) {
-      std::vector<const ir::Graph*> subs;
-      if (a.g) subs.push_back(a.g.get());
-      for (const auto& sg : a.graphs) subs.push_back(sg.get());
-      for (const ir::Graph* sg : subs) {
-        const ir::Value* v = sg->find_value(name);
-        if (v && v->is_constant()) return v;
-        if ((v = find_nested_constant(*sg, name))) return v;
-      }
-    }
-  return nullptr;
-}
-}  // namespace
-
 lower::Program program_of(const ExecutablePlan& e, const ir::Graph& g) {
   lower::Program p;
   const std::vector<ir::Node*> nodes = g.nodes();
   for (const PlanBuffer& b : e.buffers) {
     const ir::Value* v = g.find_value(b.value);
-    // A constant only a fused node's body reads may be saved inside that body.
-    if (!v && b.kind == lower::BufferKind::Constant) v = find_nested_constant(g, b.value);
     if (!v) throw Error("executable plan: buffer " + std::to_string(b.id) + " holds '" + b.value + "', which the graph lacks");
     const bool sized = b.kind == lower::BufferKind::Intermediate || b.kind == lower::BufferKind::Output;
     if (sized && v->type.is_tensor() && v->type.is_static() && v->type.dtype != DType::String && b.bytes >= 0) {
