@@ -74,6 +74,8 @@ struct SessionStats {
   int64_t lowering_passes = 0;   // lowering passes run, over all plans built
   int64_t kernel_choices = 0;    // kernels chosen by the backend's rule or by timing
   int64_t splits_rederived = 0;  // loaded kernels whose work splits were re-made for this thread count
+  int64_t packed_buffers_loaded = 0;  // stored packed weights loaded kernels use as they are
+  int64_t kernels_repacked = 0;       // loaded kernels that packed weights of their own instead
   int plan_threads = 0;          // the thread count a loaded plan was made for (0: none loaded)
 };
 

@@ -26,6 +26,9 @@ class Tensor {
 
   // A tensor over data the caller owns (no copy); the caller keeps it alive.
   static Tensor wrap(DType dtype, std::vector<int64_t> dims, void* data);
+  // A tensor over data that `owner` keeps alive (no copy), e.g. a weight inside a file's bytes.
+  // `data` must be 64-byte aligned, like every buffer kiln allocates; not for String tensors.
+  static Tensor view(DType dtype, std::vector<int64_t> dims, std::shared_ptr<void> owner, void* data);
 
   template <typename T>
   static Tensor from_vector(std::vector<int64_t> dims, const std::vector<T>& values);

@@ -87,6 +87,14 @@ Tensor Tensor::wrap(DType dtype, std::vector<int64_t> dims, void* data) {
   return t;
 }
 
+Tensor Tensor::view(DType dtype, std::vector<int64_t> dims, std::shared_ptr<void> owner, void* data) {
+  if (dtype == DType::String || dtype == DType::Undefined) throw Error("a view needs a numeric dtype");
+  if (reinterpret_cast<uintptr_t>(data) % 64 != 0) throw Error("a tensor view's data must be 64-byte aligned");
+  Tensor t = wrap(dtype, std::move(dims), data);
+  t.owner_ = std::move(owner);
+  return t;
+}
+
 Tensor Tensor::sequence(DType elem, std::vector<Tensor> items) {
   Tensor t;
   t.kind_ = ValueKind::Sequence;

@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 
+#include "runtime/packed_store.h"
+
 namespace kiln::runtime {
 
 bool cpu_has_feature(const std::string& name) {
@@ -37,7 +39,10 @@ void check_isa(const std::vector<std::string>& isa) {
 }
 
 std::unique_ptr<CompiledPlan> load_compiled_plan(std::unique_ptr<ir::Graph> lowered, plan::ExecutablePlan e,
-                                                 const backends::Backend* backend, int* rederived) {
+                                                 const backends::Backend* backend,
+                                                 std::vector<backends::PackedWeights>* packed, PlanLoadStats* stats) {
+  PlanLoadStats local;
+  PlanLoadStats& st = stats ? *stats : local;
   auto cp = std::make_unique<CompiledPlan>();
   cp->graph = std::move(lowered);
   check_value_sizes(*cp->graph);
@@ -52,9 +57,18 @@ std::unique_ptr<CompiledPlan> load_compiled_plan(std::unique_ptr<ir::Graph> lowe
       if (spec.on_reference()) continue;
       if (spec.threads != backend->threads()) {
         spec = backend->rederive(*ins.node, std::move(spec), backend->threads());
-        if (rederived) ++*rederived;
+        ++st.rederived;
       }
-      std::unique_ptr<backends::Kernel> k = backend->instantiate(*ins.node, spec);
+      std::unique_ptr<backends::Kernel> k;
+      if (packed && i < packed->size() && !(*packed)[i].buffers.empty()) {
+        backends::PackedWeightsScope scope((*packed)[i], backends::PackedWeightsScope::Mode::Replay,
+                                           packing_identity(spec));
+        k = backend->instantiate(*ins.node, spec);
+        st.buffers_replayed += static_cast<int64_t>(scope.replayed());
+        st.kernels_repacked += scope.repacked() ? 1 : 0;
+      } else {
+        k = backend->instantiate(*ins.node, spec);
+      }
       if (!k)
         throw Error(ins.node->describe() + ": the " + backend->name() + " backend cannot build the plan's kernel " +
                     spec.str());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/packed_weights.h"
 #include "ir/graph.h"
 #include "plan/executable_plan.h"
 #include "runtime/compiled_plan.h"
@@ -20,9 +21,19 @@ bool cpu_has_feature(const std::string& name);
 // A kiln::Error naming the first of `isa` this CPU lacks.
 void check_isa(const std::vector<std::string>& isa);
 
+struct PlanLoadStats {
+  int rederived = 0;              // kernels whose work splits were re-derived for another team size
+  int64_t buffers_replayed = 0;   // stored packed-weight buffers the kernels used as they were
+  int kernels_repacked = 0;       // kernels with stored buffers that packed (some of) their own
+};
+
 // `backend` null: every instruction on the reference kernels. A backend with another thread
-// count than the plan's re-derives the work splits (each spec's threads); *rederived counts them.
+// count than the plan's re-derives the work splits (each spec's threads). `packed`, one per
+// instruction when given, are the stored packed weights the kernels replay
+// (backends/packed_weights.h).
 std::unique_ptr<CompiledPlan> load_compiled_plan(std::unique_ptr<ir::Graph> lowered, plan::ExecutablePlan e,
-                                                 const backends::Backend* backend, int* rederived = nullptr);
+                                                 const backends::Backend* backend,
+                                                 std::vector<backends::PackedWeights>* packed = nullptr,
+                                                 PlanLoadStats* stats = nullptr);
 
 }  // namespace kiln::runtime

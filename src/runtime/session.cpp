@@ -17,6 +17,7 @@
 #include "runtime/compiled_plan.h"
 #include "runtime/input_check.h"
 #include "runtime/kiln_file.h"
+#include "runtime/packed_store.h"
 #include "runtime/plan_loader.h"
 #include "runtime/session_access.h"
 #include "runtime/reference_executor.h"
@@ -181,20 +182,20 @@ struct Session::Impl {
     eff.fusion_level = o["fusion_level"].get<int>();
     opt_level = o["opt_level"].get<int>();
     if (!compilable && f.plan_graphs.empty()) throw Error(".kiln file: holds neither a graph nor a plan");
-    // Every graph imported (its weights copied out) before any kernel is built, and the file's
-    // memory dropped, so that it serves the packed weights (RecycleLargeBuffers).
+    // The graphs' weights are views of the file's constants section where it lies in memory
+    // kiln owns (read_kiln_file), copies of the caller's bytes otherwise.
+    const onnx_fe::ExternalSection section{f.constants, f.storage};
+    onnx_fe::ImportOptions io;
+    io.section = &section;
     std::vector<std::unique_ptr<ir::Graph>> lowered_graphs;
     for (std::string_view bytes : f.plan_graphs) {
-      lowered_graphs.push_back(onnx_fe::load_model_bytes(bytes, "."));
+      lowered_graphs.push_back(onnx_fe::load_model_bytes(bytes, ".", io));
       ir::verify(*lowered_graphs.back());
       ops::ShapeInference().run(*lowered_graphs.back());
     }
     // Static inputs: the plan's graph serves as the session's (inputs, outputs, runs the
     // reference executor takes); its clone shares the weights.
-    graph = compilable ? onnx_fe::load_model_bytes(f.graph, ".") : ir::clone(*lowered_graphs[0]);
-    f.graph = {};
-    f.plan_graphs.clear();
-    f.storage.reset();
+    graph = compilable ? onnx_fe::load_model_bytes(f.graph, ".", io) : ir::clone(*lowered_graphs[0]);
     ir::verify(*graph);
     runtime::check_value_sizes(*graph);
     if (compilable) ops::ShapeInference().run(*graph);
@@ -220,11 +221,16 @@ struct Session::Impl {
       plan::ExecutablePlan e = plan::executable_plan_from_json(pj["plan"]);
       counters.plan_threads = e.threads;
       std::unique_ptr<ir::Graph> lowered = std::move(lowered_graphs[i]);
-      int rederived = 0;
+      std::vector<backends::PackedWeights> packed;
+      if (pj.contains("packed"))
+        packed = runtime::packed_weights_from_json(pj["packed"], e.instructions.size(), f.constants, f.storage);
+      runtime::PlanLoadStats ls;
       std::shared_ptr<runtime::CompiledPlan> cp =
-          runtime::load_compiled_plan(std::move(lowered), std::move(e), backend.get(), &rederived);
+          runtime::load_compiled_plan(std::move(lowered), std::move(e), backend.get(), &packed, &ls);
       cp->input_dims = dims;
-      counters.splits_rederived += rederived;
+      counters.splits_rederived += ls.rederived;
+      counters.packed_buffers_loaded += ls.buffers_replayed;
+      counters.kernels_repacked += ls.kernels_repacked;
       ++counters.plans_loaded;
       plans[signature(dims)] = std::move(cp);
     }
@@ -347,15 +353,24 @@ void Session::save(const std::string& path) const {
   for (const ir::Value* v : impl_->graph->inputs()) all_static = all_static && v->type.is_tensor() && v->type.is_static();
   std::vector<std::string> sections;  // what f's views point into
   sections.reserve(impl_->plans.size() + 1);
-  if (!all_static || impl_->plans.empty()) f.graph = sections.emplace_back(onnx_fe::export_model_bytes(*impl_->graph));
+  // Every graph's weights go to one constants section, each distinct tensor once.
+  onnx_fe::ExternalSectionWriter constants;
+  onnx_fe::ExportOptions eo;
+  eo.section = &constants;
+  if (!all_static || impl_->plans.empty())
+    f.graph = sections.emplace_back(onnx_fe::export_model_bytes(*impl_->graph, eo));
   f.manifest["producer"] = "kiln";
   f.manifest["options"] = {{"opt_level", impl_->opt_level}, {"fusion_level", impl_->fusion_level},
                            {"backend", impl_->backend ? impl_->backend->name() : "reference"}};
   f.manifest["plans"] = nlohmann::json::array();
   for (const auto& [sig, cp] : impl_->plans) {
-    f.manifest["plans"].push_back({{"dims", cp->input_dims}, {"plan", plan::to_json(cp->plan)}});
-    f.plan_graphs.push_back(sections.emplace_back(onnx_fe::export_model_bytes(*cp->graph)));
+    nlohmann::json entry = {{"dims", cp->input_dims}, {"plan", plan::to_json(cp->plan)}};
+    // The kernels' packed weights, so that loading does not pack again.
+    if (impl_->backend) entry["packed"] = runtime::record_packed_weights(*cp, *impl_->backend, constants);
+    f.manifest["plans"].push_back(std::move(entry));
+    f.plan_graphs.push_back(sections.emplace_back(onnx_fe::export_model_bytes(*cp->graph, eo)));
   }
+  f.constants = constants.bytes();
   runtime::write_kiln_file(path, f);
 }
 

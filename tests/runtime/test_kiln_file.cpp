@@ -89,6 +89,9 @@ TEST(KilnFile, EverySharedModelRunsBitIdenticalFromItsKilnFileAndLoadingCompiles
       EXPECT_EQ(st.lowering_passes, 0);
       EXPECT_EQ(st.kernel_choices, 0);
       EXPECT_GT(direct->stats().kernel_choices, 0);
+      // Every model has convolutions or linear layers, whose packed weights load as stored.
+      EXPECT_GT(st.packed_buffers_loaded, 0);
+      EXPECT_EQ(st.kernels_repacked, 0);
       ASSERT_EQ(loaded->inputs().size(), direct->inputs().size());
       for (const fs::path& set : testdata::find_data_sets(dir)) {
         testdata::DataSet ds = testdata::load_data_set(set, direct->inputs(), direct->outputs());
@@ -124,6 +127,7 @@ TEST(KilnFile, EditedSpecsAreTheKernelsSpecs) {
   }
   const fs::path tmp = temp_dir();
   int edits = 0, loads = 0;
+  int64_t repacked = 0;
   for (const fs::path& dir : models) {
     auto direct = Session::create((dir / "model.onnx").string());
     const fs::path kiln = tmp / "m.kiln";
@@ -155,6 +159,9 @@ TEST(KilnFile, EditedSpecsAreTheKernelsSpecs) {
       runtime::write_kiln_file(out.string(), f);
       auto s = Session::create(out.string());
       ++loads;
+      // A kernel whose spec was edited packs its weights for that spec, not the stored ones.
+      EXPECT_LE(s->stats().kernels_repacked, static_cast<int64_t>(edited.size()));
+      repacked += s->stats().kernels_repacked;
       const auto loaded = SessionAccess::plans(*s).at(0);
       for (const auto& [i, e] : edited) {
         ASSERT_TRUE(loaded->program.instructions[i].kernel) << e.str();
@@ -169,6 +176,7 @@ TEST(KilnFile, EditedSpecsAreTheKernelsSpecs) {
     }
   }
   EXPECT_GT(edits, 0) << "no kernel of the shared models lists a parameter";
+  EXPECT_GT(repacked, 0) << "no edited kernel packed its own weights";
   std::cout << edits << " kernel parameters edited over " << loads << " loads\n";
   fs::remove_all(tmp);
 }

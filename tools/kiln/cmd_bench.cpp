@@ -116,7 +116,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       const SessionStats st = session->stats();
       j["plans"] = {{"built", st.plans_built}, {"loaded", st.plans_loaded}, {"kernel_choices", st.kernel_choices},
                     {"lowering_passes", st.lowering_passes}, {"optimizer_passes", st.optimizer_passes},
-                    {"plan_threads", st.plan_threads}, {"splits_rederived", st.splits_rederived}};
+                    {"plan_threads", st.plan_threads}, {"splits_rederived", st.splits_rederived},
+                    {"packed_buffers_loaded", st.packed_buffers_loaded}, {"kernels_repacked", st.kernels_repacked}};
       if (other)
         j["paired"] = {{"disabled", args->pair_disable}, {"median_ms", median_of(other_ms)},
                        {"ratio_median", median_of(ratios)}};
@@ -134,6 +135,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                     st.splits_rederived ? (", " + std::to_string(st.splits_rederived) + " kernels' splits re-derived").c_str()
                                         : "",
                     static_cast<long long>(st.plans_built));
+      if (st.plans_loaded > 0)
+        std::printf("packed weights: %lld buffers loaded%s\n", static_cast<long long>(st.packed_buffers_loaded),
+                    st.kernels_repacked ? (", " + std::to_string(st.kernels_repacked) + " kernels packed again").c_str() : "");
       std::printf("latency:        median %.3f ms, min %.3f ms, max %.3f ms (%d runs, %d warmup)\n", median, ms.front(),
                   ms.back(), args->runs, args->warmup);
       std::printf("arena:          %lld bytes\n", static_cast<long long>(session->arena_bytes()));

@@ -122,6 +122,7 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
         std::cout << f.manifest.dump(1) << "\n";
       } else {
         std::cout << "options: " << f.manifest.value("options", nlohmann::json::object()).dump() << "\n"
+                  << "constants: " << f.constants.size() << " bytes\n"
                   << "graph for other shapes: " << (f.graph.empty() ? "none (static inputs)" : "yes") << "\n";
         for (const auto& p : f.manifest.value("plans", nlohmann::json::array())) {
           std::cout << "plan for " << p.value("dims", nlohmann::json::array()).dump() << ":\n";

@@ -1,10 +1,13 @@
 // 64-byte aligned float buffers for packed weights that kernels read with aligned vector loads
 // (with a std::vector's 16-byte alignment, vector loads split across cache lines).
 #pragma once
+#include "backends/packed_weights.h"
 #include "ir/zeroed_memory.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <memory>
 
 namespace kiln::backends::cpu {
@@ -25,6 +28,13 @@ class AlignedFloats {
 // dear); throws when the allocation fails.
 inline AlignedFloats aligned_floats(size_t n) {
   return AlignedFloats(allocate_zeroed(std::max<size_t>(n, 1) * sizeof(float)));
+}
+
+// n packed floats that fill() writes once, or, while a plan's stored weights are replayed, the
+// stored buffer of that format (backends/packed_weights.h). `key` names the packed format.
+inline AlignedFloats packed_floats(size_t n, const std::string& key, const std::function<void(float*)>& fill) {
+  return AlignedFloats(packed_buffer(std::max<size_t>(n, 1) * sizeof(float), key,
+                                     [&fill](void* p) { fill(static_cast<float*>(p)); }));
 }
 
 // n rounded up to whole 16-float vectors.

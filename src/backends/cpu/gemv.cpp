@@ -72,17 +72,18 @@ class GemvKernel : public Kernel {
       offset_.push_back(total);
       total += k_ * round16(std::min(kBlock, n_ - n0));
     }
-    packed_ = aligned_floats(static_cast<size_t>(total));
-    for (size_t blk = 0; blk < offset_.size(); ++blk) {
-      const int64_t n0 = static_cast<int64_t>(blk) * kBlock, valid = std::min(kBlock, n_ - n0), width = round16(valid);
-      float* dst = packed_.get() + offset_[blk];
-      if (k_major)
-        for (int64_t j = 0; j < k_; ++j)
-          for (int64_t l = 0; l < valid; ++l) dst[j * width + l] = alpha * w[j * n_ + n0 + l];
-      else
-        for (int64_t l = 0; l < valid; ++l)
-          for (int64_t j = 0; j < k_; ++j) dst[j * width + l] = alpha * w[(n0 + l) * k_ + j];
-    }
+    packed_ = packed_floats(static_cast<size_t>(total), "kiln_gemv/blocks", [&](float* packed) {
+      for (size_t blk = 0; blk < offset_.size(); ++blk) {
+        const int64_t n0 = static_cast<int64_t>(blk) * kBlock, valid = std::min(kBlock, n_ - n0), width = round16(valid);
+        float* dst = packed + offset_[blk];
+        if (k_major)
+          for (int64_t j = 0; j < k_; ++j)
+            for (int64_t l = 0; l < valid; ++l) dst[j * width + l] = alpha * w[j * n_ + n0 + l];
+        else
+          for (int64_t l = 0; l < valid; ++l)
+            for (int64_t j = 0; j < k_; ++j) dst[j * width + l] = alpha * w[(n0 + l) * k_ + j];
+      }
+    });
   }
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
     const float* x = inputs[0]->data<float>();

@@ -55,12 +55,8 @@ std::unique_ptr<Kernel> make_matmul_rows(const ir::Node& node, const plan::Kerne
   if (bias && bias->type.static_dims() != std::vector<int64_t>{N}) return nullptr;
   const std::optional<ops::Activation> act = epilogue_of(node);
   if (!act) return nullptr;
-  const float* w = b->constant().data<float>();
-  std::vector<float> wt(static_cast<size_t>(N * K));  // [N][K], as a 1x1 conv's weights
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n) wt[n * K + k] = w[k * N + n];
-  return make_pointwise_rows_kernel(rows, K, N, wt.data(), bias ? bias->constant().data<float>() : nullptr, *act,
-                                    threads, *choice);
+  return make_pointwise_rows_kernel(rows, K, N, RowWeights(b->constant().data<float>(), /*k_major=*/true),
+                                    bias ? bias->constant().data<float>() : nullptr, *act, threads, *choice);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 
 #include "backends/cpu/activation_apply.h"
 #include "backends/cpu/background_builds.h"
+#include "backends/packed_weights.h"
 #include "backends/cpu/blocked_reorder.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
@@ -347,7 +348,9 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
     if (b) bias = prepack(b->constant(), b_md, pd.bias_desc());
     // Winograd weights of 256x256x3x3 and up are transformed in the background (TieredKernel)
     // while the direct conv runs; smaller ones take a few ms.
-    if (winograd && OC * C * 9 > (int64_t{1} << 19)) {
+    // Eager inside a packing scope (backends/packed_weights.h), where the weights are recorded
+    // or stored ones replayed.
+    if (winograd && OC * C * 9 > (int64_t{1} << 19) && !packing_in_scope()) {
       if (auto direct = make_conv(node, false, false, threads, dst_row_channels)) {
         const Tensor w_copy = w->constant();  // a handle on the constant's buffer, not a copy
         const bool has_z = z != nullptr;

@@ -384,25 +384,25 @@ std::optional<PointwiseChoice> pointwise_choice_of(const plan::KernelSpec& s, in
   return c;
 }
 
-PointwiseRows::PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act,
+PointwiseRows::PointwiseRows(int64_t K, int64_t N, RowWeights w, const float* bias, ops::Activation act,
                              int64_t ldy, int threads)
     : PointwiseRows(K, N, w, bias, act, ldy, pointwise_rule(K, N, threads, kSplitOutputsMinWeightBytes)) {}
 
-PointwiseRows::PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act,
+PointwiseRows::PointwiseRows(int64_t K, int64_t N, RowWeights w, const float* bias, ops::Activation act,
                              int64_t ldy, const PointwiseChoice& c)
-    : K_(K), N_(N), ldy_(ldy), act_(act), depth_(c.depth),
-      packed_(aligned_floats(static_cast<size_t>(K * round16(N)))), bias_(static_cast<size_t>(round16(N)), 0.f) {
+    : K_(K), N_(N), ldy_(ldy), act_(act), depth_(c.depth), bias_(static_cast<size_t>(round16(N)), 0.f) {
   if (bias) std::copy(bias, bias + N, bias_.begin());
   pair_vectors_ = c.pair && pair_allowed(K, N) ? (N + 7) / 8 : 0;
   if (pair_vectors_) {  // [pair][vector][16]: lane 2i + j is w[8 * vector + i][2 * pair + j]
     const int64_t pairs = (K + 1) / 2;
-    packed_ = aligned_floats(static_cast<size_t>(pairs * pair_vectors_ * 16));
-    for (int64_t p = 0; p < pairs; ++p)
-      for (int64_t v = 0; v < pair_vectors_; ++v)
-        for (int l = 0; l < 16; ++l) {
-          const int64_t n = 8 * v + l / 2, k = 2 * p + l % 2;
-          packed_.get()[(p * pair_vectors_ + v) * 16 + l] = n < N && k < K ? w[n * K + k] : 0.f;
-        }
+    packed_ = packed_floats(static_cast<size_t>(pairs * pair_vectors_ * 16), "kiln_pointwise/pairs", [&](float* packed) {
+      for (int64_t p = 0; p < pairs; ++p)
+        for (int64_t v = 0; v < pair_vectors_; ++v)
+          for (int l = 0; l < 16; ++l) {
+            const int64_t n = 8 * v + l / 2, k = 2 * p + l % 2;
+            packed[(p * pair_vectors_ + v) * 16 + l] = n < N && k < K ? w.at(n, k, K, N) : 0.f;
+          }
+    });
     return;
   }
   // Blocks of equal width, at most 4 vectors: 144 outputs as 3 x 48 rather than 64 + 64 + 16,
@@ -413,13 +413,16 @@ PointwiseRows::PointwiseRows(int64_t K, int64_t N, const float* w, const float* 
   for (int64_t i = 0, n0 = 0; n0 < N; ++i) {
     const int64_t bv = vectors * (i + 1) / nblocks - vectors * i / nblocks;
     const int64_t valid = std::min<int64_t>(16 * bv, N - n0), width = round16(valid), last = valid - (width - 16);
-    const Block b{n0, width / 16, n0 * K, static_cast<__mmask16>((1u << last) - 1)};
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t l = 0; l < width; ++l)
-        packed_.get()[b.offset + k * width + l] = l < valid ? w[(n0 + l) * K + k] : 0.f;
-    blocks_.push_back(b);
+    blocks_.push_back(Block{n0, width / 16, n0 * K, static_cast<__mmask16>((1u << last) - 1)});
     n0 += valid;
   }
+  packed_ = packed_floats(static_cast<size_t>(K * round16(N)), "kiln_pointwise/blocks", [&](float* packed) {
+    for (const Block& b : blocks_) {
+      const int64_t width = 16 * b.nv, valid = std::min(width, N - b.n0);
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t l = 0; l < width; ++l) packed[b.offset + k * width + l] = l < valid ? w.at(b.n0 + l, k, K, N) : 0.f;
+    }
+  });
 }
 
 void PointwiseRows::rows(const float* x, int64_t m0, int64_t m1, float* y, const float* z, const float* s) const {
@@ -466,7 +469,7 @@ class PointwiseConvKernel : public Kernel {
   bool runs_in_team() const override { return true; }
   // `ldy` >= N: floats between output pixels (a channel slice of a wider tensor). Threads split
   // the outputs from `split_min_bytes` of weights.
-  PointwiseConvKernel(int64_t images, int64_t pixels, int64_t K, int64_t N, const float* w, const float* bias,
+  PointwiseConvKernel(int64_t images, int64_t pixels, int64_t K, int64_t N, RowWeights w, const float* bias,
                       ops::Activation act, int threads, int64_t ldy, const PointwiseChoice& c)
       : images_(images), M_(pixels), K_(K), N_(N), ldy_(ldy), threads_(std::max(1, threads)),
         gemm_(K, N, w, bias, act, ldy, c),
@@ -517,7 +520,7 @@ class PointwiseConvKernel : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_pointwise_rows_kernel(int64_t rows, int64_t K, int64_t N, const float* w,
+std::unique_ptr<Kernel> make_pointwise_rows_kernel(int64_t rows, int64_t K, int64_t N, RowWeights w,
                                                    const float* bias, ops::Activation act, int threads,
                                                    const PointwiseChoice& c) {
   if (!has_avx512() || rows < 1 || K < 1 || N < 1) return nullptr;

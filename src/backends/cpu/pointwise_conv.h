@@ -56,14 +56,23 @@ std::function<plan::ParamChoices(const ir::Node&, int)> pointwise_lister(Pointwi
 // Pair mode (pointwise_conv.cpp) up to this many input channels.
 constexpr int64_t kPairMaxK = 1024;
 
+// Weights of N outputs by K inputs, as the model holds them: [N][K] (a conv's), or k_major
+// [K][N] (a MatMul's B), read once when they are packed.
+struct RowWeights {
+  RowWeights(const float* d, bool km = false) : data(d), k_major(km) {}  // NOLINT: a pointer is [N][K]
+  float at(int64_t n, int64_t k, int64_t K, int64_t N) const { return k_major ? data[k * N + n] : data[n * K + k]; }
+  const float* data;
+  bool k_major;
+};
+
 class PointwiseRows {
  public:
   // w: ONNX's [N, K, 1, 1]; bias: N floats or nullptr; `ldy` >= N: floats between output pixels;
   // `threads`: of the team that runs the conv (it picks the depth of the input-channel ranges).
-  PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act, int64_t ldy,
+  PointwiseRows(int64_t K, int64_t N, RowWeights w, const float* bias, ops::Activation act, int64_t ldy,
                 int threads = 1);
   // With the depth and pair mode of `c`.
-  PointwiseRows(int64_t K, int64_t N, const float* w, const float* bias, ops::Activation act, int64_t ldy,
+  PointwiseRows(int64_t K, int64_t N, RowWeights w, const float* bias, ops::Activation act, int64_t ldy,
                 const PointwiseChoice& c);
 
   // y[m] = act(x[m] * W + bias (+ z[m])) for pixels m in [m0, m1): x's pixels K floats apart,
@@ -96,10 +105,10 @@ class PointwiseRows {
   std::vector<Block> blocks_;
 };
 
-// The kernel for `rows` rows of K floats times constant weights w ([N][K], copied) into rows of
+// The kernel for `rows` rows of K floats times constant weights w (packed) into rows of
 // N floats, with PointwiseRows' epilogue (bias, activation): a linear layer
 // (matmul_rows.cpp). nullptr without AVX-512.
-std::unique_ptr<Kernel> make_pointwise_rows_kernel(int64_t rows, int64_t K, int64_t N, const float* w,
+std::unique_ptr<Kernel> make_pointwise_rows_kernel(int64_t rows, int64_t K, int64_t N, RowWeights w,
                                                    const float* bias, ops::Activation act, int threads,
                                                    const PointwiseChoice& c);
 // Threads always split a linear layer's rows by the rule: it sits between row-split ops

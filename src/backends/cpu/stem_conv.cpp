@@ -192,23 +192,27 @@ StemConv::StemConv(const StemShape& s, const float* weights, const float* bias, 
   if (s.C < 1 || s.C > kMaxChannels) throw Error("stem conv: input channels out of range");
   if (planar) tiles_.KH = s.KH * s.C, tiles_.C = 1;
   const int64_t taps = s.KW * s.C, vectors = round16(s.OC) / 16, nblocks = (vectors + 3) / 4;
-  w_ = aligned_floats(static_cast<size_t>(s.KH * taps * vectors * 16));
   bias_.assign(static_cast<size_t>(vectors * 16), 0.f);
   if (bias) std::copy(bias, bias + s.OC, bias_.begin());
   // Blocks of equal width (as pointwise_conv.cpp's), the partial vector last.
   for (int64_t i = 0, n0 = 0; n0 < s.OC; ++i) {
     const int64_t bv = vectors * (i + 1) / nblocks - vectors * i / nblocks;
     const int64_t valid = std::min<int64_t>(16 * bv, s.OC - n0), width = round16(valid);
-    const Block blk{n0, width / 16, s.KH * taps * n0, static_cast<uint16_t>((1u << (valid - (width - 16))) - 1)};
-    for (int64_t kh = 0; kh < s.KH; ++kh)
-      for (int64_t kw = 0; kw < s.KW; ++kw)
-        for (int64_t c = 0; c < s.C; ++c)
-          for (int64_t l = 0; l < valid; ++l)
-            w_.get()[blk.offset + (planar ? (kh * s.C + c) * s.KW + kw : kh * taps + kw * s.C + c) * width + l] =
-                weights[(((n0 + l) * s.C + c) * s.KH + kh) * s.KW + kw];
-    blocks_.push_back(blk);
+    blocks_.push_back(Block{n0, width / 16, s.KH * taps * n0, static_cast<uint16_t>((1u << (valid - (width - 16))) - 1)});
     n0 += valid;
   }
+  w_ = packed_floats(static_cast<size_t>(s.KH * taps * vectors * 16), planar ? "kiln_stem/planar" : "kiln_stem/taps",
+                     [&](float* w) {
+                       for (const Block& blk : blocks_) {
+                         const int64_t n0 = blk.n0, width = 16 * blk.nv, valid = std::min(width, s.OC - n0);
+                         for (int64_t kh = 0; kh < s.KH; ++kh)
+                           for (int64_t kw = 0; kw < s.KW; ++kw)
+                             for (int64_t c = 0; c < s.C; ++c)
+                               for (int64_t l = 0; l < valid; ++l)
+                                 w[blk.offset + (planar ? (kh * s.C + c) * s.KW + kw : kh * taps + kw * s.C + c) * width + l] =
+                                     weights[(((n0 + l) * s.C + c) * s.KH + kh) * s.KW + kw];
+                       }
+                     });
   // Tiles of equal size along a row (a 1-pixel tile costs about as much as a full one), the
   // taller first; runs of equal tiles inside the row, each edge tile alone. Planar, the pixels
   // whose taps cross an edge are tiles of their own, computed pixel by pixel (block_row).

@@ -182,13 +182,14 @@ WinogradConv::WinogradConv(const WinogradShape& s, const float* weights, const f
   max_block_tiles_ = (tiles_ + blocks_ - 1) / blocks_;
   // u[pos][block of 64 outputs][C16][width]: each block as the GEMM reads it.
   const size_t floats = static_cast<size_t>(positions_ * C16_ * OC16_);
-  u_ = aligned_floats(floats);
-  for (int64_t oc = 0; oc < s.OC; ++oc)
-    for (int64_t c = 0; c < s.C; ++c) {
-      const std::vector<float> t = weight_transform(weights + (oc * s.C + c) * 9, n_);
-      const int64_t n0 = oc / 64 * 64, width = std::min<int64_t>(64, OC16_ - n0);
-      for (int p = 0; p < positions_; ++p) u_.get()[p * C16_ * OC16_ + n0 * C16_ + c * width + (oc - n0)] = t[p];
-    }
+  u_ = packed_floats(floats, "kiln_winograd/F" + std::to_string(n_), [&](float* u) {
+    for (int64_t oc = 0; oc < s.OC; ++oc)
+      for (int64_t c = 0; c < s.C; ++c) {
+        const std::vector<float> t = weight_transform(weights + (oc * s.C + c) * 9, n_);
+        const int64_t n0 = oc / 64 * 64, width = std::min<int64_t>(64, OC16_ - n0);
+        for (int p = 0; p < positions_; ++p) u[p * C16_ * OC16_ + n0 * C16_ + c * width + (oc - n0)] = t[p];
+      }
+  });
   bias_.assign(static_cast<size_t>(OC16_), 0.f);
   if (bias) std::copy(bias, bias + s.OC, bias_.begin());
 }

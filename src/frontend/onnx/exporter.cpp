@@ -53,7 +53,8 @@ class Exporter {
     std::set<const ir::Value*> written;
     auto constant = [&](const ir::Value* v) {
       if (!v || !v->is_constant() || v->owner() != &g || !written.insert(v).second) return;
-      tensor_to_proto(v->constant(), v->name(), gp->add_initializer());
+      if (opts_.section) tensor_to_proto(v->constant(), v->name(), *opts_.section, gp->add_initializer());
+      else tensor_to_proto(v->constant(), v->name(), gp->add_initializer());
     };
     // Including those only its nodes' subgraphs read (an If branch, a fused node's body).
     std::function<void(const ir::Node&)> reads = [&](const ir::Node& n) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "frontend/onnx/external_section.h"
 #include "ir/graph.h"
 
 namespace kiln::onnx_fe {
@@ -14,6 +15,8 @@ namespace kiln::onnx_fe {
 struct ExportOptions {
   std::string producer_name = "kiln";
   bool value_info = true;  // write inferred types of intermediate values
+  // When given, initializers it takes are written as external data in it (external_section.h).
+  ExternalSectionWriter* section = nullptr;
 };
 
 // Serialized ModelProto bytes. Throws kiln::Error when a value cannot be expressed in ONNX.

@@ -121,7 +121,7 @@ class Importer {
       std::string what = "initializer '" + init.name() + "'";
       if (init.name().empty()) throw Error("an initializer has no name");
       if (g.find_value(init.name())) throw Error(what + ": duplicate name");
-      g.add_constant(init.name(), tensor_from_proto(init, dir_, what, split ? (*main_raw_)[i] : std::nullopt));
+      g.add_constant(init.name(), tensor_from_proto(init, dir_, what, split ? (*main_raw_)[i] : std::nullopt, opts_.section));
     }
     if (gp.sparse_initializer_size() > 0) throw UnsupportedError("sparse initializers are not supported");
 
@@ -226,14 +226,14 @@ class Importer {
       case onnx::AttributeProto::FLOAT: a.kind = K::Float; a.f = ap.f(); break;
       case onnx::AttributeProto::INT: a.kind = K::Int; a.i = ap.i(); break;
       case onnx::AttributeProto::STRING: a.kind = K::String; a.s = ap.s(); break;
-      case onnx::AttributeProto::TENSOR: a.kind = K::Tensor; a.t = tensor_from_proto(ap.t(), dir_, what); break;
+      case onnx::AttributeProto::TENSOR: a.kind = K::Tensor; a.t = tensor_from_proto(ap.t(), dir_, what, std::nullopt, opts_.section); break;
       case onnx::AttributeProto::GRAPH: a.kind = K::Graph; a.g = subgraph(ap.g(), g, depth); break;
       case onnx::AttributeProto::FLOATS: a.kind = K::Floats; a.floats.assign(ap.floats().begin(), ap.floats().end()); break;
       case onnx::AttributeProto::INTS: a.kind = K::Ints; a.ints.assign(ap.ints().begin(), ap.ints().end()); break;
       case onnx::AttributeProto::STRINGS: a.kind = K::Strings; a.strings.assign(ap.strings().begin(), ap.strings().end()); break;
       case onnx::AttributeProto::TENSORS:
         a.kind = K::Tensors;
-        for (const auto& t : ap.tensors()) a.tensors.push_back(tensor_from_proto(t, dir_, what));
+        for (const auto& t : ap.tensors()) a.tensors.push_back(tensor_from_proto(t, dir_, what, std::nullopt, opts_.section));
         break;
       case onnx::AttributeProto::GRAPHS:
         a.kind = K::Graphs;

@@ -5,12 +5,16 @@
 #include <string>
 #include <string_view>
 
+#include "frontend/onnx/external_section.h"
 #include "ir/graph.h"
 
 namespace kiln::onnx_fe {
 
 struct ImportOptions {
   int max_subgraph_depth = 16;  // If/Loop nesting beyond this is refused
+  // Where tensors whose external data location is kSectionLocation lie (a .kiln file's
+  // constants); the caller keeps it alive during the import.
+  const ExternalSection* section = nullptr;
 };
 
 // Parses and imports a model file; external data is resolved inside the file's folder.

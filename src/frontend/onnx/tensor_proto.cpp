@@ -37,10 +37,13 @@ fs::path resolve_external(const fs::path& base_dir, const std::string& location,
   return full;
 }
 
-std::string external_bytes(const onnx::TensorProto& p, const fs::path& base_dir, const std::string& what,
-                           size_t expected) {
+struct ExternalRef {
   std::string location;
   int64_t offset = 0, length = -1;
+};
+
+ExternalRef external_ref(const onnx::TensorProto& p, const std::string& what) {
+  ExternalRef r;
   auto parse = [&](const std::string& key, const std::string& v) -> int64_t {
     try {
       size_t used = 0;
@@ -51,10 +54,17 @@ std::string external_bytes(const onnx::TensorProto& p, const fs::path& base_dir,
     throw Error(what + ": external data " + key + " '" + v + "' is not an integer");
   };
   for (const auto& kv : p.external_data()) {
-    if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = parse("offset", kv.value());
-    else if (kv.key() == "length") length = parse("length", kv.value());
+    if (kv.key() == "location") r.location = kv.value();
+    else if (kv.key() == "offset") r.offset = parse("offset", kv.value());
+    else if (kv.key() == "length") r.length = parse("length", kv.value());
   }
+  return r;
+}
+
+std::string external_bytes(const ExternalRef& ref, const fs::path& base_dir, const std::string& what,
+                           size_t expected) {
+  const std::string& location = ref.location;
+  int64_t offset = ref.offset, length = ref.length;
   fs::path full = resolve_external(base_dir, location, what);
   std::ifstream f(full, std::ios::binary);
   if (!f) throw Error(what + ": cannot open external data file '" + location + "'");
@@ -85,7 +95,7 @@ void copy_field(Tensor& t, const Field& field, const std::string& what) {
 }  // namespace
 
 Tensor tensor_from_proto(const onnx::TensorProto& p, const fs::path& base_dir, const std::string& what,
-                         std::optional<std::string_view> raw_split) {
+                         std::optional<std::string_view> raw_split, const ExternalSection* section) {
   if (p.has_segment()) throw UnsupportedError(what + ": segmented tensors are not supported");
   DType dt;
   try {
@@ -99,6 +109,32 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const fs::path& base_dir, c
   std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
   for (int64_t d : dims)
     if (d < 0) throw Error(what + ": negative dimension " + std::to_string(d));
+  const bool external = p.data_location() == onnx::TensorProto::EXTERNAL;
+  ExternalRef ref;
+  if (external) ref = external_ref(p, what);
+  std::optional<std::string_view> in_section;
+  if (external && ref.location == kSectionLocation) {
+    if (!section) throw Error(what + ": its data lies in a section of a .kiln file, and none was given");
+    if (dt == DType::String) throw Error(what + ": string tensors cannot be external data");
+    const int64_t size = static_cast<int64_t>(section->bytes.size());
+    if (ref.offset < 0 || ref.length < 0 || ref.offset > size || ref.length > size - ref.offset)
+      throw Error(what + ": external data range [" + std::to_string(ref.offset) + ", +" + std::to_string(ref.length) +
+                  ") lies outside its section (" + std::to_string(size) + " bytes)");
+    in_section = section->bytes.substr(static_cast<size_t>(ref.offset), static_cast<size_t>(ref.length));
+    const char* at = in_section->data();
+    if (section->owner && reinterpret_cast<uintptr_t>(at) % 64 == 0) {
+      Tensor t;
+      try {
+        t = Tensor::wrap(dt, dims, nullptr);
+      } catch (const Error& e) {
+        throw Error(what + ": " + e.what());
+      }
+      if (static_cast<uint64_t>(t.numel()) > in_section->size() / dtype_size(dt) || in_section->size() != t.nbytes())
+        throw Error(what + ": external data has " + std::to_string(in_section->size()) + " bytes but " + t.describe() +
+                    " needs " + std::to_string(t.nbytes()));
+      return Tensor::view(dt, std::move(dims), section->owner, const_cast<char*>(at));
+    }
+  }
   Tensor t;
   try {
     t = Tensor(dt, dims);
@@ -111,12 +147,12 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const fs::path& base_dir, c
     for (int64_t i = 0; i < t.numel(); ++i) t.data<std::string>()[i] = p.string_data(static_cast<int>(i));
     return t;
   }
-  const bool external = p.data_location() == onnx::TensorProto::EXTERNAL;
   if (raw_split || external || p.has_raw_data()) {
     std::string ext;
-    const std::string_view raw = raw_split ? *raw_split
-                                 : external ? std::string_view(ext = external_bytes(p, base_dir, what, t.nbytes()))
-                                            : std::string_view(p.raw_data());
+    const std::string_view raw = raw_split     ? *raw_split
+                                 : in_section ? *in_section
+                                 : external   ? std::string_view(ext = external_bytes(ref, base_dir, what, t.nbytes()))
+                                              : std::string_view(p.raw_data());
     if (raw.size() != t.nbytes())
       throw Error(what + ": raw data has " + std::to_string(raw.size()) + " bytes but " + t.describe() + " needs " +
                   std::to_string(t.nbytes()));
@@ -152,6 +188,23 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
   } else {
     p->set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
   }
+}
+
+void tensor_to_proto(const Tensor& t, const std::string& name, ExternalSectionWriter& section, onnx::TensorProto* p) {
+  if (!section.takes(t)) return tensor_to_proto(t, name, p);
+  p->Clear();
+  p->set_name(name);
+  p->set_data_type(static_cast<int32_t>(t.dtype()));
+  for (int64_t d : t.dims()) p->add_dims(d);
+  p->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto entry = [p](const std::string& k, const std::string& v) {
+    auto* e = p->add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  entry("location", kSectionLocation);
+  entry("offset", std::to_string(section.add(t)));
+  entry("length", std::to_string(t.nbytes()));
 }
 
 Tensor load_tensor_file(const fs::path& path, std::string* name) {
