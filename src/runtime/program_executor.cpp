@@ -18,7 +18,9 @@ void Arena::Free::operator()(std::byte* p) const { std::free(p); }
 
 Arena::Arena(int64_t bytes) : size_(bytes) {
   if (bytes > 0) {
-    void* p = std::aligned_alloc(plan::kAlignment, static_cast<size_t>(bytes));
+    // aligned_alloc takes whole multiples of the alignment (a loaded plan's arena may be any size).
+    const size_t rounded = (static_cast<size_t>(bytes) + plan::kAlignment - 1) / plan::kAlignment * plan::kAlignment;
+    void* p = std::aligned_alloc(plan::kAlignment, rounded);
     if (!p) throw Error("out of memory allocating a " + std::to_string(bytes) + "-byte arena");
     data_.reset(static_cast<std::byte*>(p));
   }
