@@ -33,6 +33,30 @@ else
   failures+=("conformance ratchet")
 fi
 
+# ONNX 1.20's node tests (opsets up to 25), from Debian's libonnx-testdata 1.20 package in
+# ../shared/onnx-tests, unpacked into the build tree once.
+echo "== ONNX 1.20 node tests (ratchet: tests/conformance/expected_pass_1_20.txt)"
+deb=$(ls "$(dirname "$SHARED_MODELS")"/onnx-tests/libonnx-testdata_1.20*_all.deb 2>/dev/null | head -n 1)
+data120="$BUILD/onnx-testdata-1.20/usr/share/libonnx-testdata/data"
+if [ -z "$deb" ] && [ ! -d "$data120/node" ]; then
+  if [ "${CI:-}" = "true" ]; then
+    failed=$((failed + 1))
+    failures+=("ONNX 1.20 test data missing (../shared/onnx-tests/libonnx-testdata_1.20*.deb)")
+  else
+    echo "  skipped: no ../shared/onnx-tests/libonnx-testdata_1.20*.deb"
+  fi
+else
+  [ -d "$data120/node" ] || dpkg-deb -x "$deb" "$BUILD/onnx-testdata-1.20"
+  expected=$(grep -cv '^#' tests/conformance/expected_pass_1_20.txt)
+  if "$KILN" conformance "$data120/node" --expect tests/conformance/expected_pass_1_20.txt \
+      --tsv "$BUILD/conformance-1.20.tsv"; then
+    passed=$((passed + expected))
+  else
+    failed=$((failed + 1))
+    failures+=("ONNX 1.20 conformance ratchet")
+  fi
+fi
+
 echo "== model checks (cpu backend at fusion levels 0-3, optimizer levels 0/3 and 2 threads; reference backend)"
 check() {  # check NAME DIR ARGS...
   local label=$1 dir=$2

@@ -17,6 +17,8 @@
 //     A T_nchw that only moves size-1 dims (after a global pool) is a Reshape, a free view.
 #include "lower/layout_assignment.h"
 
+#include <algorithm>
+
 #include "ir/strided_copy.h"
 #include "ops/core/registry.h"
 #include "ir/graph_util.h"
@@ -109,6 +111,12 @@ class Rewriter {
       } else if (n->domain().empty() && (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" ||
                                          op == "GlobalMaxPool")) {
         if (op == "MaxPool" && n->attr_int("storage_order", 0)) continue;
+        // Dilated average pooling (opset 19) stays an ai.onnx node, whose opset says what
+        // its dilations mean; the kiln.Nhwc form has no opset of its own.
+        if (op == "AveragePool" && n->attrs.count("dilations")) {
+          const std::vector<int64_t> d = n->attr_ints("dilations");
+          if (std::any_of(d.begin(), d.end(), [](int64_t x) { return x != 1; })) continue;
+        }
         to_channels_last(n, "Nhwc" + op, n->attrs, n->inputs(), {0});
         ++converted;
       }

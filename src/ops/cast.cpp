@@ -208,7 +208,7 @@ Tensor cast_tensor(const KernelContext& ctx, const Tensor& x, DType to) {
 }  // namespace
 
 KILN_REGISTER_OPS(cast) {
-  reg.add({.name = "Cast", .since_version = 1, .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::ElemWise,
+  reg.add({.name = "Cast", .since_version = 1, .max_version = 24, .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::ElemWise,
            .infer = [](InferContext& ctx) {
              check_source(ctx.node(), ctx.input(0).dtype);
              infer_same_shape(ctx, cast_target(ctx.node()));
@@ -216,7 +216,7 @@ KILN_REGISTER_OPS(cast) {
            .kernel = [](KernelContext& ctx) {
              ctx.set_output(0, cast_tensor(ctx, ctx.input(0), cast_target(ctx.node())));
            }});
-  reg.add({.name = "CastLike", .since_version = 15, .min_inputs = 2, .max_inputs = 2, .pattern = PatternKind::ElemWise,
+  reg.add({.name = "CastLike", .since_version = 15, .max_version = 24, .min_inputs = 2, .max_inputs = 2, .pattern = PatternKind::ElemWise,
            .infer = [](InferContext& ctx) {
              check_source(ctx.node(), ctx.input(0).dtype);
              DType to = ctx.input(1).dtype;

@@ -623,13 +623,13 @@ void kernel_eyelike(KernelContext& ctx) {
 KILN_REGISTER_OPS(data_movement) {
   reg.add({.name = "Concat", .min_inputs = 1, .max_inputs = -1, .pattern = PatternKind::Tuple,
            .infer = infer_concat, .kernel = kernel_concat});
-  reg.add({.name = "Split", .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = -1,
+  reg.add({.name = "Split", .max_version = 18, .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = -1,
            .pattern = PatternKind::Injective, .infer = infer_split, .kernel = kernel_split});
   reg.add({.name = "Slice", .min_inputs = 1, .max_inputs = 5, .pattern = PatternKind::Injective,
            .infer = infer_slice, .kernel = kernel_slice});
   reg.add({.name = "Tile", .min_inputs = 2, .max_inputs = 2, .pattern = PatternKind::Injective,
            .infer = infer_tile, .kernel = kernel_tile});
-  reg.add({.name = "Pad", .min_inputs = 1, .max_inputs = 4, .pattern = PatternKind::Injective,
+  reg.add({.name = "Pad", .max_version = 19, .min_inputs = 1, .max_inputs = 4, .pattern = PatternKind::Injective,
            .infer = infer_pad, .kernel = kernel_pad});
   reg.add({.name = "DepthToSpace", .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::Injective,
            .infer = [](InferContext& ctx) { infer_depth_to_space(ctx, true); }, .kernel = kernel_depth_to_space});

@@ -433,9 +433,9 @@ KILN_REGISTER_OPS(gather_scatter) {
            .pattern = PatternKind::Injective, .infer = infer_gather_elements, .kernel = kernel_gather_elements});
   reg.add({.name = "GatherND", .since_version = 11, .min_inputs = 2, .max_inputs = 2,
            .pattern = PatternKind::Injective, .infer = infer_gather_nd, .kernel = kernel_gather_nd});
-  reg.add({.name = "ScatterND", .since_version = 11, .min_inputs = 3, .max_inputs = 3,
+  reg.add({.name = "ScatterND", .since_version = 11, .max_version = 18, .min_inputs = 3, .max_inputs = 3,
            .pattern = PatternKind::Opaque, .infer = infer_scatter, .kernel = kernel_scatter_nd});
-  reg.add({.name = "ScatterElements", .since_version = 11, .min_inputs = 3, .max_inputs = 3,
+  reg.add({.name = "ScatterElements", .since_version = 11, .max_version = 18, .min_inputs = 3, .max_inputs = 3,
            .pattern = PatternKind::Opaque, .infer = infer_scatter, .kernel = kernel_scatter_elements});
   reg.add({.name = "Scatter", .since_version = 9, .min_inputs = 3, .max_inputs = 3,
            .pattern = PatternKind::Opaque, .infer = infer_scatter, .kernel = kernel_scatter_elements});

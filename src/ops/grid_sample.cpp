@@ -51,6 +51,10 @@ void infer_grid_sample(InferContext& ctx) {
   options_of(ctx);
   if (x.dtype != DType::Undefined && !dtype_is_float(x.dtype)) ctx.fail("X must be floating-point, got " + x.str());
   if (g.dtype != DType::Undefined && !dtype_is_float(g.dtype)) ctx.fail("grid must be floating-point, got " + g.str());
+  // Opset 20 allows N-D (volumetric) sampling, which kiln does not implement.
+  if (x.rank_known && x.rank() != 4 && ctx.opset() >= 20 && x.rank() >= 3)
+    throw UnsupportedError(ctx.node().describe() + ": " + std::to_string(x.rank() - 2) +
+                           "-D sampling is not supported (kiln samples 4-D [N, C, H, W] inputs)");
   if (x.rank_known && x.rank() != 4) ctx.fail("X must be 4-D [N, C, H, W], got " + x.str());
   if (g.rank_known && g.rank() != 4) ctx.fail("grid must be 4-D [N, H_out, W_out, 2], got " + g.str());
   if (g.rank_known && g.dims[3].is_static() && g.dims[3].value != 2)
@@ -222,7 +226,7 @@ void grid_sample_kernel(KernelContext& ctx) {
 }  // namespace
 
 KILN_REGISTER_OPS(grid_sample) {
-  reg.add({.name = "GridSample", .since_version = 16, .min_inputs = 2, .max_inputs = 2,
+  reg.add({.name = "GridSample", .since_version = 16, .max_version = 20, .min_inputs = 2, .max_inputs = 2,
            .pattern = PatternKind::Opaque, .infer = infer_grid_sample, .kernel = grid_sample_kernel});
 }
 

@@ -494,7 +494,7 @@ KILN_REGISTER_OPS(norm) {
            .infer = infer_layernorm, .kernel = layernorm_kernel});
   reg.add({.name = "InstanceNormalization", .min_inputs = 3, .max_inputs = 3, .pattern = PatternKind::Opaque,
            .infer = infer_instancenorm, .kernel = instancenorm_kernel});
-  reg.add({.name = "GroupNormalization", .since_version = 18, .min_inputs = 3, .max_inputs = 3,
+  reg.add({.name = "GroupNormalization", .since_version = 18, .max_version = 21, .min_inputs = 3, .max_inputs = 3,
            .pattern = PatternKind::Opaque, .infer = infer_groupnorm, .kernel = groupnorm_kernel});
   reg.add({.name = "LpNormalization", .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::Opaque,
            .infer = infer_lpnorm, .kernel = lpnorm_kernel});

@@ -46,13 +46,13 @@ KILN_REGISTER_OPS(optional) {
 
   // Opset 18 allows the input to be absent (false) or a plain tensor (true); accepting both
   // here costs nothing.
-  reg.add({.name = "OptionalHasElement", .since_version = 15, .min_inputs = 0, .max_inputs = 1,
+  reg.add({.name = "OptionalHasElement", .since_version = 15, .max_version = 18, .min_inputs = 0, .max_inputs = 1,
            .infer = [](InferContext& ctx) { ctx.set_output(0, DType::Bool, {}); },
            .kernel = [](KernelContext& ctx) {
              ctx.set_output(0, Tensor::scalar<bool>(ctx.has_input(0) && !ctx.input(0).is_none()));
            }});
 
-  reg.add({.name = "OptionalGetElement", .since_version = 15, .min_inputs = 1, .max_inputs = 1,
+  reg.add({.name = "OptionalGetElement", .since_version = 15, .max_version = 18, .min_inputs = 1, .max_inputs = 1,
            .infer = [](InferContext& ctx) {
              ir::TensorType t = ctx.input(0);
              t.is_optional = false;

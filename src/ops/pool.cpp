@@ -181,8 +181,8 @@ void pool_kernel(KernelContext& ctx, Kind kind) {
   const ir::Node& n = ctx.node();
   if (x.rank() < 3) ctx.fail("input X must have rank >= 3 (N, C, spatial...), got " + x.describe());
   const bool lp_old = kind == Kind::Lp && ctx.opset() < 18;
-  Geom g = pool_geom(ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), !lp_old,
-                     kind != Kind::Avg && !lp_old);
+  const bool dilations = kind == Kind::Max || (kind == Kind::Lp && !lp_old) || (kind == Kind::Avg && ctx.opset() >= 19);
+  Geom g = pool_geom(ctx, std::vector<int64_t>(x.dims().begin() + 2, x.dims().end()), !lp_old, dilations);
   PoolParams pp;
   pp.kind = kind;
   pp.count_include_pad = n.attr_int("count_include_pad", 0) != 0;
@@ -404,11 +404,12 @@ KILN_REGISTER_OPS(pool) {
            .pattern = PatternKind::OutEWiseFusable,
            .infer = [](InferContext& ctx) { infer_pool(ctx, true, true); },
            .kernel = [](KernelContext& ctx) { pool_kernel(ctx, Kind::Max); }});
-  reg.add({.name = "AveragePool", .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::OutEWiseFusable,
-           .infer = [](InferContext& ctx) { infer_pool(ctx, true, false); },
+  reg.add({.name = "AveragePool", .max_version = 19, .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::OutEWiseFusable,
+           // dilations arrived in opset 19.
+           .infer = [](InferContext& ctx) { infer_pool(ctx, true, ctx.opset() >= 19); },
            .kernel = [](KernelContext& ctx) { pool_kernel(ctx, Kind::Avg); }});
   // ceil_mode and dilations arrived in opset 18; earlier LpPools ignore them.
-  reg.add({.name = "LpPool", .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::OutEWiseFusable,
+  reg.add({.name = "LpPool", .max_version = 18, .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::OutEWiseFusable,
            .infer = [](InferContext& ctx) { infer_pool(ctx, ctx.opset() >= 18, ctx.opset() >= 18); },
            .kernel = [](KernelContext& ctx) { pool_kernel(ctx, Kind::Lp); }});
   reg.add({.name = "GlobalAveragePool", .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::OutEWiseFusable,

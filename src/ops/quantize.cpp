@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "ops/core/conv_geometry.h"
 #include "ops/core/dispatch.h"
@@ -66,6 +67,48 @@ QuantParams quant_params(const Ctx& ctx, const std::vector<int64_t>& xd, const T
   return p;
 }
 
+// Opset 21's block quantization is refused by name.
+void check_block_size(const ir::Node& n, int64_t opset) {
+  if (opset >= 21 && n.attr_int("block_size", 0) != 0)
+    throw UnsupportedError(n.describe() + ": block quantization (block_size) is not supported");
+}
+
+// QuantizeLinear's output type: the zero point's, else (opset 21) output_dtype, else uint8.
+template <typename Ctx>
+DType quantize_output_type(const Ctx& ctx, std::optional<DType> zp) {
+  DType out = zp ? *zp : DType::UInt8;
+  if (ctx.opset() >= 21)
+    if (const int64_t od = ctx.node().attr_int("output_dtype", 0); od != 0) {
+      const DType d = static_cast<DType>(od);
+      if (d != DType::UInt8 && d != DType::Int8)
+        throw UnsupportedError(ctx.node().describe() + ": output_dtype " + std::to_string(od) +
+                               " is not supported (kiln quantizes to uint8 and int8)");
+      if (zp && *zp != d) ctx.fail("output_dtype " + dtype_name(d) + " differs from y_zero_point's " + dtype_name(*zp));
+      out = d;
+    }
+  if (!is_quant_type(out))
+    throw UnsupportedError(ctx.node().describe() + ": quantized type " + dtype_name(out) +
+                           " is not supported (kiln quantizes to uint8 and int8)");
+  // Opset 23's precision: kiln divides in float32, which is what it names or (absent) what a
+  // float32 scale gives.
+  if (ctx.opset() >= 23)
+    if (const int64_t prec = ctx.node().attr_int("precision", 0); prec != 0 && prec != static_cast<int64_t>(DType::Float))
+      throw UnsupportedError(ctx.node().describe() + ": precision " + std::to_string(prec) +
+                             " is not supported (kiln quantizes in float32)");
+  return out;
+}
+
+// DequantizeLinear's output type: (opset 23) output_dtype when given, else the scale's.
+template <typename Ctx>
+DType dequantize_output_type(const Ctx& ctx, DType scale) {
+  DType out = scale;
+  if (ctx.opset() >= 23)
+    if (const int64_t od = ctx.node().attr_int("output_dtype", 0); od != 0) out = static_cast<DType>(od);
+  if (out != DType::Float && out != DType::Float16 && out != DType::BFloat16 && out != DType::Double)
+    ctx.fail("the output type must be floating-point, got " + std::to_string(static_cast<int>(out)));
+  return out;
+}
+
 void check_param_type(InferContext& ctx, int i, const char* what) {
   if (!ctx.has_input(i)) return;
   const ir::TensorType& t = ctx.input(i);
@@ -73,10 +116,11 @@ void check_param_type(InferContext& ctx, int i, const char* what) {
 }
 
 void infer_quantize(InferContext& ctx) {
+  check_block_size(ctx.node(), ctx.opset());
   check_param_type(ctx, 1, "y_scale");
   check_param_type(ctx, 2, "y_zero_point");
-  const DType out = ctx.has_input(2) ? ctx.input(2).dtype : DType::UInt8;
-  if (!is_quant_type(out)) ctx.fail("y_zero_point must be uint8 or int8, got " + ctx.input(2).str());
+  const DType out =
+      quantize_output_type(ctx, ctx.has_input(2) ? std::optional<DType>(ctx.input(2).dtype) : std::nullopt);
   if (!dtype_is_float(ctx.input(1).dtype)) ctx.fail("y_scale must be floating-point, got " + ctx.input(1).str());
   infer_same_shape(ctx, out);
 }
@@ -85,8 +129,9 @@ void quantize_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
   const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  check_block_size(ctx.node(), ctx.opset());
   const QuantParams p = quant_params(ctx, x.dims(), scale, zp);
-  const DType out = zp ? zp->dtype() : DType::UInt8;
+  const DType out = quantize_output_type(ctx, zp ? std::optional<DType>(zp->dtype()) : std::nullopt);
   dispatch_quant(out, ctx.node(), [&](auto qtag) {
     using Q = decltype(qtag);
     Tensor& y = ctx.make_output(0, out, x.dims());
@@ -105,27 +150,31 @@ void quantize_kernel(KernelContext& ctx) {
 }
 
 void infer_dequantize(InferContext& ctx) {
+  check_block_size(ctx.node(), ctx.opset());
   check_param_type(ctx, 1, "x_scale");
   check_param_type(ctx, 2, "x_zero_point");
   const DType x = ctx.input(0).dtype;
-  if (!is_quant_type(x) && x != DType::Int32) ctx.fail("x must be uint8, int8 or int32, got " + ctx.input(0).str());
+  if (!is_quant_type(x) && x != DType::Int32)
+    throw UnsupportedError(ctx.node().describe() + ": x of " + ctx.input(0).str() +
+                           " is not supported (kiln dequantizes uint8, int8 and int32)");
   if (ctx.has_input(2) && ctx.input(2).dtype != x)
     ctx.fail("x_zero_point must have x's dtype, got " + ctx.input(2).str());
-  const DType out = ctx.input(1).dtype;
-  if (!dtype_is_float(out)) ctx.fail("x_scale must be floating-point, got " + ctx.input(1).str());
-  infer_same_shape(ctx, out);
+  if (!dtype_is_float(ctx.input(1).dtype)) ctx.fail("x_scale must be floating-point, got " + ctx.input(1).str());
+  infer_same_shape(ctx, dequantize_output_type(ctx, ctx.input(1).dtype));
 }
 
 void dequantize_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
   const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  check_block_size(ctx.node(), ctx.opset());
   if (!is_quant_type(x.dtype()) && x.dtype() != DType::Int32) ctx.fail("x must be uint8, int8 or int32, got " + x.describe());
   if (zp && zp->dtype() != x.dtype()) ctx.fail("x_zero_point must have x's dtype, got " + zp->describe());
   const QuantParams p = quant_params(ctx, x.dims(), scale, zp);
-  dispatch_float(scale.dtype(), [&](auto tag) {
+  const DType out = dequantize_output_type(ctx, scale.dtype());
+  dispatch_float(out, [&](auto tag) {
     using F = decltype(tag);
-    Tensor& y = ctx.make_output(0, scale.dtype(), x.dims());
+    Tensor& y = ctx.make_output(0, out, x.dims());
     F* py = y.data<F>();
     for (int64_t i = 0; i < x.numel(); ++i) {
       const int64_t c = p.channel(i);
@@ -426,9 +475,10 @@ void qlinear_conv_kernel(KernelContext& ctx) {
 }  // namespace
 
 KILN_REGISTER_OPS(quantize) {
-  reg.add({.name = "QuantizeLinear", .since_version = 10, .min_inputs = 2, .max_inputs = 3,
+  // Opsets 19-23: float8, float4 and int4/int16 types are refused by name, block_size too.
+  reg.add({.name = "QuantizeLinear", .since_version = 10, .max_version = 23, .min_inputs = 2, .max_inputs = 3,
            .pattern = PatternKind::ElemWise, .infer = infer_quantize, .kernel = quantize_kernel});
-  reg.add({.name = "DequantizeLinear", .since_version = 10, .min_inputs = 2, .max_inputs = 3,
+  reg.add({.name = "DequantizeLinear", .since_version = 10, .max_version = 23, .min_inputs = 2, .max_inputs = 3,
            .pattern = PatternKind::ElemWise, .infer = infer_dequantize, .kernel = dequantize_kernel});
   reg.add({.name = "DynamicQuantizeLinear", .since_version = 11, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
            .max_outputs = 3, .pattern = PatternKind::Opaque, .infer = infer_dynamic_quantize,

@@ -238,7 +238,7 @@ const ReduceOp kReduceOps[] = {
 
 KILN_REGISTER_OPS(reduce) {
   for (const ReduceOp& op : kReduceOps) {
-    reg.add({.name = op.name, .min_inputs = 1, .max_inputs = 2, .pattern = PatternKind::CommReduce,
+    reg.add({.name = op.name, .max_version = 18, .min_inputs = 1, .max_inputs = 2, .pattern = PatternKind::CommReduce,
              .infer = [&op](InferContext& ctx) { infer_reduce(ctx, op); },
              .kernel = [&op](KernelContext& ctx) { reduce_kernel(ctx, op); }});
   }

@@ -342,7 +342,7 @@ void infer_resize(InferContext& ctx) {
 }  // namespace
 
 KILN_REGISTER_OPS(resize) {
-  reg.add({.name = "Resize", .since_version = 10, .min_inputs = 1, .max_inputs = 4, .pattern = PatternKind::Opaque,
+  reg.add({.name = "Resize", .since_version = 10, .max_version = 19, .min_inputs = 1, .max_inputs = 4, .pattern = PatternKind::Opaque,
            .infer = infer_resize, .kernel = kernel_resize});
   reg.add({.name = "Upsample", .since_version = 7, .min_inputs = 1, .max_inputs = 2, .pattern = PatternKind::Opaque,
            .infer = infer_resize, .kernel = kernel_resize});

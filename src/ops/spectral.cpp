@@ -67,8 +67,15 @@ class Dft {
 
 // ---------------------------------------------------------------- DFT
 
-int64_t dft_axis(const ir::Node& node, int64_t rank) {
-  int64_t axis = node.attr_int("axis", 1);
+// The transformed axis: the attribute `axis` (default 1) up to opset 19; from opset 20 the
+// optional scalar input 2 (default -2).
+int64_t dft_axis(const ir::Node& node, int64_t rank, int64_t opset, const Tensor* axis_input) {
+  int64_t axis = opset >= 20 ? -2 : node.attr_int("axis", 1);
+  if (axis_input) {
+    if (axis_input->numel() != 1 || (axis_input->dtype() != DType::Int64 && axis_input->dtype() != DType::Int32))
+      throw Error(node.describe() + ": axis must be a scalar int32 or int64, got " + axis_input->describe());
+    axis = axis_input->as_int64(0);
+  }
   // The last dim holds (re, im), so the transformed axis is one of the others.
   if (axis < -rank || axis >= rank - 1 || axis == -1)
     throw Error(node.describe() + ": axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank) +
@@ -88,7 +95,16 @@ void infer_dft(InferContext& ctx) {
   if (last.is_static() && last.value != 1 && last.value != 2)
     ctx.fail("the last dim must be 1 (real) or 2 (complex), got " + x.str());
   if (onesided && last.is_static() && last.value == 2) ctx.fail("onesided needs a real input, got " + x.str());
-  const int64_t axis = dft_axis(ctx.node(), x.rank());
+  if (ctx.opset() < 20 && ctx.has_input(2)) ctx.fail("the axis input arrived in opset 20; before, axis is an attribute");
+  const bool axis_input = ctx.opset() >= 20 && ctx.has_input(2);
+  const Tensor* axis_value = axis_input ? ctx.value(2) : nullptr;
+  if (axis_input && !axis_value) {  // known at run time only: every dim but the last may change
+    std::vector<ir::Dim> dims;
+    for (size_t i = 0; i + 1 < x.dims.size(); ++i) dims.push_back(ctx.fresh_dim());
+    dims.push_back(ir::Dim(2));
+    return ctx.set_output(0, x.dtype, dims);
+  }
+  const int64_t axis = dft_axis(ctx.node(), x.rank(), ctx.opset(), axis_value);
   ir::Dim len = x.dims[axis];
   if (ctx.has_input(1)) {
     const Tensor* v = ctx.value(1);
@@ -110,7 +126,8 @@ void dft_kernel(KernelContext& ctx) {
   const int64_t comps = x.dims().back();
   if (comps != 1 && comps != 2) ctx.fail("the last dim must be 1 (real) or 2 (complex), got " + x.describe());
   if (onesided && comps == 2) ctx.fail("onesided needs a real input, got " + x.describe());
-  const int64_t axis = dft_axis(ctx.node(), x.rank());
+  const int64_t axis = dft_axis(ctx.node(), x.rank(), ctx.opset(),
+                                ctx.opset() >= 20 && ctx.has_input(2) ? &ctx.input(2) : nullptr);
   const int64_t n_in = x.dim(static_cast<int>(axis));
   const int64_t len = ctx.has_input(1) ? scalar_int(ctx, ctx.input(1), "dft_length") : n_in;
   if (len < 1) ctx.fail("dft_length must be positive, got " + std::to_string(len));
@@ -332,7 +349,7 @@ void mel_kernel(KernelContext& ctx) {
 }  // namespace
 
 KILN_REGISTER_OPS(spectral) {
-  reg.add({.name = "DFT", .since_version = 17, .min_inputs = 1, .max_inputs = 2, .pattern = PatternKind::Opaque,
+  reg.add({.name = "DFT", .since_version = 17, .max_version = 20, .min_inputs = 1, .max_inputs = 3, .pattern = PatternKind::Opaque,
            .infer = infer_dft, .kernel = dft_kernel});
   reg.add({.name = "STFT", .since_version = 17, .min_inputs = 2, .max_inputs = 4, .pattern = PatternKind::Opaque,
            .infer = infer_stft, .kernel = stft_kernel});

@@ -194,4 +194,19 @@ TEST(MaxRoiPool, WholeAndPartialRegion) {
                kiln::Error);
 }
 
+// Opset 19 gave AveragePool dilations; the window's taps are `dilations` apart.
+TEST(AveragePool, DilationsFromOpset19) {
+  auto out = run_op({.op = "AveragePool", .inputs = {iota({1, 1, 4, 4})},
+                     .attrs = {{"kernel_shape", Attribute::of_ints({2, 2})}, {"dilations", Attribute::of_ints({2, 2})}},
+                     .opset = 19});
+  expect_near(out[0], Tensor::from_vector<float>({1, 1, 2, 2}, {6, 7, 10, 11}));
+  // Padding counted or not: the corner window of a padded input holds one real tap.
+  out = run_op({.op = "AveragePool", .inputs = {iota({1, 1, 3, 3})},
+                .attrs = {{"kernel_shape", Attribute::of_ints({2, 2})}, {"dilations", Attribute::of_ints({2, 2})},
+                          {"pads", Attribute::of_ints({1, 1, 1, 1})}, {"count_include_pad", Attribute::of_int(1)}},
+                .opset = 19});
+  ASSERT_EQ(out[0].dims(), (std::vector<int64_t>{1, 1, 3, 3}));
+  EXPECT_FLOAT_EQ(out[0].data<float>()[0], 5.f / 4.f);  // taps (-1,-1) (-1,1) (1,-1) (1,1): only x[1][1] = 5
+}
+
 }  // namespace kiln::testing

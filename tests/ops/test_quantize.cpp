@@ -165,3 +165,43 @@ TEST(QLinearConv, PerChannelWeightsInt8Conv1D) {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+// Opset 21: output_dtype names the type when there is no zero point; block quantization is
+// refused by name.
+TEST(QuantizeLinear, Opset21OutputDtypeAndBlockSize) {
+  Tensor y = Tensor::from_vector<float>({3}, {1, -3, 300});
+  auto out = run_op({.op = "QuantizeLinear", .inputs = {y, scalar_of(1.f)},
+                     .attrs = {{"output_dtype", ir::Attribute::of_int(static_cast<int64_t>(DType::Int8))}}, .opset = 21});
+  expect_near(out[0], Tensor::from_vector<int8_t>({3}, {1, -3, 127}));
+  EXPECT_THROW(run_op({.op = "QuantizeLinear", .inputs = {y, scalar_of(1.f), scalar_of<uint8_t>(0)},
+                       .attrs = {{"output_dtype", ir::Attribute::of_int(static_cast<int64_t>(DType::Int8))}}, .opset = 21}),
+               kiln::Error);  // disagrees with the zero point
+  EXPECT_THROW(run_op({.op = "QuantizeLinear", .inputs = {y, scalar_of(1.f)},
+                       .attrs = {{"output_dtype", ir::Attribute::of_int(static_cast<int64_t>(DType::Int16))}}, .opset = 21}),
+               kiln::UnsupportedError);
+  EXPECT_THROW(run_op({.op = "QuantizeLinear", .inputs = {y, scalar_of(1.f)},
+                       .attrs = {{"block_size", ir::Attribute::of_int(2)}}, .opset = 21}),
+               kiln::UnsupportedError);
+  EXPECT_THROW(run_op({.op = "DequantizeLinear", .inputs = {Tensor::from_vector<uint8_t>({2}, {1, 2}), scalar_of(1.f)},
+                       .attrs = {{"block_size", ir::Attribute::of_int(2)}}, .opset = 21}),
+               kiln::UnsupportedError);
+}
+
+// Opset 23: DequantizeLinear's output_dtype; QuantizeLinear's precision (kiln's is float32).
+TEST(DequantizeLinear, Opset23OutputDtypeAndPrecision) {
+  auto out = run_op({.op = "DequantizeLinear", .inputs = {Tensor::from_vector<uint8_t>({3}, {0, 2, 255}), scalar_of(0.5f)},
+                     .attrs = {{"output_dtype", ir::Attribute::of_int(static_cast<int64_t>(DType::Float16))}},
+                     .opset = 23});
+  ASSERT_EQ(out[0].dtype(), DType::Float16);
+  EXPECT_EQ(out[0].as_double(2), 127.5);
+  Tensor y = Tensor::from_vector<float>({2}, {1, 3});
+  EXPECT_NO_THROW(run_op({.op = "QuantizeLinear", .inputs = {y, scalar_of(1.f)},
+                          .attrs = {{"precision", ir::Attribute::of_int(static_cast<int64_t>(DType::Float))}}, .opset = 23}));
+  EXPECT_THROW(run_op({.op = "QuantizeLinear", .inputs = {y, scalar_of(1.f)},
+                       .attrs = {{"precision", ir::Attribute::of_int(static_cast<int64_t>(DType::Float16))}}, .opset = 23}),
+               kiln::UnsupportedError);
+}
+
+}  // namespace kiln::testing

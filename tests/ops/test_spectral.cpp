@@ -165,3 +165,30 @@ TEST(MelWeightMatrix, OnnxExample) {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+// Opset 20 moved the axis from an attribute to input 2, whose default is -2.
+TEST(DFT, Opset20AxisInput) {
+  Tensor x = random_float({3, 5, 7, 2}, -1, 1, 4);
+  expect_near(run_op({.op = "DFT", .inputs = {x}, .opset = 20})[0], naive_dft(x, 2, 7, false), 1e-5);
+  expect_near(run_op({.op = "DFT", .inputs = {x, Tensor(), Tensor::scalar<int64_t>(1)}, .opset = 20,
+                      .constant = {false, false, true}})[0],
+              naive_dft(x, 1, 5, false), 1e-5);
+  expect_near(run_op({.op = "DFT", .inputs = {x, Tensor::scalar<int64_t>(4), Tensor::scalar<int64_t>(0)}, .opset = 20,
+                      .constant = {false, true, true}})[0],
+              naive_dft(x, 0, 4, false), 1e-5);
+  // The attribute no longer counts; before opset 20 the input does not exist.
+  expect_near(run_op({.op = "DFT", .inputs = {x}, .attrs = {{"axis", Attribute::of_int(1)}}, .opset = 20})[0],
+              naive_dft(x, 2, 7, false), 1e-5);
+  EXPECT_THROW(run_op({.op = "DFT", .inputs = {x, Tensor(), Tensor::scalar<int64_t>(1)}, .opset = 19,
+                       .constant = {false, false, true}}),
+               kiln::Error);
+  // An axis known only at run time leaves every dim but the last unknown.
+  auto t = infer_op("DFT", {T(DType::Float, {3, 5, 7, 2}), T(DType::Int64, {}), T(DType::Int64, {})}, {}, 1, 20);
+  EXPECT_EQ(t[0].rank(), 4);
+  EXPECT_FALSE(t[0].dims[0].is_static());
+  EXPECT_EQ(t[0].dims[3].value, 2);
+}
+
+}  // namespace kiln::testing

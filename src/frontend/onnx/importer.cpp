@@ -24,6 +24,7 @@
 
 #include "frontend/onnx/raw_data_split.h"
 #include "frontend/onnx/tensor_proto.h"
+#include "ops/core/onnx_versions.h"
 #include "ir/zeroed_memory.h"
 
 namespace kiln::onnx_fe {
@@ -293,8 +294,9 @@ std::unique_ptr<ir::Graph> load_model_view(std::string_view bytes, const fs::pat
   }
   if (!g->opsets.count("")) g->opsets[""] = 1;
   const int64_t opset = g->opsets[""];
-  if (opset < 1 || opset > 17)
-    throw UnsupportedError("model uses opset " + std::to_string(opset) + " of ai.onnx; kiln supports opsets 1 to 17");
+  if (opset < 1 || opset > ops::kMaxOnnxOpset)
+    throw UnsupportedError("model uses opset " + std::to_string(opset) + " of ai.onnx; kiln supports opsets 1 to " +
+                           std::to_string(ops::kMaxOnnxOpset));
   Importer(model_dir, opts, split ? &split->raw : nullptr).import_graph(model.graph(), *g, 0);
   if (g->outputs().empty()) throw Error("not a valid ONNX model: the graph has no outputs");
   return g;

@@ -121,6 +121,10 @@ struct OpDef {
   std::string name;
   std::string domain;     // "" = ai.onnx
   int since_version = 1;  // lowest opset this definition accepts
+  // The newest ai.onnx version of the op this definition implements, or refuses by name where
+  // it does not (a mode, a type): a model whose opset selects a later change listed in
+  // onnx_versions.h is refused.
+  int max_version = 17;
   int min_inputs = 0, max_inputs = 0;  // max -1 = variadic
   int min_outputs = 1, max_outputs = 1;
   PatternKind pattern = PatternKind::Opaque;

@@ -1,5 +1,7 @@
 #include "ops/core/registry.h"
 
+#include "ops/core/onnx_versions.h"
+
 namespace kiln::ops {
 
 Registry& Registry::instance() {
@@ -26,6 +28,10 @@ const OpDef& Registry::lookup(const ir::Node& node) const {
     throw UnsupportedError(node.describe() + ": op '" + node.op_type() + "' at opset " + std::to_string(opset) +
                            " is not supported (kiln implements it from opset " +
                            std::to_string(def->since_version) + ")");
+  if (dom == "ai.onnx")
+    if (const OnnxVersionChange* c = onnx_version_change(node.op_type(), opset); c && c->version > def->max_version)
+      throw UnsupportedError(node.describe() + ": " + node.op_type() + "-" + std::to_string(c->version) + " (opset " +
+                             std::to_string(opset) + ") brought " + c->what + ", which kiln does not implement yet");
   return *def;
 }
 
