@@ -1,5 +1,5 @@
 // Normalizations: BatchNormalization, LayerNormalization, InstanceNormalization,
-// GroupNormalization, LpNormalization, LRN and MeanVarianceNormalization.
+// GroupNormalization, RMSNormalization, LpNormalization, LRN and MeanVarianceNormalization.
 //
 // Statistics are accumulated in double whatever the element type; per-channel parameters
 // (scale, bias, mean, var) are read as double too, which also covers BatchNormalization-15
@@ -481,6 +481,52 @@ void mvn_kernel(KernelContext& ctx) {
   });
 }
 
+// ---------------------------------------------------------------- RMSNormalization (opset 23)
+
+void infer_rmsnorm(InferContext& ctx) {
+  require_float(ctx, ctx.input(0).dtype, "X");
+  require_float(ctx, ctx.input(1).dtype, "scale");
+  const int64_t stash = ctx.node().attr_int("stash_type", 1);
+  DType stat_type = DType::Float;
+  try {
+    stat_type = dtype_from_onnx(static_cast<int32_t>(stash));
+  } catch (const Error&) {
+    ctx.fail("stash_type " + std::to_string(stash) + " is not a data type");
+  }
+  require_float(ctx, stat_type, "stash_type");
+  if (ctx.input(0).rank_known) normalize_axis(ctx.node().attr_int("axis", -1), ctx.input(0).rank(), ctx.node());
+  infer_same_as_input(ctx);
+}
+
+// Y = X / sqrt(mean(X^2 over [axis, rank)) + epsilon), in X's type, times scale (ONNX's
+// function: the normalized value is cast back to X's type before the scale multiplies it).
+void rmsnorm_kernel(KernelContext& ctx) {
+  const kiln::Tensor& x = ctx.input(0);
+  const int64_t axis = normalize_axis(ctx.node().attr_int("axis", -1), x.rank(), ctx.node());
+  const double eps = ctx.node().attr_float("epsilon", 1e-5f);
+  const std::vector<int64_t> norm(x.dims().begin() + axis, x.dims().end());
+  const int64_t outer = product(x.dims(), 0, axis), m = product(norm);
+  const std::vector<double> scale = expand_param(ctx, ctx.input(1), norm, "scale");
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* xp = x.data<T>();
+    T* yp = ctx.make_output(0, x.dtype(), x.dims()).template data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      const T* row = xp + o * m;
+      double sq = 0;
+      for (int64_t j = 0; j < m; ++j) {
+        const double v = static_cast<double>(static_cast<compute_t<T>>(row[j]));
+        sq += v * v;
+      }
+      const double inv = 1.0 / std::sqrt((m ? sq / m : 0.0) + eps);
+      for (int64_t j = 0; j < m; ++j) {
+        const T normalized = from_double<T>(static_cast<double>(static_cast<compute_t<T>>(row[j])) * inv);
+        yp[o * m + j] = from_double<T>(static_cast<double>(static_cast<compute_t<T>>(normalized)) * scale[j]);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 KILN_REGISTER_OPS(norm) {
@@ -492,6 +538,8 @@ KILN_REGISTER_OPS(norm) {
   reg.add({.name = "LayerNormalization", .since_version = 1, .min_inputs = 2, .max_inputs = 3,
            .min_outputs = 1, .max_outputs = 3, .pattern = PatternKind::Opaque,
            .infer = infer_layernorm, .kernel = layernorm_kernel});
+  reg.add({.name = "RMSNormalization", .since_version = 23, .max_version = 23, .min_inputs = 2, .max_inputs = 2,
+           .pattern = PatternKind::Opaque, .infer = infer_rmsnorm, .kernel = rmsnorm_kernel});
   reg.add({.name = "InstanceNormalization", .min_inputs = 3, .max_inputs = 3, .pattern = PatternKind::Opaque,
            .infer = infer_instancenorm, .kernel = instancenorm_kernel});
   reg.add({.name = "GroupNormalization", .since_version = 18, .max_version = 21, .min_inputs = 3, .max_inputs = 3,

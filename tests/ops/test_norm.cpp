@@ -161,4 +161,28 @@ TEST(MeanVarianceNormalization, DefaultAxes) {
   EXPECT_THROW(infer_op("MeanVarianceNormalization", {T(DType::Float, {2, 2})}), kiln::Error);
 }
 
+// RMSNormalization (opset 23): x / sqrt(mean(x^2) + eps) * scale over [axis, rank).
+TEST(RMSNormalization, HandComputedAndOddShapes) {
+  auto out = run_op({.op = "RMSNormalization", .inputs = {F({2, 2}, {3, 4, 1, -1}), F({2}, {1, 2})},
+                     .attrs = {{"epsilon", A::of_float(0)}}, .opset = 23});
+  const float r0 = std::sqrt(12.5f);
+  expect_near(out[0], F({2, 2}, {3 / r0, 8 / r0, 1, -2}));
+  // Leading axis, scale broadcast over the normalized dims [5, 7] from [7].
+  Tensor x = random_float({3, 5, 7}, -2, 2, 11);
+  Tensor scale = random_float({7}, 0.5f, 2, 12);
+  out = run_op({.op = "RMSNormalization", .inputs = {x, scale}, .attrs = {{"axis", A::of_int(1)}}, .opset = 23});
+  Tensor e(DType::Float, {3, 5, 7});
+  for (int n = 0; n < 3; ++n) {
+    const float* r = x.data<float>() + n * 35;
+    double sq = 0;
+    for (int j = 0; j < 35; ++j) sq += double(r[j]) * r[j];
+    const double inv = 1 / std::sqrt(sq / 35 + 1e-5);
+    for (int j = 0; j < 35; ++j) e.data<float>()[n * 35 + j] = float(r[j] * inv * scale.data<float>()[j % 7]);
+  }
+  expect_near(out[0], e, 1e-5, 1e-5);
+  EXPECT_THROW(run_op({.op = "RMSNormalization", .inputs = {x, random_float({4})}, .opset = 23}), kiln::Error);
+  EXPECT_THROW(run_op({.op = "RMSNormalization", .inputs = {x, scale}, .attrs = {{"axis", A::of_int(3)}}, .opset = 23}),
+               kiln::Error);
+}
+
 }  // namespace kiln::testing
