@@ -29,6 +29,7 @@ const std::vector<OnnxVersionChange>& onnx_version_changes() {
         {"DequantizeLinear", 23, "the output_dtype attribute"},
         {"Cast", 24, "the round_mode attribute (float8e8m0 outputs)"},
         {"CastLike", 24, "the round_mode attribute (float8e8m0 outputs)"},
+        {"Attention", 24, "the nonpad_kv_seqlen input"},
     };
     // ReduceSum moved its axes to an input at opset 13, the others at 18.
     for (const char* op : {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
