@@ -284,6 +284,14 @@ KILN_REGISTER_OPS(activation) {
   add_float_unary(reg, "Mish", 18, [](const ir::Node&) {
     return [](auto x) -> decltype(x) { return x * std::tanh(softplus(x)); };
   });
+  // Swish (opset 24): x * sigmoid(alpha * x).
+  add_float_unary(reg, "Swish", 24, [](const ir::Node& n) {
+    const float alpha = n.attr_float("alpha", 1.f);
+    return [alpha](auto x) -> decltype(x) {
+      using C = decltype(x);
+      return x / (C(1) + std::exp(-static_cast<C>(alpha) * x));
+    };
+  });
   reg.add({.name = "Shrink", .since_version = 9, .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::ElemWise,
            .infer = infer_numeric_unary, .kernel = shrink_kernel});
 

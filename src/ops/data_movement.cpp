@@ -430,34 +430,28 @@ int64_t pad_source(int64_t o, int64_t begin, int64_t dim, const std::string& mod
   return c < dim ? c : period - c;
 }
 
-void kernel_pad(KernelContext& ctx) {
-  const Tensor& in = ctx.input(0);
+// Output 0 of shape out_dims: `in` shifted by `begin` per axis (negative: cropped), the cells
+// outside it by `mode` (Pad's modes) or, for "constant", the fill value (Pad's own when
+// `pad_fill`, else zero).
+void pad_copy(KernelContext& ctx, const Tensor& in, const std::vector<int64_t>& begin,
+              const std::vector<int64_t>& out_dims, const std::string& mode, bool pad_fill) {
   const int64_t r = in.rank();
-  PadArgs p;
-  pad_args(ctx.node(), ctx.opset(), r, [&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; }, p);
-  std::vector<int64_t> out_dims(r);
-  for (int64_t i = 0; i < r; ++i) {
-    out_dims[i] = in.dim(static_cast<int>(i)) + p.pads[i] + p.pads[i + r];
-    if (out_dims[i] < 0) ctx.fail("pads crop more than axis " + std::to_string(i) + " holds");
-    if (in.dim(static_cast<int>(i)) == 0 && out_dims[i] > 0 && p.mode != "constant")
-      ctx.fail("cannot " + p.mode + "-pad an empty axis");
-  }
   Tensor& out = ctx.make_output(0, in.dtype(), out_dims);
   if (out.numel() == 0) return;
   // Per axis, the source coordinate of every output coordinate.
   std::vector<std::vector<int64_t>> src(r);
   for (int64_t i = 0; i < r; ++i)
-    for (int64_t o = 0; o < out_dims[i]; ++o) src[i].push_back(pad_source(o, p.pads[i], in.dim(static_cast<int>(i)), p.mode));
+    for (int64_t o = 0; o < out_dims[i]; ++o) src[i].push_back(pad_source(o, begin[i], in.dim(static_cast<int>(i)), mode));
   std::vector<int64_t> strides = strides_of(in.dims());
   dispatch_all(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T fill{};
     if constexpr (!std::is_same_v<T, std::string>) {
       double v = 0;
-      if (ctx.opset() < 11) v = ctx.node().attr_float("value", 0.f);
-      else if (ctx.has_input(2) && ctx.input(2).numel() > 0) v = ctx.input(2).as_double(0);
+      if (pad_fill && ctx.opset() < 11) v = ctx.node().attr_float("value", 0.f);
+      else if (pad_fill && ctx.has_input(2) && ctx.input(2).numel() > 0) v = ctx.input(2).as_double(0);
       fill = static_cast<T>(static_cast<compute_t<T>>(v));
-    } else if (ctx.opset() >= 11 && ctx.has_input(2) && ctx.input(2).numel() > 0) {
+    } else if (pad_fill && ctx.opset() >= 11 && ctx.has_input(2) && ctx.input(2).numel() > 0) {
       fill = ctx.input(2).data<std::string>()[0];
     }
     const T* s = in.data<T>();
@@ -479,6 +473,72 @@ void kernel_pad(KernelContext& ctx) {
       o += inner;
     } while (next_index(row, row_dims));
   });
+}
+
+void kernel_pad(KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  const int64_t r = in.rank();
+  PadArgs p;
+  pad_args(ctx.node(), ctx.opset(), r, [&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; }, p);
+  std::vector<int64_t> out_dims(r);
+  for (int64_t i = 0; i < r; ++i) {
+    out_dims[i] = in.dim(static_cast<int>(i)) + p.pads[i] + p.pads[i + r];
+    if (out_dims[i] < 0) ctx.fail("pads crop more than axis " + std::to_string(i) + " holds");
+    if (in.dim(static_cast<int>(i)) == 0 && out_dims[i] > 0 && p.mode != "constant")
+      ctx.fail("cannot " + p.mode + "-pad an empty axis");
+  }
+  pad_copy(ctx, in, std::vector<int64_t>(p.pads.begin(), p.pads.begin() + r), out_dims, p.mode, true);
+}
+
+// ---------------------------------------------------------------- CenterCropPad (opset 18)
+
+// The axes and target extents: `shape` (1-D int64) gives one extent per axis of the `axes`
+// attribute (default: every axis).
+template <typename Ctx>
+std::vector<int64_t> center_crop_axes(const Ctx& ctx, int64_t rank, const Tensor& shape) {
+  if (shape.rank() != 1 || (shape.dtype() != DType::Int64 && shape.dtype() != DType::Int32))
+    ctx.fail("shape must be a 1-D integer tensor, got " + shape.describe());
+  std::vector<int64_t> axes;
+  if (ctx.node().attrs.count("axes")) {
+    for (int64_t a : ctx.node().attr_ints("axes")) axes.push_back(normalize_axis(a, rank, ctx.node()));
+  } else {
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  }
+  if (static_cast<int64_t>(axes.size()) != shape.numel())
+    ctx.fail("shape has " + std::to_string(shape.numel()) + " extents for " + std::to_string(axes.size()) + " axes");
+  for (int64_t i = 0; i < shape.numel(); ++i)
+    if (shape.as_int64(i) < 0) ctx.fail("shape extents must be non-negative, got " + std::to_string(shape.as_int64(i)));
+  return axes;
+}
+
+void infer_center_crop_pad(InferContext& ctx) {
+  const ir::TensorType& in = ctx.input(0);
+  if (!in.rank_known) return ctx.set_output(0, ir::TensorType::unranked(in.dtype));
+  std::vector<ir::Dim> out = in.dims;
+  const Tensor* shape = ctx.value(1);
+  if (!shape) {
+    const std::vector<int64_t> all = ctx.node().attrs.count("axes") ? ctx.node().attr_ints("axes") : std::vector<int64_t>{};
+    if (all.empty()) out = fresh_dims(ctx, in.rank());
+    for (int64_t a : all) out[normalize_axis(a, in.rank(), ctx.node())] = ctx.fresh_dim();
+    return ctx.set_output(0, in.dtype, out);
+  }
+  const std::vector<int64_t> axes = center_crop_axes(ctx, in.rank(), *shape);
+  for (size_t i = 0; i < axes.size(); ++i) out[axes[i]] = ir::Dim(shape->as_int64(static_cast<int64_t>(i)));
+  ctx.set_output(0, in.dtype, out);
+}
+
+// Each listed axis cropped or zero-padded to its extent around the centre; an odd difference
+// leaves the extra element at the end.
+void kernel_center_crop_pad(KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  const std::vector<int64_t> axes = center_crop_axes(ctx, in.rank(), ctx.input(1));
+  std::vector<int64_t> out_dims = in.dims(), begin(in.rank(), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t want = ctx.input(1).as_int64(static_cast<int64_t>(i)), delta = want - in.dim(static_cast<int>(axes[i]));
+    begin[axes[i]] = delta >= 0 ? delta / 2 : -((-delta) / 2);
+    out_dims[axes[i]] = want;
+  }
+  pad_copy(ctx, in, begin, out_dims, "constant", false);
 }
 
 // ---------------------------------------------------------------- DepthToSpace / SpaceToDepth
@@ -629,6 +689,8 @@ KILN_REGISTER_OPS(data_movement) {
            .infer = infer_slice, .kernel = kernel_slice});
   reg.add({.name = "Tile", .min_inputs = 2, .max_inputs = 2, .pattern = PatternKind::Injective,
            .infer = infer_tile, .kernel = kernel_tile});
+  reg.add({.name = "CenterCropPad", .since_version = 18, .min_inputs = 2, .max_inputs = 2,
+           .pattern = PatternKind::Injective, .infer = infer_center_crop_pad, .kernel = kernel_center_crop_pad});
   reg.add({.name = "Pad", .max_version = 19, .min_inputs = 1, .max_inputs = 4, .pattern = PatternKind::Injective,
            .infer = infer_pad, .kernel = kernel_pad});
   reg.add({.name = "DepthToSpace", .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::Injective,

@@ -1,7 +1,11 @@
 // Indexing ops: Gather, GatherElements, GatherND, Scatter(Elements|ND), OneHot, NonZero, Compress.
 // Every index is bounds-checked before it is used: a bad index is a kiln::Error naming the
 // node, never an out-of-bounds read or write.
+#include <kiln/error.h>
+
 #include <algorithm>
+#include <cstring>
+#include <string>
 
 #include "ops/core/dispatch.h"
 #include "ops/core/registry.h"
@@ -424,6 +428,55 @@ void kernel_compress(KernelContext& ctx) {
   });
 }
 
+// ---------------------------------------------------------------- TensorScatter (opset 24)
+
+// A KV-cache update: the present cache is past_cache with `update` written along `axis` from
+// write_indices[b] (one per batch, default 0) on; mode "circular" wraps past the cache's end,
+// "linear" must fit. Every other dim of update matches the cache's.
+void infer_tensor_scatter(InferContext& ctx) {
+  const ir::TensorType &past = ctx.input(0), &upd = ctx.input(1);
+  if (upd.dtype != past.dtype) ctx.fail("update must have past_cache's type, got " + upd.str());
+  if (ctx.has_input(2) && ctx.input(2).dtype != DType::Int64) ctx.fail("write_indices must be int64, got " + ctx.input(2).str());
+  const std::string mode = ctx.node().attr_string("mode", "linear");
+  if (mode != "linear" && mode != "circular") ctx.fail("mode must be linear or circular, got '" + mode + "'");
+  ctx.set_output(0, past);
+}
+
+void kernel_tensor_scatter(KernelContext& ctx) {
+  const Tensor &past = ctx.input(0), &upd = ctx.input(1);
+  const Tensor* idx = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  const std::string mode = ctx.node().attr_string("mode", "linear");
+  if (past.rank() < 2 || upd.rank() != past.rank()) ctx.fail("past_cache and update must have one rank of at least 2");
+  const int64_t axis = normalize_axis(ctx.node().attr_int("axis", -2), past.rank(), ctx.node());
+  if (axis == 0) ctx.fail("axis must not be the batch axis");
+  for (int64_t i = 0; i < past.rank(); ++i)
+    if (i == axis ? upd.dim(static_cast<int>(i)) > past.dim(static_cast<int>(i))
+                  : upd.dim(static_cast<int>(i)) != past.dim(static_cast<int>(i)))
+      ctx.fail("update " + upd.describe() + " does not fit past_cache " + past.describe() + " along axis " + std::to_string(axis));
+  const int64_t B = past.dim(0), max_len = past.dim(static_cast<int>(axis)), len = upd.dim(static_cast<int>(axis));
+  if (idx && (idx->rank() != 1 || idx->dim(0) != B)) ctx.fail("write_indices must be [" + std::to_string(B) + "], got " + idx->describe());
+  if (past.dtype() == DType::String) throw UnsupportedError(ctx.node().describe() + ": string caches are not supported");
+  Tensor& out = ctx.make_output(0, past.dtype(), past.dims());
+  const size_t esz = dtype_size(past.dtype());
+  std::memcpy(out.raw(), past.raw(), past.nbytes());
+  // [B, mid, axis, inner]: mid spans the dims between the batch and the axis.
+  const int64_t mid = product(past.dims(), 1, axis), inner = product(past.dims(), axis + 1, past.rank());
+  const char* u = static_cast<const char*>(upd.raw());
+  char* o = static_cast<char*>(out.raw());
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t start = idx ? idx->data<int64_t>()[b] : 0;
+    if (start < 0 || (mode == "linear" && start + len > max_len) || (mode == "circular" && start >= max_len && max_len > 0))
+      ctx.fail("write index " + std::to_string(start) + " for batch " + std::to_string(b) + " does not fit " +
+               std::to_string(len) + " steps into " + std::to_string(max_len) + " (" + mode + ")");
+    for (int64_t m = 0; m < mid; ++m)
+      for (int64_t s = 0; s < len; ++s) {
+        const int64_t t = mode == "circular" ? (start + s) % max_len : start + s;
+        std::memcpy(o + (((b * mid + m) * max_len + t) * inner) * esz, u + (((b * mid + m) * len + s) * inner) * esz,
+                    static_cast<size_t>(inner) * esz);
+      }
+  }
+}
+
 }  // namespace
 
 KILN_REGISTER_OPS(gather_scatter) {
@@ -437,6 +490,8 @@ KILN_REGISTER_OPS(gather_scatter) {
            .pattern = PatternKind::Opaque, .infer = infer_scatter, .kernel = kernel_scatter_nd});
   reg.add({.name = "ScatterElements", .since_version = 11, .max_version = 18, .min_inputs = 3, .max_inputs = 3,
            .pattern = PatternKind::Opaque, .infer = infer_scatter, .kernel = kernel_scatter_elements});
+  reg.add({.name = "TensorScatter", .since_version = 24, .min_inputs = 2, .max_inputs = 3,
+           .pattern = PatternKind::Opaque, .infer = infer_tensor_scatter, .kernel = kernel_tensor_scatter});
   reg.add({.name = "Scatter", .since_version = 9, .min_inputs = 3, .max_inputs = 3,
            .pattern = PatternKind::Opaque, .infer = infer_scatter, .kernel = kernel_scatter_elements});
   reg.add({.name = "OneHot", .since_version = 9, .min_inputs = 3, .max_inputs = 3,

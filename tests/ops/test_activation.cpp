@@ -57,6 +57,9 @@ TEST(Activation, Formulas) {
               map(x, [](double v) { return v > 2 ? v : 0; }));
   expect_near(run_op({.op = "Mish", .inputs = {x}, .opset = 18})[0],
               map(x, [](double v) { return v * std::tanh(std::log(1 + std::exp(v))); }));
+  expect_near(run_op({.op = "Swish", .inputs = {x}, .opset = 24})[0], map(x, [](double v) { return v / (1 + std::exp(-v)); }));
+  expect_near(run_op({.op = "Swish", .inputs = {x}, .attrs = F({{"alpha", 1.7f}}), .opset = 24})[0],
+              map(x, [](double v) { return v / (1 + std::exp(-1.7 * v)); }));
   expect_near(run_op({.op = "Gelu", .inputs = {x}})[0],
               map(x, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }));
   ir::Attributes tanh_attr = {{"approximate", ir::Attribute::of_string("tanh")}};

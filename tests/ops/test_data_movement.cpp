@@ -162,3 +162,26 @@ TEST(EyeLike, OffsetAndDtype) {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+// CenterCropPad (opset 18): crop or zero-pad each listed axis around its centre; an odd
+// difference puts the extra element at the end.
+TEST(CenterCropPad, CropPadAndAxes) {
+  Tensor x = Tensor::from_vector<float>({5}, {1, 2, 3, 4, 5});
+  auto out = run_op({.op = "CenterCropPad", .inputs = {x, Tensor::from_vector<int64_t>({1}, {2})}, .opset = 18,
+                     .constant = {false, true}});
+  expect_near(out[0], Tensor::from_vector<float>({2}, {2, 3}));  // drops 1 at the start, 2 at the end
+  out = run_op({.op = "CenterCropPad", .inputs = {x, Tensor::from_vector<int64_t>({1}, {8})}, .opset = 18,
+                .constant = {false, true}});
+  expect_near(out[0], Tensor::from_vector<float>({8}, {0, 1, 2, 3, 4, 5, 0, 0}));
+  // [2, 3] -> axes [-1]: the last axis padded to 4, the first untouched.
+  Tensor m = Tensor::from_vector<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6});
+  out = run_op({.op = "CenterCropPad", .inputs = {m, Tensor::from_vector<int64_t>({1}, {4})},
+                .attrs = {{"axes", ir::Attribute::of_ints({-1})}}, .opset = 18, .constant = {false, true}});
+  expect_near(out[0], Tensor::from_vector<int32_t>({2, 4}, {1, 2, 3, 0, 4, 5, 6, 0}));
+  EXPECT_THROW(run_op({.op = "CenterCropPad", .inputs = {m, Tensor::from_vector<int64_t>({1}, {4})}, .opset = 18}),
+               kiln::Error);  // one extent for two axes
+}
+
+}  // namespace kiln::testing

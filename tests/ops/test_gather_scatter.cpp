@@ -135,3 +135,28 @@ TEST(Compress, AxisAndFlat) {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+// TensorScatter (opset 24): rows written into a cache at per-batch positions, linear or wrapping.
+TEST(TensorScatter, LinearAndCircularWrites) {
+  // Cache [2, 1, 4, 2] (batch, heads, seq, dim), update [2, 1, 2, 2].
+  Tensor past(DType::Float, {2, 1, 4, 2});
+  Tensor upd = Tensor::from_vector<float>({2, 1, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  auto out = run_op({.op = "TensorScatter", .inputs = {past, upd, Tensor::from_vector<int64_t>({2}, {1, 2})}, .opset = 24});
+  expect_near(out[0], Tensor::from_vector<float>({2, 1, 4, 2}, {0, 0, 1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 5, 6, 7, 8}));
+  out = run_op({.op = "TensorScatter", .inputs = {past, upd, Tensor::from_vector<int64_t>({2}, {3, 0})},
+                .attrs = {{"mode", ir::Attribute::of_string("circular")}}, .opset = 24});
+  expect_near(out[0], Tensor::from_vector<float>({2, 1, 4, 2}, {3, 4, 0, 0, 0, 0, 1, 2, 5, 6, 7, 8, 0, 0, 0, 0}));
+  // No indices: from 0. Axis 1 of a 3-D cache.
+  out = run_op({.op = "TensorScatter",
+                .inputs = {Tensor(DType::Float, {1, 3, 1}), Tensor::from_vector<float>({1, 1, 1}, {9})},
+                .attrs = {{"axis", ir::Attribute::of_int(1)}}, .opset = 24});
+  expect_near(out[0], Tensor::from_vector<float>({1, 3, 1}, {9, 0, 0}));
+  EXPECT_THROW(run_op({.op = "TensorScatter", .inputs = {past, upd, Tensor::from_vector<int64_t>({2}, {3, 0})}, .opset = 24}),
+               kiln::Error);  // linear past the end
+  EXPECT_THROW(run_op({.op = "TensorScatter", .inputs = {past, Tensor(DType::Float, {2, 1, 2, 3})}, .opset = 24}),
+               kiln::Error);  // dims disagree
+}
+
+}  // namespace kiln::testing
