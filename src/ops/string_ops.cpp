@@ -1,4 +1,5 @@
-// Text ops: StringNormalizer (opset 10) and TfIdfVectorizer (opset 9).
+// Text ops: StringNormalizer (opset 10), TfIdfVectorizer (opset 9), StringConcat and
+// StringSplit (opset 20).
 //
 // Casing is ASCII-only (the C locale): bytes outside A-Z/a-z, including every byte of a
 // multi-byte UTF-8 sequence, pass through unchanged, so UTF-8 text stays valid. Only locales
@@ -213,11 +214,100 @@ void tfidf_kernel(KernelContext& ctx) {
   tfidf_count<int64_t>(s, ctx.node().attr_ints("pool_int64s"), xv.data(), rows, cols, y.data<float>());
 }
 
+// ---------------------------------------------------------------- StringConcat / StringSplit
+
+void infer_string_concat(InferContext& ctx) {
+  for (int i : {0, 1})
+    if (ctx.input(i).dtype != DType::String) ctx.fail("inputs must be strings, got " + ctx.input(i).str());
+  ctx.set_output(0, broadcast_types(ctx, {ctx.input(0), ctx.input(1)}, DType::String));
+}
+
+void string_concat_kernel(KernelContext& ctx) {
+  const Tensor &a = ctx.input(0), &b = ctx.input(1);
+  if (a.dtype() != DType::String || b.dtype() != DType::String) ctx.fail("inputs must be strings");
+  const std::vector<int64_t> out = broadcast_dims({a.dims(), b.dims()}, ctx.node());
+  Tensor& y = ctx.make_output(0, DType::String, out);
+  std::string* py = y.data<std::string>();
+  const std::string *pa = a.data<std::string>(), *pb = b.data<std::string>();
+  BroadcastWalker(out, {a.dims(), b.dims()}).run([&](int64_t i, const int64_t* off) { py[i] = pa[off[0]] + pb[off[1]]; });
+}
+
+// Python's str.split: on `delim` (empty strings between adjacent delimiters kept), or with no
+// delimiter on runs of ASCII whitespace (none kept); at most `maxsplit` splits when >= 0.
+std::vector<std::string> split_string(const std::string& s, const std::string& delim, int64_t maxsplit) {
+  std::vector<std::string> parts;
+  if (!delim.empty()) {
+    size_t at = 0;
+    while (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) {
+      const size_t hit = s.find(delim, at);
+      if (hit == std::string::npos) break;
+      parts.push_back(s.substr(at, hit - at));
+      at = hit + delim.size();
+    }
+    parts.push_back(s.substr(at));
+    return parts;
+  }
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
+  size_t i = 0;
+  while (true) {
+    while (i < s.size() && space(s[i])) ++i;
+    if (i == s.size()) break;
+    if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {  // the rest, as it is
+      parts.push_back(s.substr(i));
+      break;
+    }
+    const size_t start = i;
+    while (i < s.size() && !space(s[i])) ++i;
+    parts.push_back(s.substr(start, i - start));
+  }
+  return parts;
+}
+
+void infer_string_split(InferContext& ctx) {
+  const ir::TensorType& x = ctx.input(0);
+  if (x.dtype != DType::String) ctx.fail("input must be strings, got " + x.str());
+  if (!x.rank_known) {
+    ctx.set_output(0, ir::TensorType::unranked(DType::String));
+    if (ctx.has_output(1)) ctx.set_output(1, ir::TensorType::unranked(DType::Int64));
+    return;
+  }
+  std::vector<ir::Dim> dims = x.dims;
+  if (ctx.has_output(1)) ctx.set_output(1, DType::Int64, dims);
+  dims.push_back(ctx.fresh_dim());  // the most substrings of any element
+  ctx.set_output(0, DType::String, dims);
+}
+
+void string_split_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.dtype() != DType::String) ctx.fail("input must be strings, got " + x.describe());
+  const std::string delim = ctx.node().attr_string("delimiter", "");
+  const int64_t maxsplit = ctx.node().attrs.count("maxsplit") ? ctx.node().attr_int("maxsplit", -1) : -1;
+  std::vector<std::vector<std::string>> parts(static_cast<size_t>(x.numel()));
+  int64_t most = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    parts[i] = split_string(x.data<std::string>()[i], delim, maxsplit);
+    most = std::max<int64_t>(most, static_cast<int64_t>(parts[i].size()));
+  }
+  std::vector<int64_t> dims = x.dims();
+  if (ctx.has_output(1)) {
+    Tensor& z = ctx.make_output(1, DType::Int64, dims);
+    for (int64_t i = 0; i < x.numel(); ++i) z.data<int64_t>()[i] = static_cast<int64_t>(parts[i].size());
+  }
+  dims.push_back(most);
+  Tensor& y = ctx.make_output(0, DType::String, dims);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    for (size_t j = 0; j < parts[i].size(); ++j) y.data<std::string>()[i * most + static_cast<int64_t>(j)] = parts[i][j];
+}
+
 }  // namespace
 
 KILN_REGISTER_OPS(string_ops) {
   reg.add({.name = "StringNormalizer", .since_version = 10, .min_inputs = 1, .max_inputs = 1,
            .pattern = PatternKind::Opaque, .infer = infer_string_normalizer, .kernel = string_normalizer_kernel});
+  reg.add({.name = "StringConcat", .since_version = 20, .min_inputs = 2, .max_inputs = 2,
+           .pattern = PatternKind::Opaque, .infer = infer_string_concat, .kernel = string_concat_kernel});
+  reg.add({.name = "StringSplit", .since_version = 20, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+           .max_outputs = 2, .pattern = PatternKind::Opaque, .infer = infer_string_split, .kernel = string_split_kernel});
   reg.add({.name = "TfIdfVectorizer", .since_version = 9, .min_inputs = 1, .max_inputs = 1,
            .pattern = PatternKind::Opaque, .infer = infer_tfidf, .kernel = tfidf_kernel});
 }

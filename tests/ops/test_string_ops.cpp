@@ -126,3 +126,39 @@ TEST(TfIdfVectorizer, InferenceAndErrors) {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+namespace {
+Tensor strings(std::vector<int64_t> dims, std::vector<std::string> v) {
+  Tensor t(DType::String, std::move(dims));
+  for (size_t i = 0; i < v.size(); ++i) t.data<std::string>()[i] = v[i];
+  return t;
+}
+std::vector<std::string> values(const Tensor& t) {
+  return std::vector<std::string>(t.data<std::string>(), t.data<std::string>() + t.numel());
+}
+}  // namespace
+
+TEST(StringConcat, Broadcasting) {
+  auto out = run_op({.op = "StringConcat", .inputs = {strings({2, 1}, {"a", "bc"}), strings({3}, {"x", "", "é"})}, .opset = 20});
+  EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(values(out[0]), (std::vector<std::string>{"ax", "a", "aé", "bcx", "bc", "bcé"}));
+}
+
+// Python's str.split: a delimiter keeps empty pieces; whitespace splitting drops them; maxsplit
+// leaves the rest whole. The output pads every element's pieces to the most any has.
+TEST(StringSplit, DelimiterWhitespaceAndMaxsplit) {
+  Tensor x = strings({3}, {"a,,b", "", "c"});
+  auto out = run_op({.op = "StringSplit", .inputs = {x}, .attrs = {{"delimiter", ir::Attribute::of_string(",")}},
+                     .num_outputs = 2, .opset = 20});
+  EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(values(out[0]), (std::vector<std::string>{"a", "", "b", "", "", "", "c", "", ""}));
+  expect_near(out[1], Tensor::from_vector<int64_t>({3}, {3, 1, 1}));
+  out = run_op({.op = "StringSplit", .inputs = {strings({2}, {"  a b  c  ", " "})},
+                .attrs = {{"maxsplit", ir::Attribute::of_int(1)}}, .num_outputs = 2, .opset = 20});
+  EXPECT_EQ(values(out[0]), (std::vector<std::string>{"a", "b  c  ", "", ""}));
+  expect_near(out[1], Tensor::from_vector<int64_t>({2}, {2, 0}));
+}
+
+}  // namespace kiln::testing
