@@ -223,9 +223,87 @@ void grid_sample_kernel(KernelContext& ctx) {
   });
 }
 
+// ---------------------------------------------------------------- AffineGrid (opset 20)
+
+// The sampling grid GridSample reads for an affine transform: theta [N, 2, 3] (or [N, 3, 4])
+// applied to the normalized coordinates of an output of size [N, C, H, W] (or [N, C, D, H, W]),
+// giving [N, H, W, 2] (x, y) (or [N, D, H, W, 3] (x, y, z)).
+template <typename Ctx>
+std::vector<int64_t> affine_size(const Ctx& ctx, const Tensor& size) {
+  if (size.rank() != 1 || (size.numel() != 4 && size.numel() != 5) || (size.dtype() != DType::Int64 && size.dtype() != DType::Int32))
+    ctx.fail("size must be 1-D int64 [N, C, H, W] or [N, C, D, H, W], got " + size.describe());
+  std::vector<int64_t> s = size.to_int64_vector();
+  for (int64_t d : s)
+    if (d < 0) ctx.fail("size must be non-negative");
+  return s;
+}
+
+void infer_affine_grid(InferContext& ctx) {
+  const ir::TensorType& theta = ctx.input(0);
+  if (!dtype_is_float(theta.dtype)) ctx.fail("theta must be floating-point, got " + theta.str());
+  const Tensor* size = ctx.value(1);
+  if (!size) {
+    if (ctx.input(1).rank_known && ctx.input(1).dims[0].is_static()) {
+      const int64_t n = ctx.input(1).dims[0].value;
+      std::vector<ir::Dim> dims;
+      for (int64_t i = 0; i + 1 < n; ++i) dims.push_back(ctx.fresh_dim());
+      dims.push_back(ir::Dim(n - 2));
+      return ctx.set_output(0, theta.dtype, dims);
+    }
+    return ctx.set_output(0, ir::TensorType::unranked(theta.dtype));
+  }
+  const std::vector<int64_t> s = affine_size(ctx, *size);
+  std::vector<ir::Dim> dims = {ir::Dim(s[0])};
+  for (size_t i = 2; i < s.size(); ++i) dims.push_back(ir::Dim(s[i]));
+  dims.push_back(ir::Dim(static_cast<int64_t>(s.size()) - 2));
+  ctx.set_output(0, theta.dtype, dims);
+}
+
+void affine_grid_kernel(KernelContext& ctx) {
+  const Tensor& theta = ctx.input(0);
+  const std::vector<int64_t> s = affine_size(ctx, ctx.input(1));
+  const int64_t nd = static_cast<int64_t>(s.size()) - 2;  // 2 or 3 spatial dims
+  if (theta.dims() != std::vector<int64_t>{s[0], nd, nd + 1})
+    ctx.fail("theta must be [" + std::to_string(s[0]) + ", " + std::to_string(nd) + ", " + std::to_string(nd + 1) +
+             "] for size " + ints_str(s) + ", got " + theta.describe());
+  const bool align = ctx.node().attr_int("align_corners", 0) != 0;
+  // Normalized coordinate of index i along an axis of n: the pixel centres in [-1, 1], or the
+  // corners with align_corners.
+  auto coord = [align](int64_t i, int64_t n) -> double {
+    if (align) return n > 1 ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1) : 0.0;
+    return (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(n) - 1.0;
+  };
+  std::vector<int64_t> out = {s[0]};
+  for (int64_t i = 2; i < static_cast<int64_t>(s.size()); ++i) out.push_back(s[i]);
+  out.push_back(nd);
+  dispatch_float(theta.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* th = theta.data<T>();
+    T* g = ctx.make_output(0, theta.dtype(), out).template data<T>();
+    const int64_t D = nd == 3 ? s[2] : 1, H = s[nd == 3 ? 3 : 2], W = s[nd == 3 ? 4 : 3];
+    for (int64_t n = 0; n < s[0]; ++n) {
+      const T* t = th + n * nd * (nd + 1);
+      for (int64_t d = 0; d < D; ++d)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t w = 0; w < W; ++w) {
+            // Base coordinates (x, y[, z]) and a trailing 1.
+            const double base[4] = {coord(w, W), coord(h, H), nd == 3 ? coord(d, D) : 1.0, 1.0};
+            for (int64_t r = 0; r < nd; ++r) {
+              double v = 0;
+              for (int64_t c = 0; c < nd; ++c) v += static_cast<double>(static_cast<compute_t<T>>(t[r * (nd + 1) + c])) * base[c];
+              v += static_cast<double>(static_cast<compute_t<T>>(t[r * (nd + 1) + nd]));
+              *g++ = static_cast<T>(static_cast<compute_t<T>>(v));
+            }
+          }
+    }
+  });
+}
+
 }  // namespace
 
 KILN_REGISTER_OPS(grid_sample) {
+  reg.add({.name = "AffineGrid", .since_version = 20, .min_inputs = 2, .max_inputs = 2, .pattern = PatternKind::Opaque,
+           .infer = infer_affine_grid, .kernel = affine_grid_kernel});
   reg.add({.name = "GridSample", .since_version = 16, .max_version = 20, .min_inputs = 2, .max_inputs = 2,
            .pattern = PatternKind::Opaque, .infer = infer_grid_sample, .kernel = grid_sample_kernel});
 }

@@ -102,3 +102,29 @@ TEST(GridSample, BadInputs) {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+// AffineGrid (opset 20): theta applied to normalized pixel centres (or corners).
+TEST(AffineGrid, IdentityScaleAnd3D) {
+  Tensor id = Tensor::from_vector<float>({1, 2, 3}, {1, 0, 0, 0, 1, 0});
+  auto out = run_op({.op = "AffineGrid", .inputs = {id, Tensor::from_vector<int64_t>({4}, {1, 1, 2, 3})}, .opset = 20,
+                     .constant = {false, true}});
+  // W = 3 centres: -2/3, 0, 2/3; H = 2 centres: -1/2, 1/2.
+  const float a = 2.f / 3;
+  expect_near(out[0], Tensor::from_vector<float>({1, 2, 3, 2}, {-a, -0.5f, 0, -0.5f, a, -0.5f, -a, 0.5f, 0, 0.5f, a, 0.5f}));
+  // align_corners, a scale and a shift: x' = 2x + 1, y' = -y.
+  Tensor t = Tensor::from_vector<float>({1, 2, 3}, {2, 0, 1, 0, -1, 0});
+  out = run_op({.op = "AffineGrid", .inputs = {t, Tensor::from_vector<int64_t>({4}, {1, 1, 2, 2})},
+                .attrs = {{"align_corners", ir::Attribute::of_int(1)}}, .opset = 20, .constant = {false, true}});
+  expect_near(out[0], Tensor::from_vector<float>({1, 2, 2, 2}, {-1, 1, 3, 1, -1, -1, 3, -1}));
+  // 3-D: [N, D, H, W, 3], z from the depth axis.
+  Tensor id3 = Tensor::from_vector<float>({1, 3, 4}, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0});
+  out = run_op({.op = "AffineGrid", .inputs = {id3, Tensor::from_vector<int64_t>({5}, {1, 1, 2, 1, 1})}, .opset = 20,
+                .constant = {false, true}});
+  expect_near(out[0], Tensor::from_vector<float>({1, 2, 1, 1, 3}, {0, 0, -0.5f, 0, 0, 0.5f}));
+  EXPECT_THROW(run_op({.op = "AffineGrid", .inputs = {id3, Tensor::from_vector<int64_t>({4}, {1, 1, 2, 2})}, .opset = 20}),
+               kiln::Error);
+}
+
+}  // namespace kiln::testing
