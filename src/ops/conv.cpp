@@ -421,9 +421,95 @@ void conv_integer_kernel(KernelContext& ctx) {
   conv_compute<int32_t>(g, N, Cin, M, group, xv.data(), wv.data(), nullptr, y.data<int32_t>());
 }
 
+// ---------------------------------------------------------------- Col2Im (opset 18)
+
+// The inverse of im2col: input [N, C * prod(block_shape), L] holds, per block position l, the
+// block's values; each is added into image [N, C, image_shape...] at its place (overlapping
+// blocks sum). L must be the number of block positions the geometry (strides, pads,
+// dilations) gives.
+struct Col2ImGeom {
+  std::vector<int64_t> image, block, strides, dilations, pads, positions;  // pads: begins then ends
+};
+
+template <typename Ctx>
+Col2ImGeom col2im_geom(const Ctx& ctx, const Tensor& image_shape, const Tensor& block_shape) {
+  const ir::Node& n = ctx.node();
+  Col2ImGeom g;
+  g.image = image_shape.to_int64_vector();
+  g.block = block_shape.to_int64_vector();
+  const size_t nd = g.image.size();
+  if (nd == 0 || g.block.size() != nd) ctx.fail("image_shape and block_shape must list the same spatial dims");
+  g.strides = n.attr_ints("strides", std::vector<int64_t>(nd, 1));
+  g.dilations = n.attr_ints("dilations", std::vector<int64_t>(nd, 1));
+  g.pads = n.attr_ints("pads", std::vector<int64_t>(2 * nd, 0));
+  if (g.strides.size() != nd || g.dilations.size() != nd || g.pads.size() != 2 * nd)
+    ctx.fail("strides, dilations and pads must match the " + std::to_string(nd) + " spatial dims");
+  for (size_t i = 0; i < nd; ++i) {
+    if (g.image[i] < 1 || g.block[i] < 1 || g.strides[i] < 1 || g.dilations[i] < 1 || g.pads[i] < 0 || g.pads[i + nd] < 0)
+      ctx.fail("image_shape, block_shape, strides and dilations must be positive, pads non-negative");
+    const int64_t span = g.dilations[i] * (g.block[i] - 1) + 1, room = g.image[i] + g.pads[i] + g.pads[i + nd];
+    if (room < span) ctx.fail("the block does not fit the padded image on spatial dim " + std::to_string(i));
+    g.positions.push_back((room - span) / g.strides[i] + 1);
+  }
+  return g;
+}
+
+void infer_col2im(InferContext& ctx) {
+  const ir::TensorType& x = ctx.input(0);
+  const Tensor *img = ctx.value(1), *blk = ctx.value(2);
+  if (x.rank_known && x.rank() != 3) ctx.fail("input must be [N, C * prod(block_shape), L], got " + x.str());
+  if (!img || !blk || !x.rank_known) return ctx.set_output(0, ir::TensorType::unranked(x.dtype));
+  const Col2ImGeom g = col2im_geom(ctx, *img, *blk);
+  std::vector<ir::Dim> dims = {x.dims[0]};
+  const int64_t k = product(g.block);
+  dims.push_back(x.dims[1].is_static() ? ir::Dim(x.dims[1].value / k) : ctx.fresh_dim());
+  if (x.dims[1].is_static() && x.dims[1].value % k != 0)
+    ctx.fail("input channels " + x.dims[1].str() + " are not a multiple of the block size " + std::to_string(k));
+  for (int64_t d : g.image) dims.push_back(ir::Dim(d));
+  ctx.set_output(0, x.dtype, dims);
+}
+
+void col2im_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() != 3) ctx.fail("input must be [N, C * prod(block_shape), L], got " + x.describe());
+  const Col2ImGeom g = col2im_geom(ctx, ctx.input(1), ctx.input(2));
+  const int64_t nd = static_cast<int64_t>(g.image.size()), K = product(g.block), L = product(g.positions);
+  if (x.dim(1) % K != 0 || x.dim(2) != L)
+    ctx.fail("input " + x.describe() + " must be [N, C * " + std::to_string(K) + ", " + std::to_string(L) + "]");
+  const int64_t N = x.dim(0), C = x.dim(1) / K, P = product(g.image);
+  std::vector<int64_t> out = {N, C};
+  out.insert(out.end(), g.image.begin(), g.image.end());
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using Acc = compute_t<T>;
+    std::vector<Acc> acc(static_cast<size_t>(N * C * P), Acc(0));
+    const T* px = x.data<T>();
+    std::vector<int64_t> pos(nd), kk(nd);
+    for (int64_t nc = 0; nc < N * C; ++nc)
+      for (int64_t k = 0; k < K; ++k) {
+        for (int64_t d = nd - 1, r = k; d >= 0; --d) kk[d] = r % g.block[d], r /= g.block[d];
+        for (int64_t l = 0; l < L; ++l) {
+          for (int64_t d = nd - 1, r = l; d >= 0; --d) pos[d] = r % g.positions[d], r /= g.positions[d];
+          int64_t at = 0;
+          bool inside = true;
+          for (int64_t d = 0; d < nd && inside; ++d) {
+            const int64_t c = pos[d] * g.strides[d] - g.pads[d] + kk[d] * g.dilations[d];
+            inside = c >= 0 && c < g.image[d];
+            at = at * g.image[d] + c;
+          }
+          if (inside) acc[nc * P + at] += static_cast<Acc>(px[(nc * K + k) * L + l]);
+        }
+      }
+    T* py = ctx.make_output(0, x.dtype(), out).template data<T>();
+    for (size_t i = 0; i < acc.size(); ++i) py[i] = static_cast<T>(acc[i]);
+  });
+}
+
 }  // namespace
 
 KILN_REGISTER_OPS(conv) {
+  reg.add({.name = "Col2Im", .since_version = 18, .min_inputs = 3, .max_inputs = 3, .pattern = PatternKind::Opaque,
+           .infer = infer_col2im, .kernel = col2im_kernel});
   reg.add({.name = "Conv", .min_inputs = 2, .max_inputs = 3, .pattern = PatternKind::OutEWiseFusable,
            .infer = [](InferContext& ctx) { infer_conv(ctx, false, DType::Undefined, true); },
            .kernel = [](KernelContext& ctx) { conv_kernel(ctx, false); }});

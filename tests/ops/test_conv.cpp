@@ -327,3 +327,35 @@ TEST(Conv, DeepNarrowLayerIsFast) {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+// Col2Im (opset 18): blocks added back into the image; non-overlapping blocks rebuild it.
+TEST(Col2Im, RebuildsTheImageAndSumsOverlaps) {
+  // [1, 1, 4, 6] cut into 2x3 blocks at stride 2x3: L = 2 * 2 blocks of K = 6 values.
+  Tensor x = random_float({1, 1, 4, 6}, -1, 1, 21);
+  Tensor cols(DType::Float, {1, 6, 4});
+  for (int64_t by = 0; by < 2; ++by)
+    for (int64_t bx = 0; bx < 2; ++bx)
+      for (int64_t ky = 0; ky < 2; ++ky)
+        for (int64_t kx = 0; kx < 3; ++kx)
+          cols.data<float>()[(ky * 3 + kx) * 4 + by * 2 + bx] = x.data<float>()[(by * 2 + ky) * 6 + bx * 3 + kx];
+  auto out = run_op({.op = "Col2Im",
+                     .inputs = {cols, Tensor::from_vector<int64_t>({2}, {4, 6}), Tensor::from_vector<int64_t>({2}, {2, 3})},
+                     .attrs = {{"strides", ir::Attribute::of_ints({2, 3})}}, .opset = 18, .constant = {false, true, true}});
+  expect_near(out[0], x);
+  // Overlap at stride 1: image [1, 3], blocks of [1, 2] at 0 and 1; pixel 1 gets both.
+  Tensor c = Tensor::from_vector<float>({1, 2, 2}, {1, 2, 10, 20});  // k = 0: blocks 0, 1; k = 1: blocks 0, 1
+  out = run_op({.op = "Col2Im",
+                .inputs = {c, Tensor::from_vector<int64_t>({2}, {1, 3}), Tensor::from_vector<int64_t>({2}, {1, 2})},
+                .opset = 18, .constant = {false, true, true}});
+  expect_near(out[0], Tensor::from_vector<float>({1, 1, 1, 3}, {1, 12, 20}));
+  // L must match the geometry.
+  EXPECT_THROW(run_op({.op = "Col2Im",
+                       .inputs = {random_float({1, 2, 3}), Tensor::from_vector<int64_t>({2}, {1, 3}),
+                                  Tensor::from_vector<int64_t>({2}, {1, 2})},
+                       .opset = 18}),
+               kiln::Error);
+}
+
+}  // namespace kiln::testing
