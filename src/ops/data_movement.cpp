@@ -363,7 +363,7 @@ struct PadArgs {
 template <typename GetInput>
 bool pad_args(const ir::Node& node, int64_t opset, int64_t rank, GetInput&& get, PadArgs& p) {
   p.mode = node.attr_string("mode", "constant");
-  if (p.mode != "constant" && p.mode != "reflect" && p.mode != "edge")
+  if (p.mode != "constant" && p.mode != "reflect" && p.mode != "edge" && !(p.mode == "wrap" && opset >= 19))
     throw UnsupportedError(node.describe() + ": Pad mode '" + p.mode + "' is not supported");
   std::vector<int64_t> raw;
   std::vector<int64_t> axes;
@@ -423,6 +423,7 @@ int64_t pad_source(int64_t o, int64_t begin, int64_t dim, const std::string& mod
   if (c >= 0 && c < dim) return c;
   if (mode == "constant" || dim == 0) return -1;
   if (mode == "edge") return std::clamp<int64_t>(c, 0, dim - 1);
+  if (mode == "wrap") return (c % dim + dim) % dim;  // opset 19: circular
   if (dim == 1) return 0;
   const int64_t period = 2 * (dim - 1);  // reflect without repeating the edge
   c %= period;

@@ -173,6 +173,15 @@ void reduce_kernel(KernelContext& ctx, const ReduceOp& op) {
     if (!(*mask)[i]) out_dims.push_back(x.dim(i));
     else if (keep) out_dims.push_back(1);
   }
+  // Booleans (ReduceMax and ReduceMin from opset 20): any and all, reduced as bytes.
+  if (x.dtype() == DType::Bool && (op.kind == ReduceKind::Max || op.kind == ReduceKind::Min) && ctx.opset() >= 20) {
+    kiln::Tensor bytes(DType::UInt8, x.dims()), reduced(DType::UInt8, out_dims);
+    for (int64_t i = 0; i < x.numel(); ++i) bytes.data<uint8_t>()[i] = x.data<bool>()[i] ? 1 : 0;
+    reduce_typed<uint8_t>(op.kind, bytes, keep_dims, reduced);
+    kiln::Tensor& y = ctx.make_output(0, DType::Bool, out_dims);
+    for (int64_t i = 0; i < y.numel(); ++i) y.data<bool>()[i] = reduced.data<uint8_t>()[i] != 0;
+    return;
+  }
   kiln::Tensor& y = ctx.make_output(0, x.dtype(), out_dims);
   dispatch_numeric(x.dtype(), [&](auto tag) { reduce_typed<decltype(tag)>(op.kind, x, keep_dims, y); });
 }

@@ -185,3 +185,18 @@ TEST(CenterCropPad, CropPadAndAxes) {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+// Pad mode "wrap" (opset 19): the cells outside repeat the input circularly.
+TEST(Pad, WrapFromOpset19) {
+  Tensor x = Tensor::from_vector<float>({3}, {1, 2, 3});
+  auto out = run_op({.op = "Pad", .inputs = {x, Tensor::from_vector<int64_t>({2}, {2, 1})},
+                     .attrs = {{"mode", ir::Attribute::of_string("wrap")}}, .opset = 19, .constant = {false, true}});
+  expect_near(out[0], Tensor::from_vector<float>({6}, {2, 3, 1, 2, 3, 1}));
+  EXPECT_THROW(run_op({.op = "Pad", .inputs = {x, Tensor::from_vector<int64_t>({2}, {2, 1})},
+                       .attrs = {{"mode", ir::Attribute::of_string("wrap")}}, .opset = 18, .constant = {false, true}}),
+               kiln::UnsupportedError);
+}
+
+}  // namespace kiln::testing

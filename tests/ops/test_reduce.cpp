@@ -200,3 +200,22 @@ TEST(ArgMax, ShapesAndErrors) {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+// ReduceMax / ReduceMin of booleans (opset 20): any / all.
+TEST(ReduceMaxMin, BooleansFromOpset20) {
+  Tensor x(DType::Bool, {2, 2});
+  x.data<bool>()[0] = true;
+  auto mx = run_op({.op = "ReduceMax", .inputs = {x, Tensor::from_vector<int64_t>({1}, {1})},
+                    .attrs = {{"keepdims", ir::Attribute::of_int(0)}}, .opset = 20, .constant = {false, true}});
+  auto mn = run_op({.op = "ReduceMin", .inputs = {x, Tensor::from_vector<int64_t>({1}, {1})},
+                    .attrs = {{"keepdims", ir::Attribute::of_int(0)}}, .opset = 20, .constant = {false, true}});
+  ASSERT_EQ(mx[0].dtype(), DType::Bool);
+  EXPECT_TRUE(mx[0].data<bool>()[0]);
+  EXPECT_FALSE(mx[0].data<bool>()[1]);
+  EXPECT_FALSE(mn[0].data<bool>()[0]);
+  EXPECT_FALSE(mn[0].data<bool>()[1]);
+}
+
+}  // namespace kiln::testing
