@@ -175,11 +175,8 @@ void batchnorm_kernel(KernelContext& ctx) {
 
 // ---------------------------------------------------------------- LayerNormalization
 
-// The statistics shape: X's dims with the normalized ones [axis, rank) set to 1.
-void infer_layernorm(InferContext& ctx) {
-  const ir::TensorType& x = ctx.input(0);
-  require_float(ctx, x.dtype, "X");
-  require_float(ctx, ctx.input(1).dtype, "Scale");
+// The stash_type attribute (LayerNormalization, RMSNormalization): a floating-point type.
+DType stash_type_of(InferContext& ctx) {
   const int64_t stash = ctx.node().attr_int("stash_type", 1);
   DType stat_type = DType::Float;
   try {
@@ -188,6 +185,15 @@ void infer_layernorm(InferContext& ctx) {
     ctx.fail("stash_type " + std::to_string(stash) + " is not a data type");
   }
   require_float(ctx, stat_type, "stash_type");
+  return stat_type;
+}
+
+// The statistics shape: X's dims with the normalized ones [axis, rank) set to 1.
+void infer_layernorm(InferContext& ctx) {
+  const ir::TensorType& x = ctx.input(0);
+  require_float(ctx, x.dtype, "X");
+  require_float(ctx, ctx.input(1).dtype, "Scale");
+  const DType stat_type = stash_type_of(ctx);
   infer_same_as_input(ctx);
   if (!x.rank_known) {
     for (int i = 1; i <= 2; ++i) ctx.set_output(i, ir::TensorType::unranked(stat_type));
@@ -486,14 +492,7 @@ void mvn_kernel(KernelContext& ctx) {
 void infer_rmsnorm(InferContext& ctx) {
   require_float(ctx, ctx.input(0).dtype, "X");
   require_float(ctx, ctx.input(1).dtype, "scale");
-  const int64_t stash = ctx.node().attr_int("stash_type", 1);
-  DType stat_type = DType::Float;
-  try {
-    stat_type = dtype_from_onnx(static_cast<int32_t>(stash));
-  } catch (const Error&) {
-    ctx.fail("stash_type " + std::to_string(stash) + " is not a data type");
-  }
-  require_float(ctx, stat_type, "stash_type");
+  stash_type_of(ctx);
   if (ctx.input(0).rank_known) normalize_axis(ctx.node().attr_int("axis", -1), ctx.input(0).rank(), ctx.node());
   infer_same_as_input(ctx);
 }
