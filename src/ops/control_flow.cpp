@@ -118,9 +118,23 @@ void infer_if(InferContext& ctx) {
       ctx.fail("branch '" + g->name + "' gives " + std::to_string(g->outputs().size()) + " outputs, node has " +
                std::to_string(ctx.num_outputs()));
   }
-  std::vector<ir::TensorType> t = infer_subgraph(ctx, *then_g, {});
-  std::vector<ir::TensorType> e = infer_subgraph(ctx, *else_g, {});
+  // A branch whose shapes do not work out for these inputs (exporters write one branch per
+  // case, each valid only for its own) leaves its outputs unknown until run time: only taking
+  // it is an error. A branch the known condition selects must infer.
   const Tensor* known = ctx.value(0);
+  const bool decided = known && known->numel() == 1;
+  auto branch = [&](ir::Graph& g, bool taken) {
+    try {
+      return infer_subgraph(ctx, g, {});
+    } catch (const UnsupportedError&) {
+      throw;
+    } catch (const Error&) {
+      if (decided && taken) throw;
+      return std::vector<ir::TensorType>(static_cast<size_t>(ctx.num_outputs()));
+    }
+  };
+  std::vector<ir::TensorType> t = branch(*then_g, decided && known->as_int64(0) != 0);
+  std::vector<ir::TensorType> e = branch(*else_g, decided && known->as_int64(0) == 0);
   for (int i = 0; i < ctx.num_outputs(); ++i) {
     if (t[i].dtype != DType::Undefined && e[i].dtype != DType::Undefined && t[i].dtype != e[i].dtype)
       ctx.fail("output " + std::to_string(i) + " has dtype " + dtype_name(t[i].dtype) + " in one branch and " +

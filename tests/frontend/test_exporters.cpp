@@ -137,6 +137,54 @@ TEST(ControlFlowModels, IfRunsBothBranches) {
   }
 }
 
+// An exporter's If with one branch per case: `then` squeezes axis 0, valid only when it has
+// extent 1, and x here is [2, 2]. The model loads and runs the other branch; taking `then` is
+// a clear error naming the node. With a constant condition that takes it, loading fails.
+TEST(ControlFlowModels, AnIfBranchThatCannotInferFailsOnlyWhenTaken) {
+  auto build = [](bool constant_cond) {
+    auto m = model(13);
+    auto* g = m.mutable_graph();
+    if (constant_cond) {
+      auto* c = g->add_initializer();
+      c->set_name("cond");
+      c->set_data_type(B);
+      c->add_int32_data(1);
+    } else {
+      io(g->add_input(), "cond", B, {});
+    }
+    io(g->add_input(), "x", F, {2, 2});
+    io(g->add_output(), "y", F, {-1, -1});
+    GraphProto then_g, else_g;
+    then_g.set_name("then");
+    ints(then_g.add_initializer(), "axes", {1}, {0});
+    node(&then_g, "Squeeze", {"x", "axes"}, {"t"})->set_name("squeeze_first");
+    io(then_g.add_output(), "t", F, {});
+    else_g.set_name("else");
+    node(&else_g, "Identity", {"x"}, {"e"});
+    io(else_g.add_output(), "e", F, {});
+    NodeProto* n = node(g, "If", {"cond"}, {"y"});
+    graph_attr(n, "then_branch", then_g);
+    graph_attr(n, "else_branch", else_g);
+    return m;
+  };
+  auto s = session(build(false));
+  Tensor x = f32({2, 2}, {1, 2, 3, 4});
+  auto out = s->run(std::vector<Tensor>{Tensor::scalar<bool>(false), x});
+  EXPECT_EQ(values(out[0]), (std::vector<float>{1, 2, 3, 4}));
+  try {
+    s->run(std::vector<Tensor>{Tensor::scalar<bool>(true), x});
+    ADD_FAILURE() << "the bad branch ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("squeeze_first"), std::string::npos) << e.what();
+  }
+  try {
+    session(build(true));
+    ADD_FAILURE() << "a constant condition that takes the bad branch loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("squeeze_first"), std::string::npos) << e.what();
+  }
+}
+
 // y += iteration (as float); scan output = y after each iteration. M is an input, cond is an
 // empty-named (absent) input.
 TEST(ControlFlowModels, LoopTripCounts) {
