@@ -92,10 +92,21 @@ void relu_kernel(KernelContext& ctx) {
   });
 }
 
+// Opset 6's PRelu: a 1-D slope of X's channel count applies along the channel axis (1), not
+// the last one.
+bool legacy_channel_slope(int64_t opset, size_t x_rank, size_t slope_rank) {
+  return opset < 7 && slope_rank == 1 && x_rank >= 3;
+}
+
 // PRelu: slope broadcasts to x (unidirectionally); the output has x's shape.
 void prelu_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const Tensor& s = ctx.input(1);
+  Tensor s = ctx.input(1);
+  if (legacy_channel_slope(ctx.opset(), x.dims().size(), s.dims().size()) && s.numel() > 1 && s.numel() == x.dim(1)) {
+    std::vector<int64_t> d(static_cast<size_t>(x.rank() - 1), 1);
+    d[0] = s.numel();
+    s = s.reshaped(d);
+  }
   if (x.dtype() != s.dtype())
     ctx.fail("slope must have X's element type, got " + dtype_name(s.dtype()) + " vs " + dtype_name(x.dtype()));
   if (broadcast_dims({x.dims(), s.dims()}, ctx.node()) != x.dims())
@@ -123,7 +134,8 @@ void infer_prelu(InferContext& ctx) {
   const ir::TensorType& s = ctx.input(1);
   if (x.dtype != DType::Undefined && s.dtype != DType::Undefined && x.dtype != s.dtype)
     ctx.fail("slope must have X's element type, got " + dtype_name(s.dtype) + " vs " + dtype_name(x.dtype));
-  if (x.rank_known && s.rank_known) {
+  const bool legacy = x.rank_known && s.rank_known && legacy_channel_slope(ctx.opset(), x.dims.size(), s.dims.size());
+  if (x.rank_known && s.rank_known && !legacy) {
     if (s.rank() > x.rank()) ctx.fail("slope has higher rank than X");
     for (int i = 0; i < s.rank(); ++i) {
       const ir::Dim& sd = s.dims[i];
@@ -223,7 +235,7 @@ KILN_REGISTER_OPS(activation) {
     float alpha = n.attr_float("alpha", 0.01f);
     return [alpha](auto x) -> decltype(x) { return x < 0 ? static_cast<decltype(x)>(alpha) * x : x; };
   });
-  reg.add({.name = "PRelu", .since_version = 7, .min_inputs = 2, .max_inputs = 2, .pattern = PatternKind::Broadcast,
+  reg.add({.name = "PRelu", .since_version = 6, .min_inputs = 2, .max_inputs = 2, .pattern = PatternKind::Broadcast,
            .infer = infer_prelu, .kernel = prelu_kernel});
   add_float_unary(reg, "Elu", 1, [](const ir::Node& n) {
     float alpha = n.attr_float("alpha", 1.f);

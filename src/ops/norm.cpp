@@ -54,6 +54,7 @@ T from_double(double v) {
 
 bool bn_training(const ir::Node& n, int64_t opset) {
   if (opset >= 14) return n.attr_int("training_mode", 0) != 0;
+  if (opset < 7) return n.attr_int("is_test", 0) == 0;  // opset 6: is_test selects inference
   // Before opset 14 the extra statistics outputs are what selects training mode.
   for (int i = 1; i < n.num_outputs(); ++i)
     if (n.output(i)) return true;
@@ -530,7 +531,7 @@ void rmsnorm_kernel(KernelContext& ctx) {
 
 KILN_REGISTER_OPS(norm) {
   // Inference form is a per-channel affine map of X: a broadcast pattern.
-  reg.add({.name = "BatchNormalization", .since_version = 7, .min_inputs = 5, .max_inputs = 5,
+  reg.add({.name = "BatchNormalization", .since_version = 6, .min_inputs = 5, .max_inputs = 5,
            .min_outputs = 1, .max_outputs = 5, .pattern = PatternKind::Broadcast,
            .infer = infer_batchnorm, .kernel = batchnorm_kernel});
   // Registered from opset 1 (ONNX has it from 17) so graph rewrites may introduce it in older models.

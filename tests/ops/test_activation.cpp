@@ -280,3 +280,18 @@ TEST(ActivationVocabulary, ScalarForms) {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+// Opset 6's PRelu: a 1-D slope of the channel count applies along axis 1.
+TEST(PRelu, Opset6SlopePerChannel) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 2}, {-1, -2, -3, 4});
+  Tensor s = Tensor::from_vector<float>({2}, {0.5f, 0.25f});
+  expect_near(run_op({.op = "PRelu", .inputs = {x, s}, .opset = 6})[0],
+              Tensor::from_vector<float>({1, 2, 2}, {-0.5f, -1, -0.75f, 4}));
+  // From opset 7 the same slope broadcasts along the last axis.
+  expect_near(run_op({.op = "PRelu", .inputs = {x, s}, .opset = 7})[0],
+              Tensor::from_vector<float>({1, 2, 2}, {-0.5f, -0.5f, -1.5f, 4}));
+}
+
+}  // namespace kiln::testing

@@ -186,3 +186,18 @@ TEST(RMSNormalization, HandComputedAndOddShapes) {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+// Opset 6's BatchNormalization: is_test = 1 is inference with the given statistics.
+TEST(BatchNormalization, Opset6IsTest) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 1, 1}, {3, 5});
+  auto ones = Tensor::from_vector<float>({2}, {1, 1});
+  auto zeros = Tensor::from_vector<float>({2}, {0, 0});
+  auto mean = Tensor::from_vector<float>({2}, {1, 1});
+  auto out = run_op({.op = "BatchNormalization", .inputs = {x, ones, zeros, mean, ones},
+                     .attrs = {{"is_test", ir::Attribute::of_int(1)}, {"epsilon", ir::Attribute::of_float(0)}}, .opset = 6});
+  expect_near(out[0], Tensor::from_vector<float>({1, 2, 1, 1}, {2, 4}));
+}
+
+}  // namespace kiln::testing
