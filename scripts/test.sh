@@ -35,7 +35,7 @@ fi
 
 # ONNX 1.20's node tests (opsets up to 25), from Debian's libonnx-testdata 1.20 package in
 # ../shared/onnx-tests, unpacked into the build tree once.
-echo "== ONNX 1.20 node tests (ratchet: tests/conformance/expected_pass_1_20.txt)"
+echo "== ONNX 1.20 test data: node, pytorch-converted, pytorch-operator, simple (ratchets: tests/conformance/expected_pass_1_20*.txt)"
 deb=$(ls "$(dirname "$SHARED_MODELS")"/onnx-tests/libonnx-testdata_1.20*_all.deb 2>/dev/null | head -n 1)
 data120="$BUILD/onnx-testdata-1.20/usr/share/libonnx-testdata/data"
 if [ -z "$deb" ] && [ ! -d "$data120/node" ]; then
@@ -47,14 +47,21 @@ if [ -z "$deb" ] && [ ! -d "$data120/node" ]; then
   fi
 else
   [ -d "$data120/node" ] || dpkg-deb -x "$deb" "$BUILD/onnx-testdata-1.20"
-  expected=$(grep -cv '^#' tests/conformance/expected_pass_1_20.txt)
-  if "$KILN" conformance "$data120/node" --expect tests/conformance/expected_pass_1_20.txt \
-      --tsv "$BUILD/conformance-1.20.tsv"; then
-    passed=$((passed + expected))
-  else
-    failed=$((failed + 1))
-    failures+=("ONNX 1.20 conformance ratchet")
-  fi
+  for set in node pytorch-converted pytorch-operator simple; do
+    list=tests/conformance/expected_pass_1_20.txt
+    [ "$set" = node ] || list=tests/conformance/expected_pass_1_20_$set.txt
+    expected=$(grep -cv '^#' "$list")
+    log="$BUILD/conformance-1.20-$set.log"
+    if "$KILN" conformance "$data120/$set" --expect "$list" --tsv "$BUILD/conformance-1.20-$set.tsv" >"$log" 2>&1; then
+      echo "  ok    1.20 $set: $(tail -n 1 "$log") ($expected expected on $list)"
+      passed=$((passed + expected))
+    else
+      echo "  FAIL  1.20 $set:"
+      grep -E "REGRESSION" "$log" | sed 's/^/        /' || tail -n 5 "$log"
+      failed=$((failed + 1))
+      failures+=("ONNX 1.20 $set ratchet")
+    fi
+  done
 fi
 
 echo "== model checks (cpu backend at fusion levels 0-3, optimizer levels 0/3 and 2 threads; reference backend)"

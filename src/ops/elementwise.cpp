@@ -2,6 +2,7 @@
 // variadic Sum/Mean/Min/Max, Where, and the unary math functions.
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "ops/core/dispatch.h"
@@ -174,11 +175,30 @@ void check_same_dtype(const KernelContext& ctx, const Tensor& a, const Tensor& b
              dtype_name(b.dtype()));
 }
 
+// Legacy broadcasting (opset < 7, broadcast = 1 with an `axis`): B's dims line up with A's from
+// `axis` on rather than at the end. The dims B takes under numpy's rule for that (ones around
+// it), or nullopt when the node does not use it.
+template <typename D>
+std::optional<std::vector<D>> legacy_aligned(const ir::Node& n, int64_t opset, int64_t a_rank, const std::vector<D>& b) {
+  if (opset >= 7 || !n.has_attr("axis") || n.attr_int("broadcast", 0) == 0) return std::nullopt;
+  const int64_t b_rank = static_cast<int64_t>(b.size());
+  const int64_t axis = n.attr_int("axis", 0) < 0 ? n.attr_int("axis", 0) + a_rank : n.attr_int("axis", 0);
+  if (axis < 0 || axis + b_rank > a_rank)
+    throw Error(n.describe() + ": B of rank " + std::to_string(b_rank) + " does not fit A of rank " + std::to_string(a_rank) +
+                " from axis " + std::to_string(n.attr_int("axis", 0)));
+  std::vector<D> out(static_cast<size_t>(axis), D(1));
+  out.insert(out.end(), b.begin(), b.end());
+  out.resize(static_cast<size_t>(a_rank), D(1));
+  return out;
+}
+
 // Applies a same-type binary op (on compute_t values) to a and b with broadcasting. The result
 // has a's dtype, or bool when BoolOut.
 template <Types TS, bool BoolOut, typename Op>
-Tensor binary_tensor(const KernelContext& ctx, const Tensor& a, const Tensor& b, Op&& op) {
-  check_same_dtype(ctx, a, b);
+Tensor binary_tensor(const KernelContext& ctx, const Tensor& a, const Tensor& b_in, Op&& op) {
+  check_same_dtype(ctx, a, b_in);
+  const auto legacy = legacy_aligned(ctx.node(), ctx.opset(), a.rank(), b_in.dims());
+  const Tensor b = legacy ? b_in.reshaped(*legacy) : b_in;
   Tensor o(BoolOut ? DType::Bool : a.dtype(), broadcast_dims({a.dims(), b.dims()}, ctx.node()));
   dispatch_types<TS>(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -228,17 +248,19 @@ InferFn infer_broadcast(bool bool_out) {
   };
 }
 
-// Legacy (opset < 7) broadcasting with an explicit axis aligns B elsewhere than numpy does.
-void check_legacy_broadcast(const ir::Node& n, int64_t opset) {
-  if (opset < 7 && n.has_attr("axis") && n.attr_int("broadcast", 0) != 0)
-    throw UnsupportedError(n.describe() + ": legacy broadcasting with an 'axis' attribute (opset < 7) is not supported");
+// Input types with B's dims aligned for legacy axis broadcasting (legacy_aligned); B of unknown
+// rank stays as it is (the result's rank is unknown then anyway).
+std::vector<ir::TensorType> aligned_types(InferContext& ctx, std::vector<ir::TensorType> ts) {
+  if (ts.size() == 2 && ts[0].rank_known && ts[1].rank_known)
+    if (auto d = legacy_aligned(ctx.node(), ctx.opset(), ts[0].rank(), ts[1].dims)) ts[1].dims = *d;
+  return ts;
 }
 
 InferFn infer_arith(bool bool_out) {
-  InferFn base = infer_broadcast(bool_out);
-  return [base](InferContext& ctx) {
-    check_legacy_broadcast(ctx.node(), ctx.opset());
-    base(ctx);
+  return [bool_out](InferContext& ctx) {
+    const DType t = common_dtype(ctx, 0, ctx.num_inputs());
+    ctx.set_output(0, broadcast_types(ctx, aligned_types(ctx, present_types(ctx, 0, ctx.num_inputs())),
+                                      bool_out ? DType::Bool : t));
   };
 }
 
@@ -323,7 +345,8 @@ C int_pow(C base, C exp) {
 
 void pow_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
+  const auto legacy = legacy_aligned(ctx.node(), ctx.opset(), a.rank(), ctx.input(1).dims());
+  const Tensor b = legacy ? ctx.input(1).reshaped(*legacy) : ctx.input(1);
   Tensor& o = ctx.make_output(0, a.dtype(), broadcast_dims({a.dims(), b.dims()}, ctx.node()));
   dispatch_numeric(a.dtype(), [&](auto ta) {
     using TA = decltype(ta);
@@ -471,10 +494,9 @@ void infer_where(InferContext& ctx) {
 }
 
 void infer_pow(InferContext& ctx) {
-  check_legacy_broadcast(ctx.node(), ctx.opset());
   require_types(ctx, 0, Types::Numeric);
   require_types(ctx, 1, Types::Numeric);
-  ctx.set_output(0, broadcast_types(ctx, {ctx.input(0), ctx.input(1)}, ctx.input(0).dtype));
+  ctx.set_output(0, broadcast_types(ctx, aligned_types(ctx, {ctx.input(0), ctx.input(1)}), ctx.input(0).dtype));
 }
 
 InferFn infer_typed_broadcast(Types ts, bool bool_out) {

@@ -227,3 +227,21 @@ TEST(Infer, BadInputs) {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+// Opset < 7 broadcasting with an axis: B lines up with A's dims from `axis` on.
+TEST(Add, LegacyAxisBroadcast) {
+  Tensor a(DType::Float, {2, 3, 2});
+  Tensor b = Tensor::from_vector<float>({3}, {10, 20, 30});
+  auto out = run_op({.op = "Add", .inputs = {a, b},
+                     .attrs = {{"broadcast", ir::Attribute::of_int(1)}, {"axis", ir::Attribute::of_int(1)}}, .opset = 6});
+  expect_near(out[0], Tensor::from_vector<float>({2, 3, 2}, {10, 10, 20, 20, 30, 30, 10, 10, 20, 20, 30, 30}));
+  // The same B from opset 7 broadcasts along the last axis, which does not fit.
+  EXPECT_THROW(run_op({.op = "Add", .inputs = {a, b}, .opset = 7}), kiln::Error);
+  EXPECT_THROW(run_op({.op = "Add", .inputs = {a, b},
+                       .attrs = {{"broadcast", ir::Attribute::of_int(1)}, {"axis", ir::Attribute::of_int(2)}}, .opset = 6}),
+               kiln::Error);  // B would run past A's last axis
+}
+
+}  // namespace kiln::testing
