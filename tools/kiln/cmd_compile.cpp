@@ -10,7 +10,9 @@
 #include <iostream>
 #include <map>
 
+#include "codegen/cpp/cpp_project.h"
 #include "commands.h"
+#include "runtime/session_access.h"
 
 namespace kiln::cli {
 
@@ -86,11 +88,17 @@ void add_compile_command(CLI::App& app, int& exit_code) {
     std::string model, out, target = "kiln", backend = "cpu";
     std::vector<std::string> dims;
     int threads = 1, level = 3, fusion = 3;
+    bool embed_weights = false, no_onednn = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model", args->model, "Model file (.onnx or .kiln)")->required();
-  cmd->add_option("-o,--output", args->out, "Output file (default: MODEL with the extension .kiln)");
-  cmd->add_option("--target", args->target, "What to emit: kiln (a .kiln file)")->capture_default_str();
+  cmd->add_option("-o,--output", args->out,
+                  "Output file (default: MODEL with the extension .kiln); with --target cpp the project's folder");
+  cmd->add_option("--target", args->target, "What to emit: kiln (a .kiln file) or cpp (a standalone C++ project)")
+      ->check(CLI::IsMember({"kiln", "cpp"}))
+      ->capture_default_str();
+  cmd->add_flag("--embed-weights", args->embed_weights, "--target cpp: link weights.bin into the program");
+  cmd->add_flag("--no-onednn", args->no_onednn, "--target cpp: kiln's portable kernels only, no dependency at all");
   cmd->add_option("--dim", args->dims, "SYMBOL=N[,M...]: precompile these extents of a symbolic input dim (every combination)");
   cmd->add_option("--threads", args->threads, "Intra-op threads the plans' work splits are made for")
       ->check(CLI::Range(1, 1024))->capture_default_str();
@@ -98,16 +106,46 @@ void add_compile_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--fusion", args->fusion, "Operator fusion level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
   cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
   cmd->callback([args, &exit_code] {
-    if (args->target != "kiln")
-      throw Error("--target " + args->target + ": this kiln emits 'kiln' (a .kiln file); cpp and cuda are not built yet");
+    const bool cpp = args->target == "cpp";
+    if (!cpp && (args->embed_weights || args->no_onednn)) throw Error("--embed-weights and --no-onednn go with --target cpp");
+    if (cpp && args->out.empty()) throw Error("--target cpp writes a folder: give it with -o DIR");
+    if (cpp && args->threads != 1)
+      throw Error("--target cpp: the emitted kernels run on one thread; --threads " + std::to_string(args->threads) +
+                  " is not emitted yet");
     const auto t0 = std::chrono::steady_clock::now();
     SessionOptions o;
     o.threads = args->threads;
     o.opt_level = args->level;
     o.fusion_level = args->fusion;
     o.backend = args->backend;
+    if (cpp) o.disabled_passes = codegen::cpp_disabled_passes();
     auto s = Session::create(args->model, o);
-    for (const auto& sig : signatures(s->inputs(), parse_dims(args->dims))) s->prepare(sig);
+    const auto sigs = signatures(s->inputs(), parse_dims(args->dims));
+    for (const auto& sig : sigs) s->prepare(sig);
+    if (cpp) {
+      std::vector<codegen::PlanSource> plans;
+      for (const auto& sig : sigs)
+        for (const auto& cp : SessionAccess::plans(*s))
+          if (cp->input_dims == sig) plans.push_back({cp->graph.get(), &cp->plan, cp->input_dims});
+      codegen::CppOptions co;
+      co.embed_weights = args->embed_weights;
+      co.source = std::filesystem::path(args->model).filename().string();
+      co.test_data = std::filesystem::path(args->model).parent_path().string();
+      if (co.test_data.empty()) co.test_data = ".";
+      co.isa = plans.front().plan->isa;
+      const codegen::CppProjectStats st = codegen::write_cpp_project(plans, co, args->out);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      std::string kernels;
+      for (const std::string& k : st.kernels) kernels += (kernels.empty() ? "" : ", ") + k;
+      std::printf("wrote %s: %zu signature(s), %d instructions (%d views), kernels %s; weights %lld bytes, arena %lld "
+                  "bytes; %d test set(s); %.0f ms\n",
+                  args->out.c_str(), plans.size(), st.instructions, st.views, kernels.c_str(),
+                  static_cast<long long>(st.weights_bytes), static_cast<long long>(st.arena_bytes), st.test_sets, ms);
+      std::printf("build: cmake -S %s -B %s/build && cmake --build %s/build && %s/build/kiln_model_main\n",
+                  args->out.c_str(), args->out.c_str(), args->out.c_str(), args->out.c_str());
+      exit_code = 0;
+      return;
+    }
     std::string out = args->out;
     if (out.empty()) out = std::filesystem::path(args->model).replace_extension(".kiln").string();
     s->save(out);

@@ -1,0 +1,86 @@
+#include "codegen/cpp/cpp_project.h"
+
+#include <kiln/error.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "codegen/cpp/cpp_emitter.h"
+#include "codegen/cpp/project_files.h"
+#include "codegen/kernel_sources.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+void write_file(const fs::path& p, std::string_view text) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!f) throw Error("cannot write " + p.string());
+}
+
+std::string_view kernel_text(const std::string& name) {
+  for (const auto& [n, text] : kernel_sources())
+    if (n == name) return text;
+  throw Error("code generation: kiln was built without the kernel source '" + name + "'");
+}
+
+}  // namespace
+
+const std::vector<std::string>& cpp_disabled_passes() {
+  static const std::vector<std::string> names = {"channel_shuffle", "channel_scale", "conv_concat", "conv_chain",
+                                                 "blocked_layout"};
+  return names;
+}
+
+CppProjectStats write_cpp_project(const std::vector<PlanSource>& plans, const CppOptions& o, const std::string& dir) {
+  if (plans.empty()) throw Error("code generation: no compiled plan to emit");
+  cpp::CppEmitter e;
+  for (size_t g = 0; g < plans.size(); ++g) walk_plan(static_cast<int>(g), plans[g], e);
+  e.kernels.insert("common.h");
+
+  cpp::ProjectText t;
+  t.source = o.source.empty() ? "a model" : o.source;
+  t.sigs = &e.signatures;
+  t.embed_weights = o.embed_weights;
+  t.isa = o.isa;
+  t.kernels.assign(e.kernels.begin(), e.kernels.end());
+  t.weights_bytes = static_cast<int64_t>(e.weights.payload().size());
+  t.weights_checksum = weights_checksum(e.weights.payload());
+
+  std::error_code ec;
+  fs::create_directories(fs::path(dir) / "kernels", ec);
+  if (ec) throw Error("cannot create " + dir + ": " + ec.message());
+  const fs::path d(dir);
+  write_file(d / "model.h", cpp::model_h(t));
+  write_file(d / "model.cpp", cpp::model_cpp(t));
+  write_file(d / "main.cpp", cpp::main_cpp());
+  write_file(d / "CMakeLists.txt", cpp::cmake_lists(t));
+  write_file(d / "weights.bin", e.weights.file());
+  if (o.embed_weights) write_file(d / "weights_blob.cpp", cpp::weights_blob_cpp());
+  else fs::remove(d / "weights_blob.cpp", ec);
+  for (const std::string& k : t.kernels) write_file(d / "kernels" / k, kernel_text(k));
+
+  CppProjectStats st;
+  for (const auto& s : e.signatures) {
+    st.instructions += static_cast<int>(s.functions.size());
+    st.arena_bytes = std::max(st.arena_bytes, s.arena_bytes);
+  }
+  st.views = e.views;
+  st.kernels = t.kernels;
+  st.weights_bytes = t.weights_bytes;
+  if (!o.test_data.empty() && fs::is_directory(o.test_data))
+    for (const auto& entry : fs::directory_iterator(o.test_data)) {
+      if (!entry.is_directory() || entry.path().filename().string().rfind("test_data_set_", 0) != 0) continue;
+      const fs::path to = d / entry.path().filename();
+      fs::remove_all(to, ec);
+      fs::copy(entry.path(), to, fs::copy_options::recursive, ec);
+      if (ec) throw Error("cannot copy " + entry.path().string() + " to " + to.string() + ": " + ec.message());
+      ++st.test_sets;
+    }
+  return st;
+}
+
+}  // namespace kiln::codegen

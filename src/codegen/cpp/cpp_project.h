@@ -1,0 +1,44 @@
+// The C++ target: an executable plan (one per input-shape signature) as a standalone CMake
+// project that builds and runs without kiln (docs/codegen.md).
+//
+//   DIR/model.h         the C API: kiln_model_create / _run / _run_dims / _destroy, the inputs'
+//                       and outputs' names, element types and shapes per signature
+//   DIR/model.cpp       one function per instruction, named after its node, its op and shapes
+//                       in a comment; the arena as fixed offsets into one allocation
+//   DIR/kernels/*.h     the kiln kernels the model calls (src/codegen/kernels/), copied
+//   DIR/weights.bin     every constant, packed for its kernel (or linked in: embed_weights)
+//   DIR/main.cpp        runs each test_data_set_* copied beside it, compares, times
+//   DIR/CMakeLists.txt  checks the CPU has the instruction sets the kernels were built for
+#pragma once
+#include <string>
+#include <vector>
+
+#include "codegen/plan_walk.h"
+
+namespace kiln::codegen {
+
+struct CppOptions {
+  bool embed_weights = false;     // weights.bin linked into the library (.incbin), no file to load
+  std::vector<std::string> isa;   // the CPU features the kernels are compiled for ("avx512f", ...)
+  std::string source;             // what the project was made from (a comment)
+  std::string test_data;          // a model folder whose test_data_set_* are copied ("" = none)
+};
+
+struct CppProjectStats {
+  int instructions = 0, views = 0;        // instructions written; of them, views that copy nothing
+  std::vector<std::string> kernels;       // the kernel files copied
+  int64_t weights_bytes = 0, arena_bytes = 0;
+  int test_sets = 0;
+};
+
+// The CPU lowering rewrites whose ops the C++ target does not write yet (conv chains, conv
+// concats, channel shuffles, blocked layouts, folded channel scales): a plan compiled for it
+// skips them (SessionOptions::disabled_passes).
+const std::vector<std::string>& cpp_disabled_passes();
+
+// Writes the project into `dir` (created). A kiln::Error (UnsupportedError) naming the node for
+// an instruction the C++ target cannot write.
+CppProjectStats write_cpp_project(const std::vector<PlanSource>& plans, const CppOptions& options,
+                                  const std::string& dir);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,71 @@
+// What an op emitter of the C++ target sees of one instruction, and how it writes code: lines
+// of the instruction's function body, pointer expressions for its operands, weights it packs
+// into weights.bin, and the kernel headers it calls.
+//
+// The generated function of an instruction has the run's context `c` in scope:
+//   c.arena (unsigned char*), c.w (const unsigned char*: weights.bin's payload),
+//   c.in (const void* const*), c.out (void* const*).
+#pragma once
+#include <kiln/error.h>
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/cpp/weights_blob.h"
+#include "codegen/plan_walk.h"
+
+namespace kiln::codegen::cpp {
+
+// The C++ type of an element of `t` ("float", "int64_t", "bool"); a kiln::Error for a type
+// generated code does not handle yet.
+std::string ctype(DType t);
+// A C++ literal of `v` as type `t` ("1.5f", "INFINITY", "int64_t(-3)").
+std::string literal(DType t, double v);
+std::string literal_float(float v);
+// s as a C string literal, quotes included.
+std::string c_string(const std::string& s);
+
+class EmitContext {
+ public:
+  EmitContext(const Step& s, WeightsBlob& weights, std::set<std::string>& kernels)
+      : step(s), node(*s.node), weights_(weights), kernels_(kernels) {}
+
+  const Step& step;
+  const ir::Node& node;
+
+  // A pointer expression to operand o's first element, typed by its dtype (const unless
+  // `writable`): "reinterpret_cast<float*>(c.arena + 4096)".
+  std::string ptr(const Operand& o, bool writable = false) const;
+  std::string in(int i) const { return ptr(step.inputs.at(i)); }
+  std::string out(int i) const { return ptr(step.outputs.at(i), true); }
+  bool has_input(int i) const { return i < static_cast<int>(step.inputs.size()) && step.inputs[i].buffer >= 0; }
+  // Adds bytes (elements of type t) to weights.bin under `key`; returns a const pointer expression.
+  std::string weights(const std::string& key, std::string_view bytes, DType t);
+  std::string weights(const std::string& key, const std::vector<float>& v) {
+    return weights(key, std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)),
+                   DType::Float);
+  }
+  // A constant input's data (a kiln::Error naming the node when input i is not a constant).
+  const Tensor& constant(int i) const;
+  bool is_constant(int i) const { return has_input(i) && step.inputs[i].storage.kind == StorageKind::Constant; }
+
+  // Marks a kernel header (a file under src/codegen/kernels/) as used: it is copied into the
+  // project and included by model.cpp.
+  void use_kernel(const std::string& header) { kernels_.insert(header); }
+  void line(const std::string& s) { lines.push_back(s); }
+  // The error for something about this node generated code cannot do.
+  UnsupportedError unsupported(const std::string& why) const;
+
+  std::vector<std::string> lines;
+
+ private:
+  WeightsBlob& weights_;
+  std::set<std::string>& kernels_;
+};
+
+// An op emitter writes the body of one instruction's function (op_emitters.h).
+using OpEmitFn = void (*)(EmitContext&);
+
+}  // namespace kiln::codegen::cpp

@@ -1,0 +1,82 @@
+// Gemm, MatMul and their fused forms as calls of kernels/gemm.h: constant B packed here (alpha
+// and transB applied), the bias or Gemm's C folded into the epilogue.
+#include <string>
+#include <vector>
+
+#include "codegen/cpp/epilogue.h"
+#include "codegen/cpp/op_emitters.h"
+
+namespace kiln::codegen::cpp {
+
+namespace {
+
+std::string i64(int64_t v) { return std::to_string(v); }
+
+// B [K][N] (or [N][K] when trans) times alpha, as [K][Np] with zeros past N.
+std::vector<float> pack_b(const float* b, int64_t K, int64_t N, bool trans, float alpha) {
+  const int64_t Np = (N + 15) / 16 * 16;
+  std::vector<float> p(K * Np, 0.f);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) p[k * Np + n] = alpha * (trans ? b[n * K + k] : b[k * N + n]);
+  return p;
+}
+
+void call_gemm(EmitContext& ctx, int64_t M, int64_t K, int64_t N, const std::string& a, const std::string& bp,
+               const std::string& bias, const std::string& z, int64_t ldz) {
+  const Epilogue e = epilogue_of(ctx.node);
+  ctx.use_kernel("gemm.h");
+  ctx.line("kiln_kernels::gemm_packed<" + e.act + ">(" + i64(M) + ", " + i64(K) + ", " + i64(N) + ", " + a + ", " + i64(K) +
+           ", " + bp + ", " + bias + ", " + z + ", " + i64(ldz) + ", " + ctx.out(0) + ", " + i64(N) + ", " + e.a + ", " +
+           e.b + ");");
+}
+
+}  // namespace
+
+void emit_gemm(EmitContext& ctx) {
+  const ir::Node& n = ctx.node;
+  const Operand& a = ctx.step.inputs.at(0);
+  const Operand& y = ctx.step.outputs.at(0);
+  if (a.dtype != DType::Float) throw ctx.unsupported("only float Gemm is emitted");
+  if (n.attr_int("transA", 0)) throw ctx.unsupported("transA is not emitted");
+  if (!ctx.is_constant(1)) throw ctx.unsupported("a B computed at run time is not emitted");
+  const Tensor& b = ctx.constant(1);
+  const bool tb = n.attr_int("transB", 0) != 0;
+  const int64_t M = y.dims[0], N = y.dims[1], K = a.dims[1];
+  const float alpha = n.attr_float("alpha", 1.f), beta = n.attr_float("beta", 1.f);
+  const std::string key = "gemm:" + n.input(1)->name() + (tb ? ":t" : "") + ":" + std::to_string(alpha);
+  const std::string bp = ctx.weights(key, pack_b(b.data<float>(), K, N, tb, alpha));
+  std::string bias = "nullptr", z = "nullptr";
+  if (ctx.has_input(2) && beta != 0.f) {
+    const Operand& c = ctx.step.inputs[2];
+    if (ctx.is_constant(2) && (c.numel() == N || c.numel() == 1)) {
+      const float* cd = ctx.constant(2).data<float>();
+      std::vector<float> v(N);
+      for (int64_t j = 0; j < N; ++j) v[j] = beta * cd[c.numel() == 1 ? 0 : j];
+      bias = ctx.weights("gemm-bias:" + n.input(2)->name() + ":" + std::to_string(beta), v);
+    } else if (c.numel() == M * N && beta == 1.f) {
+      z = ctx.in(2);
+    } else {
+      throw ctx.unsupported("this form of C is not emitted");
+    }
+  }
+  call_gemm(ctx, M, K, N, ctx.in(0), bp, bias, z, N);
+}
+
+void emit_matmul(EmitContext& ctx) {
+  const Operand& a = ctx.step.inputs.at(0);
+  if (a.dtype != DType::Float) throw ctx.unsupported("only float MatMul is emitted");
+  if (!ctx.is_constant(1) || ctx.step.inputs[1].dims.size() != 2 || a.dims.size() < 2)
+    throw ctx.unsupported("only a MatMul by a constant 2-D B is emitted");
+  const Tensor& b = ctx.constant(1);
+  const int64_t K = b.dim(0), N = b.dim(1), M = a.numel() / K;
+  const std::string bp = ctx.weights("matmul:" + ctx.node.input(1)->name(), pack_b(b.data<float>(), K, N, false, 1.f));
+  std::string bias = "nullptr";
+  if (ctx.has_input(2)) {
+    if (!ctx.is_constant(2) || ctx.step.inputs[2].numel() != N) throw ctx.unsupported("the bias must be a constant [N]");
+    const float* bd = ctx.constant(2).data<float>();
+    bias = ctx.weights("matmul-bias:" + ctx.node.input(2)->name(), std::vector<float>(bd, bd + N));
+  }
+  call_gemm(ctx, M, K, N, ctx.in(0), bp, bias, "nullptr", N);
+}
+
+}  // namespace kiln::codegen::cpp

@@ -1,0 +1,176 @@
+// Row-wise ops over the last axis and attention: kiln.SkipLayerNorm, LayerNormalization,
+// Softmax (kernels/norm.h), kiln.Attention (kernels/attention.h); reductions as loop nests.
+#include <string>
+#include <vector>
+
+#include "codegen/cpp/loop_nest.h"
+#include "codegen/cpp/op_emitters.h"
+#include "ops/core/shape_util.h"
+
+namespace kiln::codegen::cpp {
+
+namespace {
+
+std::string i64(int64_t v) { return std::to_string(v); }
+std::string opt_in(const EmitContext& ctx, int i) { return ctx.has_input(i) ? ctx.in(i) : "nullptr"; }
+
+void require_float(const EmitContext& ctx) {
+  for (const Operand& o : ctx.step.inputs)
+    if (o.buffer >= 0 && o.dtype != DType::Float) throw ctx.unsupported("only float inputs are emitted");
+}
+
+// Per matrix of the broadcast batch `ob`, the matrix index of an operand with batch dims `b`.
+std::vector<int64_t> batch_offsets(const std::vector<int64_t>& ob, std::vector<int64_t> b) {
+  while (b.size() < ob.size()) b.insert(b.begin(), 1);
+  int64_t total = 1;
+  for (int64_t d : ob) total *= d;
+  std::vector<int64_t> out;
+  std::vector<int64_t> idx(ob.size(), 0);
+  for (int64_t m = 0; m < total; ++m) {
+    int64_t off = 0;
+    for (size_t k = 0; k < ob.size(); ++k) off = off * b[k] + (b[k] == 1 ? 0 : idx[k]);
+    out.push_back(off);
+    ops::next_index(idx, ob);
+  }
+  return out;
+}
+
+std::string int_array(const std::vector<int64_t>& v) {
+  std::string s = "{";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + i64(v[i]);
+  return s + "}";
+}
+
+}  // namespace
+
+void emit_skip_layernorm(EmitContext& ctx) {
+  require_float(ctx);
+  const Operand& x = ctx.step.inputs.at(0);
+  const int64_t H = x.dims.back(), rows = x.numel() / H;
+  const bool sum = ctx.step.outputs.size() > 1 && ctx.step.outputs[1].buffer >= 0;
+  ctx.use_kernel("norm.h");
+  ctx.line("kiln_kernels::layernorm_rows(" + i64(rows) + ", " + i64(H) + ", " + ctx.in(0) + ", " + ctx.in(1) + ", " +
+           ctx.in(2) + ", " + opt_in(ctx, 3) + ", " + opt_in(ctx, 4) + ", " +
+           literal_float(ctx.node.attr_float("epsilon", 1e-5f)) + ", " + ctx.out(0) + ", " +
+           (sum ? ctx.out(1) : "nullptr") + ");");
+}
+
+void emit_layernorm(EmitContext& ctx) {
+  require_float(ctx);
+  const Operand& x = ctx.step.inputs.at(0);
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  if (ops::normalize_axis(ctx.node.attr_int("axis", -1), rank, ctx.node) != rank - 1)
+    throw ctx.unsupported("only a normalization over the last axis is emitted");
+  for (size_t k = 1; k < ctx.step.outputs.size(); ++k)
+    if (ctx.step.outputs[k].buffer >= 0) throw ctx.unsupported("the mean and inverse deviation outputs are not emitted");
+  if (ctx.step.inputs.at(1).numel() != x.dims.back() || (ctx.has_input(2) && ctx.step.inputs[2].numel() != x.dims.back()))
+    throw ctx.unsupported("scale and bias must be [H]");
+  const int64_t H = x.dims.back(), rows = x.numel() / H;
+  ctx.use_kernel("norm.h");
+  ctx.line("kiln_kernels::layernorm_rows(" + i64(rows) + ", " + i64(H) + ", " + ctx.in(0) + ", nullptr, " + ctx.in(1) +
+           ", " + opt_in(ctx, 2) + ", nullptr, " + literal_float(ctx.node.attr_float("epsilon", 1e-5f)) + ", " +
+           ctx.out(0) + ", nullptr);");
+}
+
+void emit_softmax(EmitContext& ctx) {
+  require_float(ctx);
+  const Operand& x = ctx.step.inputs.at(0);
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  const int64_t opset = ctx.node.owner() ? ctx.node.owner()->opset("") : 17;
+  const int64_t axis = ops::normalize_axis(ctx.node.attr_int("axis", opset < 13 ? 1 : -1), rank, ctx.node);
+  int64_t outer = 1, A = 1, inner = 1;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (k < axis) outer *= x.dims[k];
+    else if (k == axis || opset < 13) A *= x.dims[k];
+    else inner *= x.dims[k];
+  }
+  ctx.use_kernel("norm.h");
+  ctx.line("kiln_kernels::softmax(" + i64(outer) + ", " + i64(A) + ", " + i64(inner) + ", " + ctx.in(0) + ", " +
+           ctx.out(0) + ");");
+}
+
+void emit_attention(EmitContext& ctx) {
+  require_float(ctx);
+  const Operand &q = ctx.step.inputs.at(0), &k = ctx.step.inputs.at(1), &v = ctx.step.inputs.at(2);
+  const Operand& o = ctx.step.outputs.at(0);
+  const int64_t Sq = q.dims[q.dims.size() - 2], D = q.dims.back(), Sk = k.dims.back(), Dv = v.dims.back();
+  const std::vector<int64_t> ob(o.dims.begin(), o.dims.end() - 2);
+  auto batch = [](const Operand& t) { return std::vector<int64_t>(t.dims.begin(), t.dims.end() - 2); };
+  std::vector<std::vector<int64_t>> offs = {batch_offsets(ob, batch(q)), batch_offsets(ob, batch(k)),
+                                            batch_offsets(ob, batch(v))};
+  int64_t mq = 1, mk = 1;
+  const bool masked = ctx.has_input(3);
+  if (masked) {
+    std::vector<int64_t> md = ctx.step.inputs[3].dims;
+    while (md.size() < 2) md.insert(md.begin(), 1);
+    mq = md[md.size() - 2];
+    mk = md.back();
+    offs.push_back(batch_offsets(ob, std::vector<int64_t>(md.begin(), md.end() - 2)));
+  }
+  const int64_t nb = static_cast<int64_t>(offs[0].size());
+  ctx.use_kernel("attention.h");
+  const char* names[] = {"qo", "ko", "vo", "mo"};
+  for (size_t t = 0; t < offs.size(); ++t)
+    ctx.line("static const int64_t " + std::string(names[t]) + "[] = " + int_array(offs[t]) + ";");
+  ctx.line("float scores[" + i64(Sk) + "];");
+  ctx.line("const float* q = " + ctx.in(0) + ";");
+  ctx.line("const float* k = " + ctx.in(1) + ";");
+  ctx.line("const float* v = " + ctx.in(2) + ";");
+  ctx.line(std::string("const float* mask = ") + (masked ? ctx.in(3) : "nullptr") + ";");
+  ctx.line("float* o = " + ctx.out(0) + ";");
+  ctx.line("for (int64_t b = 0; b < " + i64(nb) + "; ++b)");
+  ctx.line("  kiln_kernels::attention_head(" + i64(Sq) + ", " + i64(D) + ", " + i64(Sk) + ", " + i64(Dv) + ", " +
+           literal_float(ctx.node.attr_float("scale", 1.f)) + ", q + qo[b] * " + i64(Sq * D) + ", k + ko[b] * " +
+           i64(D * Sk) + ", v + vo[b] * " + i64(Sk * Dv) + ", " + (masked ? "mask + mo[b] * " + i64(mq * mk) : "nullptr") +
+           ", " + i64(mq) + ", " + i64(mk) + ", o + b * " + i64(Sq * Dv) + ", scores);");
+}
+
+void emit_reduce(EmitContext& ctx) {
+  const ir::Node& n = ctx.node;
+  const Operand& x = ctx.step.inputs.at(0);
+  const Operand& y = ctx.step.outputs.at(0);
+  if (x.dtype != DType::Float) throw ctx.unsupported("only float reductions are emitted");
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  std::vector<int64_t> axes = n.attr_ints("axes");
+  if (ctx.has_input(1)) axes = ctx.constant(1).to_int64_vector();
+  if (axes.empty() && n.attr_int("noop_with_empty_axes", 0)) throw ctx.unsupported("noop_with_empty_axes is not emitted");
+  std::vector<bool> reduced(rank, axes.empty());
+  for (int64_t a : ops::normalize_axes(axes, rank, n)) reduced[a] = true;
+  const std::string& op = n.op_type();
+  const std::vector<int64_t> xs = dense_strides(x.dims);
+  // The kept dims outside (in order, as the output has them), the reduced dims inside.
+  std::vector<int64_t> kept, red;
+  for (int64_t k = 0; k < rank; ++k) (reduced[k] ? red : kept).push_back(k);
+  int64_t count = 1;
+  for (int64_t k : red) count *= x.dims[k];
+  ctx.line("const float* KILN_RESTRICT x = " + ctx.in(0) + ";");
+  ctx.line("float* KILN_RESTRICT y = " + ctx.out(0) + ";");
+  std::string indent, xi, yi;
+  for (size_t j = 0; j < kept.size(); ++j) {
+    const std::string i = "k" + i64(static_cast<int64_t>(j));
+    ctx.line(indent + "for (int64_t " + i + " = 0; " + i + " < " + i64(x.dims[kept[j]]) + "; ++" + i + ")");
+    indent += "  ";
+    xi += " + " + i + " * " + i64(xs[kept[j]]);
+    yi = yi.empty() ? i : "(" + yi + ") * " + i64(x.dims[kept[j]]) + " + " + i;
+  }
+  ctx.line(indent + "{");
+  const std::string init = op == "ReduceMax" ? "-INFINITY" : op == "ReduceMin" ? "INFINITY" : "0.f";
+  ctx.line(indent + "  float acc = " + init + ";");
+  std::string inner = indent + "  ";
+  for (size_t j = 0; j < red.size(); ++j) {
+    const std::string i = "r" + i64(static_cast<int64_t>(j));
+    ctx.line(inner + "for (int64_t " + i + " = 0; " + i + " < " + i64(x.dims[red[j]]) + "; ++" + i + ")");
+    inner += "  ";
+    xi += " + " + i + " * " + i64(xs[red[j]]);
+  }
+  const std::string xe = "x[0" + xi + "]";
+  if (op == "ReduceMax") ctx.line(inner + "acc = std::max(acc, " + xe + ");");
+  else if (op == "ReduceMin") ctx.line(inner + "acc = std::min(acc, " + xe + ");");
+  else ctx.line(inner + "acc += " + xe + ";");
+  const std::string fin = op == "ReduceMean" ? "acc / " + literal_float(static_cast<float>(count)) : "acc";
+  ctx.line(indent + "  y[" + (yi.empty() ? "0" : yi) + "] = " + fin + ";");
+  ctx.line(indent + "}");
+  (void)y;
+}
+
+}  // namespace kiln::codegen::cpp

@@ -1,0 +1,34 @@
+// The C++ target's op emitters: one function per op family writes an instruction's body as a
+// call of a kernel under src/codegen/kernels/ with the node's constant parameters, or as a loop
+// nest (loop_nest.h). find_op_emitter says which one serves a node.
+#pragma once
+#include "codegen/cpp/emit_context.h"
+
+namespace kiln::codegen::cpp {
+
+// The emitter for `n`, or nullptr when the C++ target has none for its op.
+OpEmitFn find_op_emitter(const ir::Node& n);
+
+// emit_elementwise.cpp: kiln.FusedElementwise, one elementwise or view node.
+void emit_fused_elementwise(EmitContext& ctx);
+void emit_elementwise_node(EmitContext& ctx);
+// emit_conv.cpp: channels-last kiln.FusedConv and the kiln.Nhwc* pools (window ops).
+void emit_conv(EmitContext& ctx);
+void emit_pool(EmitContext& ctx);
+void emit_global_pool(EmitContext& ctx);
+// emit_matmul.cpp: Gemm, kiln.FusedGemm, MatMul, kiln.FusedMatMul.
+void emit_gemm(EmitContext& ctx);
+void emit_matmul(EmitContext& ctx);
+// emit_data_movement.cpp: Concat, Slice, Split, Gather.
+void emit_concat(EmitContext& ctx);
+void emit_slice(EmitContext& ctx);
+void emit_split(EmitContext& ctx);
+void emit_gather(EmitContext& ctx);
+// emit_norm.cpp: kiln.SkipLayerNorm, LayerNormalization, Softmax, kiln.Attention; reductions.
+void emit_skip_layernorm(EmitContext& ctx);
+void emit_layernorm(EmitContext& ctx);
+void emit_softmax(EmitContext& ctx);
+void emit_attention(EmitContext& ctx);
+void emit_reduce(EmitContext& ctx);
+
+}  // namespace kiln::codegen::cpp

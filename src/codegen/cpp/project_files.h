@@ -1,0 +1,28 @@
+// The text of an emitted C++ project's fixed files: model.h, main.cpp, CMakeLists.txt and the
+// weights loader part of model.cpp. cpp_project.cpp fills in what the model decides.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "codegen/cpp/cpp_emitter.h"
+
+namespace kiln::codegen::cpp {
+
+struct ProjectText {
+  std::string source;                // what the project was made from
+  std::vector<SignatureCode>* sigs;  // the compiled signatures
+  bool embed_weights = false;
+  std::vector<std::string> isa;      // CPU features the kernels are compiled for
+  std::vector<std::string> kernels;  // kernel headers model.cpp includes
+  int64_t weights_bytes = 0;         // weights.bin's payload
+  uint64_t weights_checksum = 0;
+};
+
+std::string model_h(const ProjectText& p);
+std::string model_cpp(const ProjectText& p);
+std::string main_cpp();
+std::string cmake_lists(const ProjectText& p);
+// The .incbin source that links weights.bin into the library (embed_weights).
+std::string weights_blob_cpp();
+
+}  // namespace kiln::codegen::cpp
