@@ -2,11 +2,12 @@
 #   make        build into build/ (the CLI is build/kiln)
 #   make demo   install what is missing, build, run a real model
 #   make test   install what is missing, build, run every test
+#   make test-codegen  every shared model emitted as C++ (--target cpp), built and checked
 BUILD ?= build
 JOBS ?= $(shell nproc)
 SHARED_MODELS ?= ../shared/models
 
-.PHONY: all deps configure build demo test kernel-bench asan tsan fuzz fuzz-run clean
+.PHONY: all deps configure build demo test test-codegen kernel-bench asan tsan fuzz fuzz-run clean
 
 all: build
 
@@ -28,6 +29,12 @@ demo: deps
 test: deps
 	@$(MAKE) --no-print-directory build
 	@bash scripts/test.sh $(BUILD) $(SHARED_MODELS)
+
+# Code generation on every shared model: each emitted as a C++ project (portable kernels, no
+# dependency), built outside the repository, run against its test data (scripts/test-codegen.sh).
+CODEGEN_MODELS ?= $(notdir $(patsubst %/,%,$(dir $(wildcard $(SHARED_MODELS)/*/model.onnx))))
+test-codegen: build
+	@bash scripts/test-codegen.sh $(BUILD) $(SHARED_MODELS) $(addsuffix :--no-onednn,$(CODEGEN_MODELS))
 
 # Per-kernel microbenchmarks (bench/kernels/; needs libbenchmark-dev): build/kiln_kernel_bench.
 kernel-bench: configure

@@ -88,6 +88,27 @@ for dir in models/*/ "$SHARED_MODELS"/*/; do
   check "$name --backend reference" "$dir" --backend reference
 done
 
+# Code generation (docs/codegen.md): three shared models emitted as C++ projects, built outside
+# the repository and checked against their test data (`make test-codegen`: every shared model).
+echo "== code generation (C++ target; scripts/test-codegen.sh)"
+codegen_models=(mlp_small:--embed-weights squeezenet1_1 bert_tiny_op13)
+if [ ! -d "$SHARED_MODELS/squeezenet1_1" ]; then
+  if [ "${CI:-}" = "true" ]; then
+    failed=$((failed + 1))
+    failures+=("code generation: $SHARED_MODELS missing")
+  else
+    echo "  skipped: no $SHARED_MODELS"
+  fi
+else
+  out=$(bash scripts/test-codegen.sh "$BUILD" "$SHARED_MODELS" "${codegen_models[@]}")
+  echo "$out"
+  ok=$(grep -c "^  ok" <<<"$out")
+  bad=$(grep -c "^  FAIL" <<<"$out")
+  passed=$((passed + ok))
+  failed=$((failed + bad))
+  [ "$bad" -eq 0 ] || failures+=("code generation ($bad)")
+fi
+
 if [ ${#failures[@]} -gt 0 ]; then
   echo "failed: ${failures[*]}"
 fi

@@ -5,6 +5,7 @@
 
 #include "codegen/cpp/epilogue.h"
 #include "codegen/cpp/op_emitters.h"
+#include "codegen/cpp/weight_packing.h"
 #include "ops/core/conv_geometry.h"
 
 namespace kiln::codegen::cpp {
@@ -53,29 +54,10 @@ void emit_conv(EmitContext& ctx) {
   const float* bd = ctx.is_constant(2) ? ctx.constant(2).data<float>() : nullptr;
   if (ctx.has_input(2) && !bd) throw ctx.unsupported("a bias computed at run time is not emitted");
   const bool depthwise = G == C && M == C;
-  std::vector<float> packed, bias;
-  std::string kernel;
-  if (depthwise) {
-    packed.resize(KH * KW * C);
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t k = 0; k < KH * KW; ++k) packed[k * C + c] = wd[c * KH * KW + k];
-    if (bd) bias.assign(bd, bd + M);
-    kernel = "depthwise_nhwc";
-  } else {
-    const int64_t Cg = C / G, Mg = M / G, Mp = (Mg + 15) / 16 * 16;
-    packed.assign(G * KH * KW * Cg * Mp, 0.f);
-    for (int64_t gi = 0; gi < G; ++gi)
-      for (int64_t m = 0; m < Mg; ++m)
-        for (int64_t ci = 0; ci < Cg; ++ci)
-          for (int64_t k = 0; k < KH * KW; ++k)
-            packed[(((gi * KH * KW + k) * Cg) + ci) * Mp + m] = wd[((gi * Mg + m) * Cg + ci) * KH * KW + k];
-    if (bd) {
-      bias.assign(G * Mp, 0.f);
-      for (int64_t gi = 0; gi < G; ++gi)
-        for (int64_t m = 0; m < Mg; ++m) bias[gi * Mp + m] = bd[gi * Mg + m];
-    }
-    kernel = "conv2d_nhwc";
-  }
+  const std::vector<float> packed = depthwise ? pack_depthwise(wd, C, KH, KW) : pack_conv2d(wd, M, C, G, KH, KW);
+  const std::vector<float> bias = !bd ? std::vector<float>{} : depthwise ? std::vector<float>(bd, bd + M)
+                                                                         : pack_conv2d_bias(bd, M, G);
+  const std::string kernel = depthwise ? "depthwise_nhwc" : "conv2d_nhwc";
   ctx.use_kernel("conv2d.h");
   const Epilogue e = epilogue_of(n);
   const std::string key = "conv:" + n.input(1)->name();

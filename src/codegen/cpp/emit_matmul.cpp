@@ -5,21 +5,13 @@
 
 #include "codegen/cpp/epilogue.h"
 #include "codegen/cpp/op_emitters.h"
+#include "codegen/cpp/weight_packing.h"
 
 namespace kiln::codegen::cpp {
 
 namespace {
 
 std::string i64(int64_t v) { return std::to_string(v); }
-
-// B [K][N] (or [N][K] when trans) times alpha, as [K][Np] with zeros past N.
-std::vector<float> pack_b(const float* b, int64_t K, int64_t N, bool trans, float alpha) {
-  const int64_t Np = (N + 15) / 16 * 16;
-  std::vector<float> p(K * Np, 0.f);
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n) p[k * Np + n] = alpha * (trans ? b[n * K + k] : b[k * N + n]);
-  return p;
-}
 
 void call_gemm(EmitContext& ctx, int64_t M, int64_t K, int64_t N, const std::string& a, const std::string& bp,
                const std::string& bias, const std::string& z, int64_t ldz) {
@@ -44,7 +36,7 @@ void emit_gemm(EmitContext& ctx) {
   const int64_t M = y.dims[0], N = y.dims[1], K = a.dims[1];
   const float alpha = n.attr_float("alpha", 1.f), beta = n.attr_float("beta", 1.f);
   const std::string key = "gemm:" + n.input(1)->name() + (tb ? ":t" : "") + ":" + std::to_string(alpha);
-  const std::string bp = ctx.weights(key, pack_b(b.data<float>(), K, N, tb, alpha));
+  const std::string bp = ctx.weights(key, pack_gemm_b(b.data<float>(), K, N, tb, alpha));
   std::string bias = "nullptr", z = "nullptr";
   if (ctx.has_input(2) && beta != 0.f) {
     const Operand& c = ctx.step.inputs[2];
@@ -69,7 +61,7 @@ void emit_matmul(EmitContext& ctx) {
     throw ctx.unsupported("only a MatMul by a constant 2-D B is emitted");
   const Tensor& b = ctx.constant(1);
   const int64_t K = b.dim(0), N = b.dim(1), M = a.numel() / K;
-  const std::string bp = ctx.weights("matmul:" + ctx.node.input(1)->name(), pack_b(b.data<float>(), K, N, false, 1.f));
+  const std::string bp = ctx.weights("matmul:" + ctx.node.input(1)->name(), pack_gemm_b(b.data<float>(), K, N, false, 1.f));
   std::string bias = "nullptr";
   if (ctx.has_input(2)) {
     if (!ctx.is_constant(2) || ctx.step.inputs[2].numel() != N) throw ctx.unsupported("the bias must be a constant [N]");

@@ -210,8 +210,7 @@ std::vector<int64_t> merge_dims(const std::vector<int64_t>& D, const std::vector
 }
 
 // Opens the loops over dims (the innermost with a brace); returns the body's indent.
-std::string open_loops(EmitContext& ctx, const std::vector<int64_t>& dims) {
-  std::string indent;
+std::string open_loops(EmitContext& ctx, const std::vector<int64_t>& dims, std::string indent = "") {
   for (size_t k = 0; k < dims.size(); ++k) {
     const std::string i = "i" + std::to_string(k);
     ctx.line(indent + "for (int64_t " + i + " = 0; " + i + " < " + std::to_string(dims[k]) + "; ++" + i + ")" +
@@ -219,8 +218,8 @@ std::string open_loops(EmitContext& ctx, const std::vector<int64_t>& dims) {
     indent += "  ";
   }
   if (dims.empty()) {
-    ctx.line("{");
-    indent = "  ";
+    ctx.line(indent + "{");
+    indent += "  ";
   }
   return indent;
 }
@@ -246,9 +245,9 @@ void emit_strided_copy(EmitContext& ctx, DType t, const std::string& src, int64_
   ctx.line("{");
   ctx.line("  const " + T + "* KILN_RESTRICT src = " + src + ";");
   ctx.line("  " + T + "* KILN_RESTRICT dst = " + dst + ";");
-  const std::string indent = open_loops(ctx, md);
+  const std::string indent = open_loops(ctx, md, "  ");
   ctx.line(indent + "dst[" + index_expr(m[1]) + "] = src[" + index_expr(m[0]) + "];");
-  ctx.line("}");
+  ctx.line("  }");
   ctx.line("}");
 }
 

@@ -12,25 +12,23 @@ namespace kiln_kernels {
 
 namespace detail {
 
-template <Act A, int CB>
+// Rows [m0, m0 + R) by columns [n0, n0 + CB).
+template <Act A, int CB, int R>
 inline void gemm_block(int64_t K, int64_t N, int64_t Np, const float* KILN_RESTRICT a, int64_t lda,
                        const float* KILN_RESTRICT bp, const float* bias, const float* z, int64_t ldz, float* y,
-                       int64_t ldy, int64_t m0, int rows, int64_t n0, float p, float q) {
-  float acc[4][CB] = {};
-  const float* ar[4];
-  for (int r = 0; r < 4; ++r) ar[r] = a + (m0 + (r < rows ? r : 0)) * lda;
+                       int64_t ldy, int64_t m0, int64_t n0, float p, float q) {
+  float acc[R][CB] = {};
+  const float* ar[R];
+  for (int r = 0; r < R; ++r) ar[r] = a + (m0 + r) * lda;
   for (int64_t k = 0; k < K; ++k) {
     const float* KILN_RESTRICT br = bp + k * Np + n0;
-    const float x0 = ar[0][k], x1 = ar[1][k], x2 = ar[2][k], x3 = ar[3][k];
-    for (int c = 0; c < CB; ++c) {
-      acc[0][c] += x0 * br[c];
-      acc[1][c] += x1 * br[c];
-      acc[2][c] += x2 * br[c];
-      acc[3][c] += x3 * br[c];
-    }
+    float x[R];
+    for (int r = 0; r < R; ++r) x[r] = ar[r][k];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < CB; ++c) acc[r][c] += x[r] * br[c];
   }
   const int64_t n = std::min<int64_t>(CB, N - n0);
-  for (int r = 0; r < rows; ++r) {
+  for (int r = 0; r < R; ++r) {
     float* KILN_RESTRICT yr = y + (m0 + r) * ldy + n0;
     const float* zr = z ? z + (m0 + r) * ldz + n0 : nullptr;
     for (int64_t c = 0; c < n; ++c) {
@@ -39,6 +37,18 @@ inline void gemm_block(int64_t K, int64_t N, int64_t Np, const float* KILN_RESTR
       if (zr) v += zr[c];
       yr[c] = activate<A>(v, p, q);
     }
+  }
+}
+
+template <Act A, int CB>
+inline void gemm_rows(int rows, int64_t K, int64_t N, int64_t Np, const float* a, int64_t lda, const float* bp,
+                      const float* bias, const float* z, int64_t ldz, float* y, int64_t ldy, int64_t m0, int64_t n0,
+                      float p, float q) {
+  switch (rows) {
+    case 1: gemm_block<A, CB, 1>(K, N, Np, a, lda, bp, bias, z, ldz, y, ldy, m0, n0, p, q); break;
+    case 2: gemm_block<A, CB, 2>(K, N, Np, a, lda, bp, bias, z, ldz, y, ldy, m0, n0, p, q); break;
+    case 3: gemm_block<A, CB, 3>(K, N, Np, a, lda, bp, bias, z, ldz, y, ldy, m0, n0, p, q); break;
+    default: gemm_block<A, CB, 4>(K, N, Np, a, lda, bp, bias, z, ldz, y, ldy, m0, n0, p, q); break;
   }
 }
 
@@ -53,13 +63,13 @@ void gemm_packed(int64_t M, int64_t K, int64_t N, const float* a, int64_t lda, c
     for (int64_t n0 = 0; n0 < Np; n0 += 64) {
       const int64_t left = Np - n0;
       if (left >= 64)
-        detail::gemm_block<A, 64>(K, N, Np, a, lda, bp, bias, z, ldz, y, ldy, m0, rows, n0, p, q);
+        detail::gemm_rows<A, 64>(rows, K, N, Np, a, lda, bp, bias, z, ldz, y, ldy, m0, n0, p, q);
       else if (left == 48)
-        detail::gemm_block<A, 48>(K, N, Np, a, lda, bp, bias, z, ldz, y, ldy, m0, rows, n0, p, q);
+        detail::gemm_rows<A, 48>(rows, K, N, Np, a, lda, bp, bias, z, ldz, y, ldy, m0, n0, p, q);
       else if (left == 32)
-        detail::gemm_block<A, 32>(K, N, Np, a, lda, bp, bias, z, ldz, y, ldy, m0, rows, n0, p, q);
+        detail::gemm_rows<A, 32>(rows, K, N, Np, a, lda, bp, bias, z, ldz, y, ldy, m0, n0, p, q);
       else
-        detail::gemm_block<A, 16>(K, N, Np, a, lda, bp, bias, z, ldz, y, ldy, m0, rows, n0, p, q);
+        detail::gemm_rows<A, 16>(rows, K, N, Np, a, lda, bp, bias, z, ldz, y, ldy, m0, n0, p, q);
     }
   }
 }

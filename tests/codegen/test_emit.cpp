@@ -1,0 +1,170 @@
+// kiln compile --target cpp end to end on a model built here: many ops (views, strided copies,
+// gathers, reductions, fused elementwise groups of several types), emitted, built with cmake
+// and run on test data the reference kernels computed; and the errors of what cannot be emitted.
+#include <gtest/gtest.h>
+#include <kiln/session.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+
+#include "frontend/onnx/exporter.h"
+#include "frontend/onnx/tensor_proto.h"
+#include "ir/graph.h"
+
+namespace kiln::codegen {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out;
+};
+
+Result sh(const std::string& cmd) {
+  Result r;
+  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+fs::path scratch(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("kiln-codegen-" + std::to_string(::getpid()) + "-" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+Tensor ints(const std::vector<int64_t>& v) { return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v); }
+
+// x [2,6,8] float and idx [3] int64 through views, copies, gathers, reductions and elementwise
+// chains; every intermediate of interest is an output.
+std::unique_ptr<ir::Graph> ops_mix() {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets[""] = 17;
+  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {2, 6, 8}));
+  ir::Value* idx = g->add_input("idx", ir::TensorType::from_dims(DType::Int64, {3}));
+  auto node = [&](const std::string& op, std::vector<ir::Value*> ins, int outs, ir::Attributes a = {}) {
+    std::vector<ir::Value*> o;
+    for (int i = 0; i < outs; ++i) o.push_back(g->add_value(op + std::to_string(g->nodes().size()) + "_" + std::to_string(i)));
+    g->add_node(op, ins, o, std::move(a), op + std::to_string(g->nodes().size()));
+    return o;
+  };
+  auto c = [&](const std::string& name, Tensor t) { return g->add_constant(name, std::move(t)); };
+  ir::Attributes perm;
+  perm["perm"] = ir::Attribute::of_ints({0, 2, 1});
+  ir::Value* t = node("Transpose", {x}, 1, perm)[0];
+  ir::Value* s = node("Slice", {t, c("st", ints({1})), c("en", ints({-1})), c("ax", ints({1})), c("sp", ints({2}))}, 1)[0];
+  ir::Attributes ax1;
+  ax1["axis"] = ir::Attribute::of_int(1);
+  ir::Value* gathered = node("Gather", {x, idx}, 1, ax1)[0];
+  ir::Value* soft = node("Softmax", {gathered}, 1)[0];
+  ir::Attributes mean;
+  mean["axes"] = ir::Attribute::of_ints({1});
+  ir::Value* m = node("ReduceMean", {x}, 1, mean)[0];
+  ir::Value* sig = node("Sigmoid", {x}, 1)[0];
+  ir::Value* f = node("Add", {node("Mul", {sig, x}, 1)[0], m}, 1)[0];
+  ir::Value* less = node("Less", {x, c("tenth", Tensor::scalar<float>(0.1f))}, 1)[0];
+  ir::Value* w = node("Where", {less, x, node("Pow", {x, c("two", Tensor::scalar<float>(2.f))}, 1)[0]}, 1)[0];
+  ir::Value* cat = node("Concat", {s, s}, 1, ax1)[0];
+  ir::Attributes split;
+  split["axis"] = ir::Attribute::of_int(2);
+  std::vector<ir::Value*> parts = node("Split", {x, c("sizes", ints({3, 5}))}, 2, split);
+  ir::Attributes mx;
+  mx["axes"] = ir::Attribute::of_ints({2});
+  mx["keepdims"] = ir::Attribute::of_int(0);
+  ir::Value* r = node("ReduceMax", {x}, 1, mx)[0];
+  ir::Attributes to;
+  to["to"] = ir::Attribute::of_int(static_cast<int64_t>(DType::Float));
+  ir::Value* e = node("Expand", {node("Cast", {idx}, 1, to)[0], c("shape", ints({2, 3}))}, 1)[0];
+  for (ir::Value* v : {s, soft, f, w, cat, parts[0], parts[1], r, e}) g->add_output(v);
+  return g;
+}
+
+// Writes g as dir/model.onnx with test_data_set_0: random inputs, outputs from the reference kernels.
+void write_model(const ir::Graph& g, const fs::path& dir) {
+  onnx_fe::save_model(g, dir / "model.onnx");
+  SessionOptions o;
+  o.backend = "reference";
+  auto s = Session::create((dir / "model.onnx").string(), o);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  Tensor x(DType::Float, {2, 6, 8});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+  const Tensor idx = ints({5, -6, 2});
+  const std::vector<Tensor> outs = s->run(std::vector<Tensor>{x, idx});
+  fs::create_directories(dir / "test_data_set_0");
+  onnx_fe::save_tensor_file(x, "x", dir / "test_data_set_0" / "input_0.pb");
+  onnx_fe::save_tensor_file(idx, "idx", dir / "test_data_set_0" / "input_1.pb");
+  for (size_t i = 0; i < outs.size(); ++i)
+    onnx_fe::save_tensor_file(outs[i], g.outputs()[i]->name(),
+                              dir / "test_data_set_0" / ("output_" + std::to_string(i) + ".pb"));
+}
+
+// Emits dir/model.onnx into dir/project and builds it with warnings as errors.
+Result emit_and_build(const fs::path& dir, const std::string& flags = "") {
+  Result r = sh(std::string(KILN_BINARY) + " compile " + (dir / "model.onnx").string() + " --target cpp -o " +
+                (dir / "project").string() + " " + flags);
+  if (r.status != 0) return r;
+  r = sh("cmake -S " + (dir / "project").string() + " -B " + (dir / "project" / "build").string() +
+         " -DCMAKE_CXX_FLAGS='-Wall -Wextra -Werror' && cmake --build " + (dir / "project" / "build").string());
+  return r;
+}
+
+TEST(CodegenEmit, OpsMixBuildsAndMatches) {
+  const fs::path dir = scratch("ops-mix");
+  write_model(*ops_mix(), dir);
+  Result r = emit_and_build(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = sh((dir / "project" / "build" / "kiln_model_main").string() + " --runs 2");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("MISMATCH"), std::string::npos) << r.out;
+
+  // A damaged weights file is refused with a message, not run.
+  std::string bytes;
+  {
+    std::ifstream f(dir / "project" / "weights.bin", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  ASSERT_GE(bytes.size(), 64u);
+  bytes[16] ^= 0x5a;  // the stored checksum
+  std::ofstream(dir / "bad.bin", std::ios::binary) << bytes;
+  r = sh((dir / "project" / "build" / "kiln_model_main").string() + " --weights " + (dir / "bad.bin").string());
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("checksum"), std::string::npos) << r.out;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+TEST(CodegenEmit, AnOpWithoutAnEmitterIsAClearError) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets[""] = 17;
+  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {4, 9}));
+  ir::Value* v = g->add_value("values"), *i = g->add_value("indices");
+  ir::Attributes a;
+  a["axis"] = ir::Attribute::of_int(1);
+  g->add_node("TopK", {x, g->add_constant("k", ints({3}))}, {v, i}, a, "the_topk");
+  g->add_output(v);
+  g->add_output(i);
+  const fs::path dir = scratch("topk");
+  onnx_fe::save_model(*g, dir / "model.onnx");
+  const Result r = sh(std::string(KILN_BINARY) + " compile " + (dir / "model.onnx").string() + " --target cpp -o " +
+                      (dir / "project").string());
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("the_topk"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("TopK"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no emitter"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kiln::codegen

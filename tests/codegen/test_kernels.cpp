@@ -1,0 +1,174 @@
+// The emitted projects' kernels (src/codegen/kernels/), with the weights packed as the C++
+// target packs them, against the reference kernels on random inputs with odd shapes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../backends/one_node.h"
+#include "codegen/cpp/weight_packing.h"
+#include "codegen/kernels/attention.h"
+#include "codegen/kernels/conv2d.h"
+#include "codegen/kernels/gemm.h"
+#include "codegen/kernels/norm.h"
+#include "codegen/kernels/pool.h"
+
+namespace kiln::codegen {
+namespace {
+
+using one_node::In;
+using one_node::OneNode;
+using one_node::random;
+
+// NCHW <-> NHWC of a 4-D float tensor.
+Tensor to_nhwc(const Tensor& x) {
+  const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
+  Tensor y(DType::Float, {N, H, W, C});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < H * W; ++i) y.data<float>()[(n * H * W + i) * C + c] = x.data<float>()[(n * C + c) * H * W + i];
+  return y;
+}
+
+void expect_close(const Tensor& want, const float* got, const std::string& what) {
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const float e = want.data<float>()[i];
+    ASSERT_NEAR(got[i], e, 1e-4f * std::max(1.f, std::fabs(e))) << what << " at " << i;
+  }
+}
+
+struct ConvCase {
+  int64_t N, C, H, W, M, KH, KW, G, stride, dilation;
+  std::vector<int64_t> pads;
+  bool relu, residual;
+};
+
+void check_conv(const ConvCase& k) {
+  const Tensor x = random(DType::Float, {k.N, k.C, k.H, k.W}, 1);
+  const Tensor w = random(DType::Float, {k.M, k.C / k.G, k.KH, k.KW}, 2);
+  const Tensor b = random(DType::Float, {k.M}, 3);
+  ir::Attributes a;
+  a["group"] = ir::Attribute::of_int(k.G);
+  a["strides"] = ir::Attribute::of_ints({k.stride, k.stride});
+  a["dilations"] = ir::Attribute::of_ints({k.dilation, k.dilation});
+  a["pads"] = ir::Attribute::of_ints(k.pads);
+  a["kernel_shape"] = ir::Attribute::of_ints({k.KH, k.KW});
+  OneNode conv("Conv", {{x}, {w, true}, {b, true}}, 1, a);
+  const Tensor ref = conv.reference()[0];
+  const int64_t OH = ref.dim(2), OW = ref.dim(3);
+  Tensor z = random(DType::Float, {k.N, k.M, OH, OW}, 4);
+  Tensor want = to_nhwc(ref);
+  const Tensor z_nhwc = to_nhwc(z);
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    float v = want.data<float>()[i] + (k.residual ? z_nhwc.data<float>()[i] : 0.f);
+    want.data<float>()[i] = k.relu ? std::max(v, 0.f) : v;
+  }
+  const Tensor xh = to_nhwc(x);
+  const kiln_kernels::Conv2dShape s{k.N, k.H, k.W, k.C, OH, OW, k.M, k.KH, k.KW, k.stride, k.stride,
+                                    k.pads[0], k.pads[1], k.dilation, k.dilation, k.G};
+  std::vector<float> y(want.numel(), -7.f);
+  const float* zp = k.residual ? z_nhwc.data<float>() : nullptr;
+  const bool depthwise = k.G == k.C && k.M == k.C;
+  if (depthwise) {
+    const auto pw = cpp::pack_depthwise(w.data<float>(), k.C, k.KH, k.KW);
+    if (k.relu) kiln_kernels::depthwise_nhwc<kiln_kernels::Act::Relu>(s, xh.data<float>(), pw.data(), b.data<float>(), zp, y.data());
+    else kiln_kernels::depthwise_nhwc<kiln_kernels::Act::None>(s, xh.data<float>(), pw.data(), b.data<float>(), zp, y.data());
+  } else {
+    const auto pw = cpp::pack_conv2d(w.data<float>(), k.M, k.C, k.G, k.KH, k.KW);
+    const auto pb = cpp::pack_conv2d_bias(b.data<float>(), k.M, k.G);
+    if (k.relu) kiln_kernels::conv2d_nhwc<kiln_kernels::Act::Relu>(s, xh.data<float>(), pw.data(), pb.data(), zp, y.data());
+    else kiln_kernels::conv2d_nhwc<kiln_kernels::Act::None>(s, xh.data<float>(), pw.data(), pb.data(), zp, y.data());
+  }
+  expect_close(want, y.data(), "conv C=" + std::to_string(k.C) + " M=" + std::to_string(k.M) + " G=" + std::to_string(k.G));
+}
+
+TEST(CodegenKernels, Conv2dNhwc) {
+  check_conv({1, 3, 9, 7, 5, 3, 3, 1, 1, 1, {1, 1, 1, 1}, true, false});       // a stem: few inputs
+  check_conv({2, 8, 6, 11, 70, 1, 1, 1, 1, 1, {0, 0, 0, 0}, false, true});     // 1x1, 70 outputs, residual
+  check_conv({1, 6, 13, 10, 9, 3, 3, 3, 2, 1, {1, 0, 2, 1}, true, false});     // groups, stride, uneven pads
+  check_conv({1, 4, 12, 12, 20, 3, 2, 2, 1, 2, {2, 1, 2, 1}, false, false});   // dilation, 3x2 kernel
+  check_conv({1, 16, 8, 9, 16, 3, 3, 16, 1, 1, {1, 1, 1, 1}, true, true});     // depthwise
+  check_conv({2, 70, 7, 5, 70, 5, 5, 70, 2, 1, {2, 2, 2, 2}, false, false});   // depthwise 5x5 s2, 70 channels
+}
+
+TEST(CodegenKernels, Pool2dNhwc) {
+  for (const bool is_max : {true, false})
+    for (const int64_t include_pad : {0, 1}) {
+      const Tensor x = random(DType::Float, {2, 5, 9, 7}, 5);
+      ir::Attributes a;
+      a["kernel_shape"] = ir::Attribute::of_ints({3, 2});
+      a["strides"] = ir::Attribute::of_ints({2, 2});
+      a["pads"] = ir::Attribute::of_ints({1, 0, 1, 1});
+      a["ceil_mode"] = ir::Attribute::of_int(1);
+      if (!is_max) a["count_include_pad"] = ir::Attribute::of_int(include_pad);
+      OneNode pool(is_max ? "MaxPool" : "AveragePool", {{x}}, 1, a);
+      const Tensor ref = pool.reference()[0];
+      const Tensor want = to_nhwc(ref);
+      const kiln_kernels::Pool2dShape s{2, 9, 7, 5, ref.dim(2), ref.dim(3), 3, 2, 2, 2, 1, 0, 1, 1, 1, 1};
+      std::vector<float> y(want.numel());
+      kiln_kernels::pool2d_nhwc(s, is_max, include_pad != 0, to_nhwc(x).data<float>(), y.data());
+      expect_close(want, y.data(), is_max ? "max pool" : "average pool");
+    }
+}
+
+TEST(CodegenKernels, GemmPacked) {
+  for (const int64_t M : {1, 3, 6})
+    for (const bool trans : {false, true}) {
+      const int64_t K = 37, N = 75;
+      const Tensor a = random(DType::Float, {M, K}, 6);
+      const Tensor b = random(DType::Float, trans ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 7);
+      const Tensor c = random(DType::Float, {N}, 8);
+      ir::Attributes at;
+      at["transB"] = ir::Attribute::of_int(trans ? 1 : 0);
+      at["alpha"] = ir::Attribute::of_float(0.5f);
+      OneNode gemm("Gemm", {{a}, {b, true}, {c, true}}, 1, at);
+      const Tensor want = gemm.reference()[0];
+      const auto bp = cpp::pack_gemm_b(b.data<float>(), K, N, trans, 0.5f);
+      std::vector<float> y(M * N);
+      kiln_kernels::gemm_packed<kiln_kernels::Act::None>(M, K, N, a.data<float>(), K, bp.data(), c.data<float>(), nullptr,
+                                                        0, y.data(), N);
+      expect_close(want, y.data(), "gemm M=" + std::to_string(M));
+    }
+}
+
+TEST(CodegenKernels, SoftmaxAndLayerNorm) {
+  const Tensor x = random(DType::Float, {3, 5, 7}, 9);
+  ir::Attributes a;
+  a["axis"] = ir::Attribute::of_int(1);
+  OneNode sm("Softmax", {{x}}, 1, a, 13);
+  std::vector<float> y(x.numel());
+  kiln_kernels::softmax(3, 5, 7, x.data<float>(), y.data());
+  expect_close(sm.reference()[0], y.data(), "softmax over a middle axis");
+
+  const Tensor g = random(DType::Float, {7}, 10), b = random(DType::Float, {7}, 11);
+  ir::Attributes ln;
+  ln["epsilon"] = ir::Attribute::of_float(1e-3f);
+  OneNode norm("LayerNormalization", {{x}, {g, true}, {b, true}}, 1, ln);
+  kiln_kernels::layernorm_rows(15, 7, x.data<float>(), nullptr, g.data<float>(), b.data<float>(), nullptr, 1e-3f, y.data(),
+                               nullptr);
+  expect_close(norm.reference()[0], y.data(), "layer norm");
+}
+
+TEST(CodegenKernels, AttentionHead) {
+  const int64_t Sq = 5, D = 8, Sk = 7, Dv = 6;
+  const Tensor q = random(DType::Float, {1, Sq, D}, 12), k = random(DType::Float, {1, D, Sk}, 13);
+  const Tensor v = random(DType::Float, {1, Sk, Dv}, 14), m = random(DType::Float, {1, 1, Sk}, 15);
+  ir::Attributes a;
+  a["scale"] = ir::Attribute::of_float(0.35f);
+  // kiln.Attention lives in the kiln domain (OneNode builds ai.onnx nodes).
+  ir::Graph g;
+  g.opsets[""] = 17;
+  g.opsets["kiln"] = 1;
+  std::vector<ir::Value*> ins;
+  const Tensor* data[] = {&q, &k, &v, &m};
+  for (int i = 0; i < 4; ++i) ins.push_back(g.add_input("in" + std::to_string(i), ir::TensorType::from_dims(DType::Float, data[i]->dims())));
+  ir::Value* y = g.add_value("y", ir::TensorType::from_dims(DType::Float, {1, Sq, Dv}));
+  ir::Node* n = g.add_node("Attention", ins, {y}, a, "att", "kiln");
+  const Tensor want = ops::run_reference(*n, {&q, &k, &v, &m})[0];
+  std::vector<float> out(Sq * Dv), scores(Sk);
+  kiln_kernels::attention_head(Sq, D, Sk, Dv, 0.35f, q.data<float>(), k.data<float>(), v.data<float>(), m.data<float>(), 1, Sk,
+                               out.data(), scores.data());
+  expect_close(want, out.data(), "attention");
+}
+
+}  // namespace
+}  // namespace kiln::codegen
