@@ -4,8 +4,6 @@
 #include <gtest/gtest.h>
 #include <kiln/session.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -14,35 +12,11 @@
 #include "frontend/onnx/exporter.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "ir/graph.h"
+#include "project_build.h"
 
 namespace kiln::codegen {
 namespace {
 
-namespace fs = std::filesystem;
-
-struct Result {
-  int status = -1;
-  std::string out;
-};
-
-Result sh(const std::string& cmd) {
-  Result r;
-  std::FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-fs::path scratch(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("kiln-codegen-" + std::to_string(::getpid()) + "-" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 Tensor ints(const std::vector<int64_t>& v) { return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v); }
 
@@ -108,16 +82,6 @@ void write_model(const ir::Graph& g, const fs::path& dir) {
   for (size_t i = 0; i < outs.size(); ++i)
     onnx_fe::save_tensor_file(outs[i], g.outputs()[i]->name(),
                               dir / "test_data_set_0" / ("output_" + std::to_string(i) + ".pb"));
-}
-
-// Emits dir/model.onnx into dir/project and builds it with warnings as errors.
-Result emit_and_build(const fs::path& dir, const std::string& flags = "") {
-  Result r = sh(std::string(KILN_BINARY) + " compile " + (dir / "model.onnx").string() + " --target cpp -o " +
-                (dir / "project").string() + " " + flags);
-  if (r.status != 0) return r;
-  r = sh("cmake -S " + (dir / "project").string() + " -B " + (dir / "project" / "build").string() +
-         " -DCMAKE_CXX_FLAGS='-Wall -Wextra -Werror' && cmake --build " + (dir / "project" / "build").string());
-  return r;
 }
 
 TEST(CodegenEmit, OpsMixBuildsAndMatches) {
