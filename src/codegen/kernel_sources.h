@@ -1,4 +1,4 @@
-// The kernels an emitted project may use (src/codegen/kernels/*.h), built into kiln: name and
+// The kernels an emitted project may use (src/kernels/*.h), built into kiln: name and
 // text of each file, so that code generation copies them without the source tree.
 #pragma once
 #include <string_view>

@@ -1,4 +1,4 @@
-// The emitted projects' kernels (src/codegen/kernels/), with the weights packed as the C++
+// The emitted projects' kernels (src/kernels/), with the weights packed as the C++
 // target packs them, against the reference kernels on random inputs with odd shapes.
 #include <gtest/gtest.h>
 
@@ -6,11 +6,11 @@
 
 #include "../backends/one_node.h"
 #include "codegen/cpp/weight_packing.h"
-#include "codegen/kernels/attention.h"
-#include "codegen/kernels/conv2d.h"
-#include "codegen/kernels/gemm.h"
-#include "codegen/kernels/norm.h"
-#include "codegen/kernels/pool.h"
+#include "kernels/attention.h"
+#include "kernels/conv2d.h"
+#include "kernels/gemm.h"
+#include "kernels/norm.h"
+#include "kernels/pool.h"
 
 namespace kiln::codegen {
 namespace {
@@ -42,6 +42,7 @@ struct ConvCase {
   bool relu, residual;
 };
 
+template <int PANEL>
 void check_conv(const ConvCase& k) {
   const Tensor x = random(DType::Float, {k.N, k.C, k.H, k.W}, 1);
   const Tensor w = random(DType::Float, {k.M, k.C / k.G, k.KH, k.KW}, 2);
@@ -73,21 +74,31 @@ void check_conv(const ConvCase& k) {
     if (k.relu) kiln_kernels::depthwise_nhwc<kiln_kernels::Act::Relu>(s, xh.data<float>(), pw.data(), b.data<float>(), zp, y.data());
     else kiln_kernels::depthwise_nhwc<kiln_kernels::Act::None>(s, xh.data<float>(), pw.data(), b.data<float>(), zp, y.data());
   } else {
-    const auto pw = cpp::pack_conv2d(w.data<float>(), k.M, k.C, k.G, k.KH, k.KW);
-    const auto pb = cpp::pack_conv2d_bias(b.data<float>(), k.M, k.G);
-    if (k.relu) kiln_kernels::conv2d_nhwc<kiln_kernels::Act::Relu>(s, xh.data<float>(), pw.data(), pb.data(), zp, y.data());
-    else kiln_kernels::conv2d_nhwc<kiln_kernels::Act::None>(s, xh.data<float>(), pw.data(), pb.data(), zp, y.data());
+    const auto pw = cpp::pack_conv2d(w.data<float>(), k.M, k.C, k.G, k.KH, k.KW, PANEL);
+    const auto pb = cpp::pack_conv2d_bias(b.data<float>(), k.M, k.G, PANEL);
+    if (k.relu)
+      kiln_kernels::conv2d_nhwc<kiln_kernels::Act::Relu, PANEL>(s, xh.data<float>(), pw.data(), pb.data(), zp, y.data());
+    else
+      kiln_kernels::conv2d_nhwc<kiln_kernels::Act::None, PANEL>(s, xh.data<float>(), pw.data(), pb.data(), zp, y.data());
   }
-  expect_close(want, y.data(), "conv C=" + std::to_string(k.C) + " M=" + std::to_string(k.M) + " G=" + std::to_string(k.G));
+  expect_close(want, y.data(), "conv C=" + std::to_string(k.C) + " M=" + std::to_string(k.M) + " G=" + std::to_string(k.G) +
+                                   " panel " + std::to_string(PANEL));
 }
 
 TEST(CodegenKernels, Conv2dNhwc) {
-  check_conv({1, 3, 9, 7, 5, 3, 3, 1, 1, 1, {1, 1, 1, 1}, true, false});       // a stem: few inputs
-  check_conv({2, 8, 6, 11, 70, 1, 1, 1, 1, 1, {0, 0, 0, 0}, false, true});     // 1x1, 70 outputs, residual
-  check_conv({1, 6, 13, 10, 9, 3, 3, 3, 2, 1, {1, 0, 2, 1}, true, false});     // groups, stride, uneven pads
-  check_conv({1, 4, 12, 12, 20, 3, 2, 2, 1, 2, {2, 1, 2, 1}, false, false});   // dilation, 3x2 kernel
-  check_conv({1, 16, 8, 9, 16, 3, 3, 16, 1, 1, {1, 1, 1, 1}, true, true});     // depthwise
-  check_conv({2, 70, 7, 5, 70, 5, 5, 70, 2, 1, {2, 2, 2, 2}, false, false});   // depthwise 5x5 s2, 70 channels
+  const std::vector<ConvCase> cases = {
+      {1, 3, 9, 7, 5, 3, 3, 1, 1, 1, {1, 1, 1, 1}, true, false},       // a stem: few inputs
+      {2, 8, 6, 11, 70, 1, 1, 1, 1, 1, {0, 0, 0, 0}, false, true},     // 1x1, 70 outputs, residual
+      {1, 6, 13, 10, 9, 3, 3, 3, 2, 1, {1, 0, 2, 1}, true, false},     // groups, stride, uneven pads
+      {1, 4, 12, 12, 20, 3, 2, 2, 1, 2, {2, 1, 2, 1}, false, false},   // dilation, 3x2 kernel
+      {1, 16, 8, 9, 16, 3, 3, 16, 1, 1, {1, 1, 1, 1}, true, true},     // depthwise
+      {2, 70, 7, 5, 70, 5, 5, 70, 2, 1, {2, 2, 2, 2}, false, false},   // depthwise 5x5 s2, 70 channels
+      {1, 40, 5, 5, 130, 3, 3, 1, 1, 1, {1, 1, 1, 1}, true, false},    // three panels of outputs
+  };
+  for (const ConvCase& c : cases) {
+    check_conv<32>(c);
+    check_conv<64>(c);
+  }
 }
 
 TEST(CodegenKernels, Pool2dNhwc) {
@@ -111,7 +122,7 @@ TEST(CodegenKernels, Pool2dNhwc) {
 }
 
 TEST(CodegenKernels, GemmPacked) {
-  for (const int64_t M : {1, 3, 6})
+  for (const int64_t M : {1, 3, 7, 13})
     for (const bool trans : {false, true}) {
       const int64_t K = 37, N = 75;
       const Tensor a = random(DType::Float, {M, K}, 6);
@@ -122,11 +133,15 @@ TEST(CodegenKernels, GemmPacked) {
       at["alpha"] = ir::Attribute::of_float(0.5f);
       OneNode gemm("Gemm", {{a}, {b, true}, {c, true}}, 1, at);
       const Tensor want = gemm.reference()[0];
-      const auto bp = cpp::pack_gemm_b(b.data<float>(), K, N, trans, 0.5f);
       std::vector<float> y(M * N);
-      kiln_kernels::gemm_packed<kiln_kernels::Act::None>(M, K, N, a.data<float>(), K, bp.data(), c.data<float>(), nullptr,
-                                                        0, y.data(), N);
-      expect_close(want, y.data(), "gemm M=" + std::to_string(M));
+      const auto b32 = cpp::pack_gemm_b(b.data<float>(), K, N, trans, 0.5f, 32);
+      kiln_kernels::gemm_packed<kiln_kernels::Act::None, 32>(M, K, N, a.data<float>(), K, b32.data(), c.data<float>(),
+                                                            nullptr, 0, y.data(), N);
+      expect_close(want, y.data(), "gemm panel 32, M=" + std::to_string(M));
+      const auto b64 = cpp::pack_gemm_b(b.data<float>(), K, N, trans, 0.5f, 64);
+      kiln_kernels::gemm_packed<kiln_kernels::Act::None, 64>(M, K, N, a.data<float>(), K, b64.data(), c.data<float>(),
+                                                            nullptr, 0, y.data(), N);
+      expect_close(want, y.data(), "gemm panel 64, M=" + std::to_string(M));
     }
 }
 

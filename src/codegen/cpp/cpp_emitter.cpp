@@ -4,6 +4,7 @@
 
 #include "codegen/cpp/emit_context.h"
 #include "codegen/cpp/op_emitters.h"
+#include "codegen/cpp/weight_packing.h"
 
 namespace kiln::codegen::cpp {
 
@@ -52,6 +53,7 @@ std::string identifier(const std::string& s) {
 void CppEmitter::begin(int signature, const PlanSource& source, const std::vector<Operand>& inputs,
                        const std::vector<Operand>& outputs) {
   signature_ = signature;
+  panel_ = panel_for(source.plan->isa);
   SignatureCode sc;
   for (const Operand& o : inputs) sc.inputs.push_back({o.value->name(), o.dtype, o.dims});
   for (const Operand& o : outputs) sc.outputs.push_back({o.value->name(), o.dtype, o.dims});
@@ -61,7 +63,7 @@ void CppEmitter::begin(int signature, const PlanSource& source, const std::vecto
 }
 
 void CppEmitter::step(const Step& s) {
-  EmitContext ctx(s, weights, kernels);
+  EmitContext ctx(s, weights, kernels, panel_);
   OpEmitFn fn = find_op_emitter(*s.node);
   if (!fn) throw ctx.unsupported("the C++ target has no emitter for this op");
   fn(ctx);
@@ -77,7 +79,7 @@ void CppEmitter::step(const Step& s) {
                   " '" + comment_safe(s.node->name()) + "'  [" + comment_safe(s.instruction->spec.str()) + "]\n";
   for (size_t i = 0; i < s.inputs.size(); ++i) f += "//   in " + std::to_string(i) + "   " + describe(s.inputs[i]) + "\n";
   for (size_t i = 0; i < s.outputs.size(); ++i) f += "//   out " + std::to_string(i) + "  " + describe(s.outputs[i]) + "\n";
-  f += "bool " + name + "([[maybe_unused]] Run& c) {\n";
+  f += "[[gnu::noinline]] bool " + name + "([[maybe_unused]] Run& c) {\n";
   for (const std::string& l : ctx.lines) f += "  " + l + "\n";
   f += "  return true;\n}\n";
   signatures.back().functions.push_back(std::move(f));

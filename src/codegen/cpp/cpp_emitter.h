@@ -38,6 +38,7 @@ class CppEmitter : public Emitter {
 
  private:
   int signature_ = 0;
+  int panel_ = 32;
   std::set<std::string> used_names_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "codegen/cpp/cpp_emitter.h"
 #include "codegen/cpp/project_files.h"
@@ -27,6 +28,23 @@ std::string_view kernel_text(const std::string& name) {
   throw Error("code generation: kiln was built without the kernel source '" + name + "'");
 }
 
+// `used` and every kernel file they include ("#include \"tile.h\""), transitively.
+std::set<std::string> with_includes(std::set<std::string> used) {
+  std::vector<std::string> todo(used.begin(), used.end());
+  while (!todo.empty()) {
+    const std::string name = todo.back();
+    todo.pop_back();
+    const std::string_view text = kernel_text(name);
+    for (size_t at = text.find("#include \""); at != std::string_view::npos; at = text.find("#include \"", at + 1)) {
+      const size_t begin = at + 10, end = text.find('"', begin);
+      if (end == std::string_view::npos) break;
+      const std::string inc(text.substr(begin, end - begin));
+      if (used.insert(inc).second) todo.push_back(inc);
+    }
+  }
+  return used;
+}
+
 }  // namespace
 
 const std::vector<std::string>& cpp_disabled_passes() {
@@ -40,6 +58,7 @@ CppProjectStats write_cpp_project(const std::vector<PlanSource>& plans, const Cp
   cpp::CppEmitter e;
   for (size_t g = 0; g < plans.size(); ++g) walk_plan(static_cast<int>(g), plans[g], e);
   e.kernels.insert("common.h");
+  const std::set<std::string> files = with_includes(e.kernels);
 
   cpp::ProjectText t;
   t.source = o.source.empty() ? "a model" : o.source;
@@ -61,7 +80,7 @@ CppProjectStats write_cpp_project(const std::vector<PlanSource>& plans, const Cp
   write_file(d / "weights.bin", e.weights.file());
   if (o.embed_weights) write_file(d / "weights_blob.cpp", cpp::weights_blob_cpp());
   else fs::remove(d / "weights_blob.cpp", ec);
-  for (const std::string& k : t.kernels) write_file(d / "kernels" / k, kernel_text(k));
+  for (const std::string& k : files) write_file(d / "kernels" / k, kernel_text(k));
 
   CppProjectStats st;
   for (const auto& s : e.signatures) {
@@ -69,7 +88,7 @@ CppProjectStats write_cpp_project(const std::vector<PlanSource>& plans, const Cp
     st.arena_bytes = std::max(st.arena_bytes, s.arena_bytes);
   }
   st.views = e.views;
-  st.kernels = t.kernels;
+  st.kernels.assign(files.begin(), files.end());
   st.weights_bytes = t.weights_bytes;
   if (!o.test_data.empty() && fs::is_directory(o.test_data))
     for (const auto& entry : fs::directory_iterator(o.test_data)) {

@@ -5,7 +5,7 @@
 //                       and outputs' names, element types and shapes per signature
 //   DIR/model.cpp       one function per instruction, named after its node, its op and shapes
 //                       in a comment; the arena as fixed offsets into one allocation
-//   DIR/kernels/*.h     the kiln kernels the model calls (src/codegen/kernels/), copied
+//   DIR/kernels/*.h     the kiln kernels the model calls (src/kernels/), copied
 //   DIR/weights.bin     every constant, packed for its kernel (or linked in: embed_weights)
 //   DIR/main.cpp        runs each test_data_set_* copied beside it, compares, times
 //   DIR/CMakeLists.txt  checks the CPU has the instruction sets the kernels were built for

@@ -29,11 +29,12 @@ std::string c_string(const std::string& s);
 
 class EmitContext {
  public:
-  EmitContext(const Step& s, WeightsBlob& weights, std::set<std::string>& kernels)
-      : step(s), node(*s.node), weights_(weights), kernels_(kernels) {}
+  EmitContext(const Step& s, WeightsBlob& weights, std::set<std::string>& kernels, int panel)
+      : step(s), node(*s.node), panel(panel), weights_(weights), kernels_(kernels) {}
 
   const Step& step;
   const ir::Node& node;
+  const int panel;  // the matrix kernels' panel width for the target's CPU (weight_packing.h)
 
   // A pointer expression to operand o's first element, typed by its dtype (const unless
   // `writable`): "reinterpret_cast<float*>(c.arena + 4096)".
@@ -51,7 +52,7 @@ class EmitContext {
   const Tensor& constant(int i) const;
   bool is_constant(int i) const { return has_input(i) && step.inputs[i].storage.kind == StorageKind::Constant; }
 
-  // Marks a kernel header (a file under src/codegen/kernels/) as used: it is copied into the
+  // Marks a kernel header (a file under src/kernels/) as used: it is copied into the
   // project and included by model.cpp.
   void use_kernel(const std::string& header) { kernels_.insert(header); }
   void line(const std::string& s) { lines.push_back(s); }

@@ -54,18 +54,20 @@ void emit_conv(EmitContext& ctx) {
   const float* bd = ctx.is_constant(2) ? ctx.constant(2).data<float>() : nullptr;
   if (ctx.has_input(2) && !bd) throw ctx.unsupported("a bias computed at run time is not emitted");
   const bool depthwise = G == C && M == C;
-  const std::vector<float> packed = depthwise ? pack_depthwise(wd, C, KH, KW) : pack_conv2d(wd, M, C, G, KH, KW);
+  const std::vector<float> packed =
+      depthwise ? pack_depthwise(wd, C, KH, KW) : pack_conv2d(wd, M, C, G, KH, KW, ctx.panel);
   const std::vector<float> bias = !bd ? std::vector<float>{} : depthwise ? std::vector<float>(bd, bd + M)
-                                                                         : pack_conv2d_bias(bd, M, G);
+                                                                         : pack_conv2d_bias(bd, M, G, ctx.panel);
   const std::string kernel = depthwise ? "depthwise_nhwc" : "conv2d_nhwc";
+  const std::string panel = depthwise ? "" : ", " + std::to_string(ctx.panel);
   ctx.use_kernel("conv2d.h");
   const Epilogue e = epilogue_of(n);
-  const std::string key = "conv:" + n.input(1)->name();
+  const std::string key = "conv:" + n.input(1)->name() + ":" + std::to_string(ctx.panel);
   ctx.line("static const kiln_kernels::Conv2dShape s{" + i64(N) + ", " + i64(H) + ", " + i64(W) + ", " + i64(C) + ", " +
            i64(OH) + ", " + i64(OW) + ", " + i64(M) + ", " + i64(KH) + ", " + i64(KW) + ", " + i64(g.sh) + ", " +
            i64(g.sw) + ", " + i64(g.ph.begin) + ", " + i64(g.pw.begin) + ", " + i64(g.dh) + ", " + i64(g.dw) + ", " +
            i64(G) + "};");
-  ctx.line("kiln_kernels::" + kernel + "<" + e.act + ">(s, " + ctx.in(0) + ", " + ctx.weights(key, packed) + ", " +
+  ctx.line("kiln_kernels::" + kernel + "<" + e.act + panel + ">(s, " + ctx.in(0) + ", " + ctx.weights(key, packed) + ", " +
            (bd ? ctx.weights(key + ":bias", bias) : "nullptr") + ", " + (ctx.has_input(3) ? ctx.in(3) : "nullptr") +
            ", " + ctx.out(0) + ", " + e.a + ", " + e.b + ");");
 }

@@ -17,7 +17,7 @@ void call_gemm(EmitContext& ctx, int64_t M, int64_t K, int64_t N, const std::str
                const std::string& bias, const std::string& z, int64_t ldz) {
   const Epilogue e = epilogue_of(ctx.node);
   ctx.use_kernel("gemm.h");
-  ctx.line("kiln_kernels::gemm_packed<" + e.act + ">(" + i64(M) + ", " + i64(K) + ", " + i64(N) + ", " + a + ", " + i64(K) +
+  ctx.line("kiln_kernels::gemm_packed<" + e.act + ", " + std::to_string(ctx.panel) + ">(" + i64(M) + ", " + i64(K) + ", " + i64(N) + ", " + a + ", " + i64(K) +
            ", " + bp + ", " + bias + ", " + z + ", " + i64(ldz) + ", " + ctx.out(0) + ", " + i64(N) + ", " + e.a + ", " +
            e.b + ");");
 }
@@ -35,8 +35,9 @@ void emit_gemm(EmitContext& ctx) {
   const bool tb = n.attr_int("transB", 0) != 0;
   const int64_t M = y.dims[0], N = y.dims[1], K = a.dims[1];
   const float alpha = n.attr_float("alpha", 1.f), beta = n.attr_float("beta", 1.f);
-  const std::string key = "gemm:" + n.input(1)->name() + (tb ? ":t" : "") + ":" + std::to_string(alpha);
-  const std::string bp = ctx.weights(key, pack_gemm_b(b.data<float>(), K, N, tb, alpha));
+  const std::string key = "gemm:" + n.input(1)->name() + (tb ? ":t" : "") + ":" + std::to_string(alpha) + ":" +
+                          std::to_string(ctx.panel);
+  const std::string bp = ctx.weights(key, pack_gemm_b(b.data<float>(), K, N, tb, alpha, ctx.panel));
   std::string bias = "nullptr", z = "nullptr";
   if (ctx.has_input(2) && beta != 0.f) {
     const Operand& c = ctx.step.inputs[2];
@@ -61,7 +62,8 @@ void emit_matmul(EmitContext& ctx) {
     throw ctx.unsupported("only a MatMul by a constant 2-D B is emitted");
   const Tensor& b = ctx.constant(1);
   const int64_t K = b.dim(0), N = b.dim(1), M = a.numel() / K;
-  const std::string bp = ctx.weights("matmul:" + ctx.node.input(1)->name(), pack_gemm_b(b.data<float>(), K, N, false, 1.f));
+  const std::string bp = ctx.weights("matmul:" + ctx.node.input(1)->name() + ":" + std::to_string(ctx.panel),
+                                     pack_gemm_b(b.data<float>(), K, N, false, 1.f, ctx.panel));
   std::string bias = "nullptr";
   if (ctx.has_input(2)) {
     if (!ctx.is_constant(2) || ctx.step.inputs[2].numel() != N) throw ctx.unsupported("the bias must be a constant [N]");

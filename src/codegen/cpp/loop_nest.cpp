@@ -82,16 +82,20 @@ const std::map<std::string, ExprFn>& table() {
       {"Sqrt", [](const ExprCtx& c) { return "std::sqrt(" + c.a[0] + ")"; }},
       {"Exp", [](const ExprCtx& c) { return "std::exp(" + c.a[0] + ")"; }},
       {"Log", [](const ExprCtx& c) { return "std::log(" + c.a[0] + ")"; }},
-      {"Tanh", [](const ExprCtx& c) { return "std::tanh(" + c.a[0] + ")"; }},
+      {"Tanh", [](const ExprCtx& c) { return c.out == DType::Float ? "kiln_kernels::math::tanh(" + c.a[0] + ")" : "std::tanh(" + c.a[0] + ")"; }},
       {"Sin", [](const ExprCtx& c) { return "std::sin(" + c.a[0] + ")"; }},
       {"Cos", [](const ExprCtx& c) { return "std::cos(" + c.a[0] + ")"; }},
-      {"Erf", [](const ExprCtx& c) { return "std::erf(" + c.a[0] + ")"; }},
+      {"Erf", [](const ExprCtx& c) { return c.out == DType::Float ? "kiln_kernels::math::erf(" + c.a[0] + ")" : "std::erf(" + c.a[0] + ")"; }},
       {"Floor", [](const ExprCtx& c) { return "std::floor(" + c.a[0] + ")"; }},
       {"Ceil", [](const ExprCtx& c) { return "std::ceil(" + c.a[0] + ")"; }},
       {"Round", [](const ExprCtx& c) { return "std::nearbyint(" + c.a[0] + ")"; }},
       {"Reciprocal", [](const ExprCtx& c) { return c.T() + "(" + c.F(1) + " / " + c.a[0] + ")"; }},
-      {"Sigmoid", [](const ExprCtx& c) { return c.F(1) + " / (" + c.F(1) + " + std::exp(-" + c.a[0] + "))"; }},
-      {"SiLU", [](const ExprCtx& c) { return c.a[0] + " / (" + c.F(1) + " + std::exp(-" + c.a[0] + "))"; }},
+      {"Sigmoid",
+       [](const ExprCtx& c) {
+         return c.out == DType::Float ? "kiln_kernels::math::sigmoid(" + c.a[0] + ")"
+                                      : c.F(1) + " / (" + c.F(1) + " + std::exp(-" + c.a[0] + "))";
+       }},
+      {"SiLU", [](const ExprCtx& c) { return "kiln_kernels::math::silu(" + c.a[0] + ")"; }},
       {"Relu", [](const ExprCtx& c) { return c.a[0] + " > " + c.F(0) + " ? " + c.a[0] + " : " + c.F(0); }},
       {"Softplus", [](const ExprCtx& c) { return "std::log1p(std::exp(" + c.a[0] + "))"; }},
       {"Softsign", [](const ExprCtx& c) { return c.a[0] + " / (" + c.F(1) + " + std::fabs(" + c.a[0] + "))"; }},
@@ -143,7 +147,8 @@ const std::map<std::string, ExprFn>& table() {
          if (c.n.attr_string("approximate", "none") == "tanh")
            return c.F(0.5) + " * " + c.a[0] + " * (" + c.F(1) + " + std::tanh(" + c.F(0.7978845608028654) + " * (" + c.a[0] +
                   " + " + c.F(0.044715) + " * " + c.a[0] + " * " + c.a[0] + " * " + c.a[0] + ")))";
-         return c.F(0.5) + " * " + c.a[0] + " * (" + c.F(1) + " + std::erf(" + c.a[0] + " * " + c.F(0.70710678118654752) + "))";
+         return c.F(0.5) + " * " + c.a[0] + " * (" + c.F(1) + " + " + (c.out == DType::Float ? "kiln_kernels::math::erf(" : "std::erf(") +
+                c.a[0] + " * " + c.F(0.70710678118654752) + "))";
        }},
       {"Clip",
        [](const ExprCtx& c) {

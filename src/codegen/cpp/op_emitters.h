@@ -1,5 +1,5 @@
 // The C++ target's op emitters: one function per op family writes an instruction's body as a
-// call of a kernel under src/codegen/kernels/ with the node's constant parameters, or as a loop
+// call of a kernel under src/kernels/ with the node's constant parameters, or as a loop
 // nest (loop_nest.h). find_op_emitter says which one serves a node.
 #pragma once
 #include "codegen/cpp/emit_context.h"

@@ -139,6 +139,7 @@ std::string model_cpp(const ProjectText& p) {
   s += R"CPP(#include "model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -167,10 +168,52 @@ struct Run {
 };
 
 )CPP";
+  s += R"CPP(// With KILN_MODEL_PROFILE defined (cmake -DKILN_MODEL_PROFILE=ON), every call is timed and the
+// totals printed to stderr at exit, slowest first.
+#ifdef KILN_MODEL_PROFILE
+struct Profile {
+  struct Entry {
+    const char* name;
+    double ms;
+    long calls;
+  };
+  Entry entries[4096];
+  int n = 0;
+  ~Profile() {
+    std::sort(entries, entries + n, [](const Entry& a, const Entry& b) { return a.ms > b.ms; });
+    double total = 0;
+    for (int i = 0; i < n; ++i) total += entries[i].ms;
+    std::fprintf(stderr, "%-56s %10s %7s %6s\n", "instruction", "total ms", "calls", "%");
+    for (int i = 0; i < n; ++i)
+      std::fprintf(stderr, "%-56s %10.3f %7ld %6.1f\n", entries[i].name, entries[i].ms, entries[i].calls,
+                   100.0 * entries[i].ms / total);
+  }
+  void add(int at, const char* name, double ms) {
+    if (at >= 4096) return;
+    n = std::max(n, at + 1);
+    entries[at].name = name;
+    entries[at].ms += ms;
+    ++entries[at].calls;
+  }
+} profile;
+#define KILN_CALL(at, f)                                                                                   \
+  do {                                                                                                     \
+    const auto t0 = std::chrono::steady_clock::now();                                                      \
+    const bool ok = f(c);                                                                                  \
+    profile.add(at, #f, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()); \
+    if (!ok) return false;                                                                                 \
+  } while (0)
+#else
+#define KILN_CALL(at, f) \
+  if (!f(c)) return false
+#endif
+
+)CPP";
+  int at = 0;
   for (size_t g = 0; g < sigs.size(); ++g) {
     for (const std::string& f : sigs[g].functions) s += f + "\n";
     s += "bool run_s" + std::to_string(g) + "(Run& c) {\n";
-    for (const std::string& n : sigs[g].names) s += "  if (!" + n + "(c)) return false;\n";
+    for (const std::string& n : sigs[g].names) s += "  KILN_CALL(" + std::to_string(at++) + ", " + n + ");\n";
     s += "  return true;\n}\n\n";
   }
   s += "constexpr int64_t kArenaBytes[KILN_MODEL_SIGNATURES] = {";
@@ -378,6 +421,10 @@ endif()
 add_executable(kiln_model_main main.cpp)
 target_link_libraries(kiln_model_main PRIVATE kiln_model)
 target_compile_definitions(kiln_model_main PRIVATE KILN_MODEL_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
+option(KILN_MODEL_PROFILE "Time every instruction; print the totals at exit" OFF)
+if(KILN_MODEL_PROFILE)
+  target_compile_definitions(kiln_model PRIVATE KILN_MODEL_PROFILE)
+endif()
 )CM";
   return s;
 }

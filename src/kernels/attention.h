@@ -26,7 +26,7 @@ inline void attention_head(int64_t Sq, int64_t D, int64_t Sk, int64_t Dv, float 
       mx = std::max(mx, s);
     }
     float sum = 0.f;
-    for (int64_t j = 0; j < Sk; ++j) sum += (scores[j] = std::exp(scores[j] - mx));
+    for (int64_t j = 0; j < Sk; ++j) sum += (scores[j] = math::exp(scores[j] - mx));
     float* KILN_RESTRICT orow = o + i * Dv;
     for (int64_t e = 0; e < Dv; ++e) orow[e] = 0.f;
     for (int64_t j = 0; j < Sk; ++j) {

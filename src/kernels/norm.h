@@ -47,7 +47,7 @@ inline void softmax(int64_t outer, int64_t A, int64_t inner, const float* x, flo
       for (int64_t a = 1; a < A; ++a) mx = std::max(mx, xr[a * inner]);
       float total = 0.f;
       for (int64_t a = 0; a < A; ++a) {
-        const float e = std::exp(xr[a * inner] - mx);
+        const float e = math::exp(xr[a * inner] - mx);
         yr[a * inner] = e;
         total += e;
       }

@@ -1,0 +1,138 @@
+// 2-D convolution on channels-last (NHWC) activations, with bias, a residual and an activation
+// epilogue: y = act(conv(x, w) + bias + z).
+//
+//   conv2d_nhwc     any groups: tiles of output pixels by one panel of output channels
+//                   accumulate in registers (tile.h), tap by tap; a tap that falls in the
+//                   padding reads a row of zeros.
+//   depthwise_nhwc  one input and one output channel per group: the channels are the vector.
+//
+// Weight layouts (the emitter packs them once, at compile time):
+//   conv2d_nhwc     [G][Mg/PANEL][KH][KW][C/G][PANEL], zeros past Mg = M/G; bias [G][Mg/PANEL][PANEL]
+//   depthwise_nhwc  [KH][KW][C]; bias [C]
+#pragma once
+#include <vector>
+
+#include "gemm.h"
+#include "tile.h"
+
+namespace kiln_kernels {
+
+struct Conv2dShape {
+  int64_t N, H, W, C;   // input [N][H][W][C]
+  int64_t OH, OW, M;    // output [N][OH][OW][M]
+  int64_t KH, KW;       // kernel
+  int64_t SH, SW;       // strides
+  int64_t PH, PW;       // top and left padding
+  int64_t DH, DW;       // dilations
+  int64_t G;            // groups
+};
+
+namespace detail {
+
+// Output pixels [pix0, pix0 + R) (flattened over N, OH, OW) by panel j of group g.
+template <Act A, int PANEL, int R>
+inline void conv_tile(const Conv2dShape& s, const float* x, const float* b, const float* bias, const float* z, float* y,
+                      const float* zeros, int64_t pix0, int64_t g, int64_t n0, int64_t n, float p, float q) {
+  using P = Panel<PANEL>;
+  const int64_t Cg = s.C / s.G, Mg = s.M / s.G;
+  typename P::V acc[R][P::NV] = {};
+  int64_t img[R], oh[R], ow[R];
+  for (int r = 0; r < R; ++r) {
+    const int64_t pix = pix0 + r;
+    img[r] = pix / (s.OH * s.OW);
+    oh[r] = pix / s.OW % s.OH;
+    ow[r] = pix % s.OW;
+  }
+  for (int64_t kh = 0; kh < s.KH; ++kh)
+    for (int64_t kw = 0; kw < s.KW; ++kw) {
+      const float* rows[R];
+      bool any = false;
+      for (int r = 0; r < R; ++r) {
+        const int64_t ih = oh[r] * s.SH - s.PH + kh * s.DH, iw = ow[r] * s.SW - s.PW + kw * s.DW;
+        const bool in = ih >= 0 && ih < s.H && iw >= 0 && iw < s.W;
+        rows[r] = in ? x + ((img[r] * s.H + ih) * s.W + iw) * s.C + g * Cg : zeros;
+        any = any || in;
+      }
+      if (any) P::template accumulate<R>(Cg, rows, b + (kh * s.KW + kw) * Cg * PANEL, acc);
+    }
+  for (int r = 0; r < R; ++r) {
+    const int64_t at = (pix0 + r) * s.M + g * Mg + n0;
+    P::template finish<A, R>(acc, r, n, bias, z ? z + at : nullptr, y + at, p, q);
+  }
+}
+
+}  // namespace detail
+
+// Weights packed [G][Mg/PANEL][KH][KW][C/G][PANEL] (zeros past M/G), bias [G][Mg/PANEL][PANEL].
+template <Act A, int PANEL>
+void conv2d_nhwc(const Conv2dShape& s, const float* x, const float* w, const float* bias, const float* z, float* y,
+                 float p = 0.f, float q = 0.f) {
+  constexpr int R = Tile<PANEL>::kRows;
+  const int64_t Cg = s.C / s.G, Mg = s.M / s.G, panels = (Mg + PANEL - 1) / PANEL;
+  const int64_t pixels = s.N * s.OH * s.OW, taps = s.KH * s.KW;
+  thread_local std::vector<float> zero_row;
+  if (static_cast<int64_t>(zero_row.size()) < Cg) zero_row.assign(static_cast<size_t>(Cg), 0.f);
+  const float* zeros = zero_row.data();
+  for (int64_t g = 0; g < s.G; ++g)
+    for (int64_t j = 0; j < panels; ++j) {
+      const float* b = w + (g * panels + j) * taps * Cg * PANEL;
+      const float* bj = bias ? bias + (g * panels + j) * PANEL : nullptr;
+      const int64_t n0 = j * PANEL, n = std::min<int64_t>(PANEL, Mg - n0);
+      int64_t pix0 = 0;
+      for (; pix0 + R <= pixels; pix0 += R)
+        detail::conv_tile<A, PANEL, R>(s, x, b, bj, z, y, zeros, pix0, g, n0, n, p, q);
+      detail::with_rows<R - 1>(static_cast<int>(pixels - pix0), [&](auto rows) {
+        detail::conv_tile<A, PANEL, decltype(rows)::value>(s, x, b, bj, z, y, zeros, pix0, g, n0, n, p, q);
+      });
+    }
+}
+
+template <Act A>
+void depthwise_nhwc(const Conv2dShape& s, const float* x, const float* w, const float* bias, const float* z, float* y,
+                    float a = 0.f, float b = 0.f) {
+  constexpr int64_t kBlock = 64;
+  const int64_t C = s.C;
+  for (int64_t n = 0; n < s.N; ++n) {
+    const float* x_img = x + n * s.H * s.W * C;
+    for (int64_t oh = 0; oh < s.OH; ++oh)
+      for (int64_t ow = 0; ow < s.OW; ++ow) {
+        const int64_t at = ((n * s.OH + oh) * s.OW + ow) * C;
+        // The taps inside the input: found once per pixel, so the channel loops check nothing.
+        const int64_t h0 = oh * s.SH - s.PH, w0 = ow * s.SW - s.PW;
+        const int64_t kh0 = h0 < 0 ? (-h0 + s.DH - 1) / s.DH : 0, kw0 = w0 < 0 ? (-w0 + s.DW - 1) / s.DW : 0;
+        const int64_t kh1 = std::max(kh0, std::min(s.KH, (s.H - h0 + s.DH - 1) / s.DH));
+        const int64_t kw1 = std::max(kw0, std::min(s.KW, (s.W - w0 + s.DW - 1) / s.DW));
+        for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
+          const int64_t nc = std::min(kBlock, C - c0);
+          alignas(64) float t[kBlock];
+          if (nc == kBlock) {
+            v16f acc[4] = {};
+            for (int64_t kh = kh0; kh < kh1; ++kh)
+              for (int64_t kw = kw0; kw < kw1; ++kw) {
+                const float* xp = x_img + ((h0 + kh * s.DH) * s.W + w0 + kw * s.DW) * C + c0;
+                const float* wp = w + (kh * s.KW + kw) * C + c0;
+                for (int v = 0; v < 4; ++v) acc[v] += load16(xp + 16 * v) * load16(wp + 16 * v);
+              }
+            for (int v = 0; v < 4; ++v) store16(t + 16 * v, acc[v]);
+          } else {
+            for (int64_t c = 0; c < nc; ++c) t[c] = 0.f;
+            for (int64_t kh = kh0; kh < kh1; ++kh)
+              for (int64_t kw = kw0; kw < kw1; ++kw) {
+                const float* xp = x_img + ((h0 + kh * s.DH) * s.W + w0 + kw * s.DW) * C + c0;
+                const float* wp = w + (kh * s.KW + kw) * C + c0;
+                for (int64_t c = 0; c < nc; ++c) t[c] += xp[c] * wp[c];
+              }
+          }
+          float* KILN_RESTRICT yp = y + at + c0;
+          for (int64_t c = 0; c < nc; ++c) {
+            float v = t[c];
+            if (bias) v += bias[c0 + c];
+            if (z) v += z[at + c0 + c];
+            yp[c] = activate<A>(v, a, b);
+          }
+        }
+      }
+  }
+}
+
+}  // namespace kiln_kernels

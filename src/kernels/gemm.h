@@ -1,0 +1,70 @@
+// Matrix products.
+//
+//   gemm_packed  y[m][n] = act(sum_k a[m][k] * B[k][n] + bias[n] + z[m][n]) with constant B
+//                packed at compile time in panels of PANEL columns, [N/PANEL][K][PANEL] (zeros
+//                past N; Gemm's alpha and transB already applied); tiles of rows by one panel
+//                accumulate in registers (tile.h). A panel stays in cache while the rows stream.
+//   matmul       y = a . b for row-major a [M][K] and b [K][N], both computed at run time.
+#pragma once
+#include <type_traits>
+
+#include "tile.h"
+
+namespace kiln_kernels {
+
+namespace detail {
+
+// f(std::integral_constant<int, rows>) for rows in [1, R].
+template <int R, typename F>
+inline void with_rows(int rows, F&& f) {
+  if constexpr (R > 0) {
+    if (rows == R) f(std::integral_constant<int, R>{});
+    else with_rows<R - 1>(rows, f);
+  }
+}
+
+template <Act A, int PANEL, int R>
+inline void gemm_tile(int64_t K, const float* a, int64_t lda, const float* b, int64_t m0, int64_t n0, int64_t n,
+                      const float* bias, const float* z, int64_t ldz, float* y, int64_t ldy, float p, float q) {
+  using P = Panel<PANEL>;
+  typename P::V acc[R][P::NV] = {};
+  const float* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = a + (m0 + r) * lda;
+  P::template accumulate<R>(K, rows, b, acc);
+  for (int r = 0; r < R; ++r)
+    P::template finish<A, R>(acc, r, n, bias ? bias + n0 : nullptr, z ? z + (m0 + r) * ldz + n0 : nullptr,
+                             y + (m0 + r) * ldy + n0, p, q);
+}
+
+}  // namespace detail
+
+template <Act A, int PANEL>
+void gemm_packed(int64_t M, int64_t K, int64_t N, const float* a, int64_t lda, const float* bp, const float* bias,
+                 const float* z, int64_t ldz, float* y, int64_t ldy, float p = 0.f, float q = 0.f) {
+  constexpr int R = Tile<PANEL>::kRows;
+  const int64_t panels = (N + PANEL - 1) / PANEL;
+  for (int64_t j = 0; j < panels; ++j) {
+    const float* b = bp + j * K * PANEL;
+    const int64_t n0 = j * PANEL, n = std::min<int64_t>(PANEL, N - n0);
+    int64_t m0 = 0;
+    for (; m0 + R <= M; m0 += R) detail::gemm_tile<A, PANEL, R>(K, a, lda, b, m0, n0, n, bias, z, ldz, y, ldy, p, q);
+    detail::with_rows<R - 1>(static_cast<int>(M - m0), [&](auto rows) {
+      detail::gemm_tile<A, PANEL, decltype(rows)::value>(K, a, lda, b, m0, n0, n, bias, z, ldz, y, ldy, p, q);
+    });
+  }
+}
+
+inline void matmul(int64_t M, int64_t K, int64_t N, const float* KILN_RESTRICT a, const float* KILN_RESTRICT b,
+                   float* KILN_RESTRICT y) {
+  for (int64_t m = 0; m < M; ++m) {
+    float* yr = y + m * N;
+    for (int64_t n = 0; n < N; ++n) yr[n] = 0.f;
+    for (int64_t k = 0; k < K; ++k) {
+      const float x = a[m * K + k];
+      const float* br = b + k * N;
+      for (int64_t n = 0; n < N; ++n) yr[n] += x * br[n];
+    }
+  }
+}
+
+}  // namespace kiln_kernels
