@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "parallel.h"
 #include "vector_math.h"
 
 #define KILN_RESTRICT __restrict__
@@ -24,12 +25,7 @@ inline v16f load16(const float* p) {
 }
 inline void store16(float* p, v16f v) { __builtin_memcpy(p, &v, sizeof v); }
 inline v16f max16(v16f a, v16f b) { return a > b ? a : b; }
-inline v16f splat16(float s) {
-  v16f v;
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i) v[i] = s;
-  return v;
-}
+inline v16f splat16(float s) { return s - v16f{}; }  // a broadcast (s - 0 is s, -0 included)
 
 // An elementwise epilogue, fixed at compile time (the transcendental ones through vector_math.h,
 // so that a loop applying one vectorizes) (a template argument of the kernels that take

@@ -43,7 +43,24 @@ inline void conv_tile(const Conv2dShape& s, const float* x, const float* b, cons
     oh[r] = pix / s.OW % s.OH;
     ow[r] = pix % s.OW;
   }
-  for (int64_t kh = 0; kh < s.KH; ++kh)
+  // With one group and no dilation across, a kernel row whose taps all lie inside the input is
+  // one run of KW * C floats per pixel (NHWC), the weights' [kw][c] order: one accumulation of
+  // depth KW * C instead of KW of depth C.
+  const bool runs = s.G == 1 && s.DW == 1;
+  for (int64_t kh = 0; kh < s.KH; ++kh) {
+    if (runs) {
+      const float* rows[R];
+      bool inside = true;
+      for (int r = 0; r < R && inside; ++r) {
+        const int64_t ih = oh[r] * s.SH - s.PH + kh * s.DH, iw = ow[r] * s.SW - s.PW;
+        inside = ih >= 0 && ih < s.H && iw >= 0 && iw + s.KW <= s.W;
+        rows[r] = x + ((img[r] * s.H + ih) * s.W + iw) * s.C;
+      }
+      if (inside) {
+        P::template accumulate<R>(s.KW * Cg, rows, b + kh * s.KW * Cg * PANEL, acc);
+        continue;
+      }
+    }
     for (int64_t kw = 0; kw < s.KW; ++kw) {
       const float* rows[R];
       bool any = false;
@@ -55,6 +72,7 @@ inline void conv_tile(const Conv2dShape& s, const float* x, const float* b, cons
       }
       if (any) P::template accumulate<R>(Cg, rows, b + (kh * s.KW + kw) * Cg * PANEL, acc);
     }
+  }
   for (int r = 0; r < R; ++r) {
     const int64_t at = (pix0 + r) * s.M + g * Mg + n0;
     P::template finish<A, R>(acc, r, n, bias, z ? z + at : nullptr, y + at, p, q);
@@ -64,37 +82,45 @@ inline void conv_tile(const Conv2dShape& s, const float* x, const float* b, cons
 }  // namespace detail
 
 // Weights packed [G][Mg/PANEL][KH][KW][C/G][PANEL] (zeros past M/G), bias [G][Mg/PANEL][PANEL].
+// Weights packed [G][Mg/PANEL][KH][KW][C/G][PANEL] (zeros past M/G), bias [G][Mg/PANEL][PANEL].
+// With a team, the threads split the output pixels.
 template <Act A, int PANEL>
 void conv2d_nhwc(const Conv2dShape& s, const float* x, const float* w, const float* bias, const float* z, float* y,
-                 float p = 0.f, float q = 0.f) {
+                 float p = 0.f, float q = 0.f, Team* team = nullptr) {
   constexpr int R = Tile<PANEL>::kRows;
   const int64_t Cg = s.C / s.G, Mg = s.M / s.G, panels = (Mg + PANEL - 1) / PANEL;
-  const int64_t pixels = s.N * s.OH * s.OW, taps = s.KH * s.KW;
-  thread_local std::vector<float> zero_row;
-  if (static_cast<int64_t>(zero_row.size()) < Cg) zero_row.assign(static_cast<size_t>(Cg), 0.f);
-  const float* zeros = zero_row.data();
-  for (int64_t g = 0; g < s.G; ++g)
-    for (int64_t j = 0; j < panels; ++j) {
-      const float* b = w + (g * panels + j) * taps * Cg * PANEL;
-      const float* bj = bias ? bias + (g * panels + j) * PANEL : nullptr;
-      const int64_t n0 = j * PANEL, n = std::min<int64_t>(PANEL, Mg - n0);
-      int64_t pix0 = 0;
-      for (; pix0 + R <= pixels; pix0 += R)
-        detail::conv_tile<A, PANEL, R>(s, x, b, bj, z, y, zeros, pix0, g, n0, n, p, q);
-      detail::with_rows<R - 1>(static_cast<int>(pixels - pix0), [&](auto rows) {
-        detail::conv_tile<A, PANEL, decltype(rows)::value>(s, x, b, bj, z, y, zeros, pix0, g, n0, n, p, q);
-      });
-    }
+  const int64_t pixels = s.N * s.OH * s.OW, taps = s.KH * s.KW, tiles = (pixels + R - 1) / R;
+  parallel_for(team, tiles, [&](int64_t t0, int64_t t1) {
+    thread_local std::vector<float> zero_row;
+    if (static_cast<int64_t>(zero_row.size()) < Cg) zero_row.assign(static_cast<size_t>(Cg), 0.f);
+    const float* zeros = zero_row.data();
+    for (int64_t g = 0; g < s.G; ++g)
+      for (int64_t j = 0; j < panels; ++j) {
+        const float* b = w + (g * panels + j) * taps * Cg * PANEL;
+        const float* bj = bias ? bias + (g * panels + j) * PANEL : nullptr;
+        const int64_t n0 = j * PANEL, n = std::min<int64_t>(PANEL, Mg - n0);
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t pix0 = t * R;
+          if (pix0 + R <= pixels) detail::conv_tile<A, PANEL, R>(s, x, b, bj, z, y, zeros, pix0, g, n0, n, p, q);
+          else
+            detail::with_rows<R - 1>(static_cast<int>(pixels - pix0), [&](auto rows) {
+              detail::conv_tile<A, PANEL, decltype(rows)::value>(s, x, b, bj, z, y, zeros, pix0, g, n0, n, p, q);
+            });
+        }
+      }
+  });
 }
 
+// With a team, the threads split the output rows.
 template <Act A>
 void depthwise_nhwc(const Conv2dShape& s, const float* x, const float* w, const float* bias, const float* z, float* y,
-                    float a = 0.f, float b = 0.f) {
+                    float a = 0.f, float b = 0.f, Team* team = nullptr) {
   constexpr int64_t kBlock = 64;
   const int64_t C = s.C;
-  for (int64_t n = 0; n < s.N; ++n) {
-    const float* x_img = x + n * s.H * s.W * C;
-    for (int64_t oh = 0; oh < s.OH; ++oh)
+  parallel_for(team, s.N * s.OH, [&](int64_t row0, int64_t row1) {
+    for (int64_t row = row0; row < row1; ++row) {
+      const int64_t n = row / s.OH, oh = row % s.OH;
+      const float* x_img = x + n * s.H * s.W * C;
       for (int64_t ow = 0; ow < s.OW; ++ow) {
         const int64_t at = ((n * s.OH + oh) * s.OW + ow) * C;
         // The taps inside the input: found once per pixel, so the channel loops check nothing.
@@ -132,7 +158,8 @@ void depthwise_nhwc(const Conv2dShape& s, const float* x, const float* w, const 
           }
         }
       }
-  }
+    }
+  });
 }
 
 }  // namespace kiln_kernels

@@ -38,20 +38,29 @@ inline void gemm_tile(int64_t K, const float* a, int64_t lda, const float* b, in
 
 }  // namespace detail
 
+// With a team, the threads split the row tiles, or the panels when there are few rows.
 template <Act A, int PANEL>
 void gemm_packed(int64_t M, int64_t K, int64_t N, const float* a, int64_t lda, const float* bp, const float* bias,
-                 const float* z, int64_t ldz, float* y, int64_t ldy, float p = 0.f, float q = 0.f) {
+                 const float* z, int64_t ldz, float* y, int64_t ldy, float p = 0.f, float q = 0.f, Team* team = nullptr) {
   constexpr int R = Tile<PANEL>::kRows;
-  const int64_t panels = (N + PANEL - 1) / PANEL;
-  for (int64_t j = 0; j < panels; ++j) {
-    const float* b = bp + j * K * PANEL;
-    const int64_t n0 = j * PANEL, n = std::min<int64_t>(PANEL, N - n0);
-    int64_t m0 = 0;
-    for (; m0 + R <= M; m0 += R) detail::gemm_tile<A, PANEL, R>(K, a, lda, b, m0, n0, n, bias, z, ldz, y, ldy, p, q);
-    detail::with_rows<R - 1>(static_cast<int>(M - m0), [&](auto rows) {
-      detail::gemm_tile<A, PANEL, decltype(rows)::value>(K, a, lda, b, m0, n0, n, bias, z, ldz, y, ldy, p, q);
-    });
-  }
+  const int64_t panels = (N + PANEL - 1) / PANEL, tiles = (M + R - 1) / R;
+  auto part = [&](int64_t j0, int64_t j1, int64_t t0, int64_t t1) {
+    for (int64_t j = j0; j < j1; ++j) {
+      const float* b = bp + j * K * PANEL;
+      const int64_t n0 = j * PANEL, n = std::min<int64_t>(PANEL, N - n0);
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t m0 = t * R;
+        if (m0 + R <= M) detail::gemm_tile<A, PANEL, R>(K, a, lda, b, m0, n0, n, bias, z, ldz, y, ldy, p, q);
+        else
+          detail::with_rows<R - 1>(static_cast<int>(M - m0), [&](auto rows) {
+            detail::gemm_tile<A, PANEL, decltype(rows)::value>(K, a, lda, b, m0, n0, n, bias, z, ldz, y, ldy, p, q);
+          });
+      }
+    }
+  };
+  const int threads = team ? team->size() : 1;
+  if (tiles >= 2 * threads) parallel_for(team, tiles, [&](int64_t t0, int64_t t1) { part(0, panels, t0, t1); });
+  else parallel_for(team, panels, [&](int64_t j0, int64_t j1) { part(j0, j1, 0, tiles); });
 }
 
 inline void matmul(int64_t M, int64_t K, int64_t N, const float* KILN_RESTRICT a, const float* KILN_RESTRICT b,

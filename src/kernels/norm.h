@@ -1,5 +1,7 @@
 // Normalizations over the last axis, row by row: (skip) layer normalization and softmax.
 #pragma once
+#include <vector>
+
 #include "common.h"
 
 namespace kiln_kernels {
@@ -8,9 +10,11 @@ namespace kiln_kernels {
 // sqrt(var + eps) * gamma + beta; sum (when not null) = s. Statistics in double, as the
 // reference kernels compute them.
 inline void layernorm_rows(int64_t rows, int64_t H, const float* x, const float* skip, const float* gamma,
-                           const float* beta, const float* bias, float eps, float* y, float* sum) {
-  float* s = new float[static_cast<size_t>(H)];
-  for (int64_t r = 0; r < rows; ++r) {
+                           const float* beta, const float* bias, float eps, float* y, float* sum, Team* team = nullptr) {
+  parallel_for(team, rows, [&](int64_t r0, int64_t r1) {
+  std::vector<float> row(static_cast<size_t>(H));
+  float* s = row.data();
+  for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * H;
     const float* sr = skip ? skip + r * H : nullptr;
     double mean = 0;
@@ -34,13 +38,14 @@ inline void layernorm_rows(int64_t rows, int64_t H, const float* x, const float*
     for (int64_t i = 0; i < H; ++i) yr[i] = (s[i] - m) * inv * gamma[i] + (beta ? beta[i] : 0.f);
     if (sum) std::memcpy(sum + r * H, s, static_cast<size_t>(H) * sizeof(float));
   }
-  delete[] s;
+  });
 }
 
 // Softmax over axis of extent A, for x viewed as [outer][A][inner].
-inline void softmax(int64_t outer, int64_t A, int64_t inner, const float* x, float* y) {
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
+inline void softmax(int64_t outer, int64_t A, int64_t inner, const float* x, float* y, Team* team = nullptr) {
+  parallel_for(team, outer * inner, [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j) {
+      const int64_t o = j / inner, i = j % inner;
       const float* xr = x + o * A * inner + i;
       float* yr = y + o * A * inner + i;
       float mx = xr[0];
@@ -54,6 +59,7 @@ inline void softmax(int64_t outer, int64_t A, int64_t inner, const float* x, flo
       const float inv = 1.f / total;
       for (int64_t a = 0; a < A; ++a) yr[a * inner] *= inv;
     }
+  });
 }
 
 }  // namespace kiln_kernels

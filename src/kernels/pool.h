@@ -78,16 +78,19 @@ inline void pool_pixel(const Pool2dShape& s, bool count_include_pad, const float
 // is_max: max pooling; else average, dividing by the taps inside the input, or with
 // count_include_pad by those inside the padded input. Each window's taps inside the input are
 // found once, so the channel loops carry no bounds checks.
-inline void pool2d_nhwc(const Pool2dShape& s, bool is_max, bool count_include_pad, const float* KILN_RESTRICT x,
-                        float* KILN_RESTRICT y) {
-  for (int64_t n = 0; n < s.N; ++n)
-    for (int64_t oh = 0; oh < s.OH; ++oh)
+inline void pool2d_nhwc(const Pool2dShape& s, bool is_max, bool count_include_pad, const float* x, float* y,
+                        Team* team = nullptr) {
+  parallel_for(team, s.N * s.OH, [&](int64_t row0, int64_t row1) {
+    for (int64_t row = row0; row < row1; ++row) {
+      const int64_t n = row / s.OH, oh = row % s.OH;
       for (int64_t ow = 0; ow < s.OW; ++ow) {
         const float* x_img = x + n * s.H * s.W * s.C;
         float* yp = y + ((n * s.OH + oh) * s.OW + ow) * s.C;
         if (is_max) detail::pool_pixel<true>(s, count_include_pad, x_img, yp, oh, ow);
         else detail::pool_pixel<false>(s, count_include_pad, x_img, yp, oh, ow);
       }
+    }
+  });
 }
 
 // y[n][c] = mean (or max) over the P pixels of x [N][P][C].

@@ -36,13 +36,9 @@ struct Panel {
     return v;
   }
   static void store(float* p, V v) { __builtin_memcpy(p, &v, sizeof v); }
-  // One value in every lane (a broadcast: not V{} + s, which costs an add since -0 + 0 is +0).
-  static V splat(float s) {
-    float t[L];
-#pragma GCC unroll 16
-    for (int i = 0; i < L; ++i) t[i] = s;
-    return load(t);
-  }
+  // One value in every lane: s - 0 is s for every float (while -0 + 0 is +0), so this compiles
+  // to a lone broadcast.
+  static V splat(float s) { return s - V{}; }
 
   // acc[r][v] += sum over k < K of a[r][k] * b[k * PANEL + v * L + lane].
   template <int R>

@@ -20,12 +20,12 @@ namespace {
 
 Tensor ints(const std::vector<int64_t>& v) { return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v); }
 
-// x [2,6,8] float and idx [3] int64 through views, copies, gathers, reductions and elementwise
-// chains; every intermediate of interest is an output.
-std::unique_ptr<ir::Graph> ops_mix() {
+// x [2,rows,cols] float and idx [3] int64 through views, copies, gathers, reductions and
+// elementwise chains; every intermediate of interest is an output.
+std::unique_ptr<ir::Graph> ops_mix(int64_t rows = 6, int64_t cols = 8) {
   auto g = std::make_unique<ir::Graph>();
   g->opsets[""] = 17;
-  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {2, 6, 8}));
+  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {2, rows, cols}));
   ir::Value* idx = g->add_input("idx", ir::TensorType::from_dims(DType::Int64, {3}));
   auto node = [&](const std::string& op, std::vector<ir::Value*> ins, int outs, ir::Attributes a = {}) {
     std::vector<ir::Value*> o;
@@ -52,7 +52,7 @@ std::unique_ptr<ir::Graph> ops_mix() {
   ir::Value* cat = node("Concat", {s, s}, 1, ax1)[0];
   ir::Attributes split;
   split["axis"] = ir::Attribute::of_int(2);
-  std::vector<ir::Value*> parts = node("Split", {x, c("sizes", ints({3, 5}))}, 2, split);
+  std::vector<ir::Value*> parts = node("Split", {x, c("sizes", ints({3, cols - 3}))}, 2, split);
   ir::Attributes mx;
   mx["axes"] = ir::Attribute::of_ints({2});
   mx["keepdims"] = ir::Attribute::of_int(0);
@@ -66,13 +66,14 @@ std::unique_ptr<ir::Graph> ops_mix() {
 
 // Writes g as dir/model.onnx with test_data_set_0: random inputs, outputs from the reference kernels.
 void write_model(const ir::Graph& g, const fs::path& dir) {
+  const std::vector<int64_t> x_dims = g.inputs()[0]->type.static_dims();
   onnx_fe::save_model(g, dir / "model.onnx");
   SessionOptions o;
   o.backend = "reference";
   auto s = Session::create((dir / "model.onnx").string(), o);
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-2.f, 2.f);
-  Tensor x(DType::Float, {2, 6, 8});
+  Tensor x(DType::Float, x_dims);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
   const Tensor idx = ints({5, -6, 2});
   const std::vector<Tensor> outs = s->run(std::vector<Tensor>{x, idx});
@@ -106,6 +107,21 @@ TEST(CodegenEmit, OpsMixBuildsAndMatches) {
   r = sh((dir / "project" / "build" / "kiln_model_main").string() + " --weights " + (dir / "bad.bin").string());
   EXPECT_NE(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("checksum"), std::string::npos) << r.out;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+TEST(CodegenEmit, ATeamOfThreadsMatchesToo) {
+  // Large enough that the loop nests split across the team (2 x 96 x 256 elements).
+  const fs::path dir = scratch("ops-mix-threads");
+  write_model(*ops_mix(96, 256), dir);
+  Result r = emit_and_build(dir, "--threads 3");
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = sh((dir / "project" / "build" / "kiln_model_main").string() + " --runs 5");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+  std::ifstream f(dir / "project" / "model.cpp");
+  const std::string code((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_NE(code.find("kiln_kernels::parallel_for(c.team"), std::string::npos) << "no loop nest was split";
   if (!HasFailure()) fs::remove_all(dir);
 }
 

@@ -2,6 +2,7 @@
 // target packs them, against the reference kernels on random inputs with odd shapes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "../backends/one_node.h"
@@ -10,6 +11,7 @@
 #include "kernels/conv2d.h"
 #include "kernels/gemm.h"
 #include "kernels/norm.h"
+#include "kernels/parallel.h"
 #include "kernels/pool.h"
 
 namespace kiln::codegen {
@@ -99,6 +101,28 @@ TEST(CodegenKernels, Conv2dNhwc) {
     check_conv<32>(c);
     check_conv<64>(c);
   }
+}
+
+TEST(CodegenKernels, ATeamSplitsTheWorkAndMatchesOneThread) {
+  kiln_kernels::Team team(3);
+  for (const int64_t M : {1, 5, 40}) {
+    const int64_t K = 33, N = 150;
+    const Tensor a = random(DType::Float, {M, K}, 16), b = random(DType::Float, {K, N}, 17);
+    const auto bp = cpp::pack_gemm_b(b.data<float>(), K, N, false, 1.f, 64);
+    std::vector<float> one(M * N), three(M * N);
+    kiln_kernels::gemm_packed<kiln_kernels::Act::Relu, 64>(M, K, N, a.data<float>(), K, bp.data(), nullptr, nullptr, 0,
+                                                          one.data(), N);
+    for (int round = 0; round < 20; ++round) {
+      kiln_kernels::gemm_packed<kiln_kernels::Act::Relu, 64>(M, K, N, a.data<float>(), K, bp.data(), nullptr, nullptr, 0,
+                                                            three.data(), N, 0.f, 0.f, &team);
+      ASSERT_EQ(one, three) << "M=" << M << " round " << round;
+    }
+  }
+  std::vector<int> hits(1000, 0);
+  team.parallel_for(1000, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) ++hits[i];
+  });
+  EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), 1000);
 }
 
 TEST(CodegenKernels, Pool2dNhwc) {

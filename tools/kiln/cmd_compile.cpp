@@ -100,7 +100,8 @@ void add_compile_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--embed-weights", args->embed_weights, "--target cpp: link weights.bin into the program");
   cmd->add_flag("--no-onednn", args->no_onednn, "--target cpp: kiln's portable kernels only, no dependency at all");
   cmd->add_option("--dim", args->dims, "SYMBOL=N[,M...]: precompile these extents of a symbolic input dim (every combination)");
-  cmd->add_option("--threads", args->threads, "Intra-op threads the plans' work splits are made for")
+  cmd->add_option("--threads", args->threads,
+                  "Intra-op threads the plans' work splits are made for (--target cpp: the emitted model's team)")
       ->check(CLI::Range(1, 1024))->capture_default_str();
   cmd->add_option("--level", args->level, "Graph optimization level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
   cmd->add_option("--fusion", args->fusion, "Operator fusion level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
@@ -109,9 +110,6 @@ void add_compile_command(CLI::App& app, int& exit_code) {
     const bool cpp = args->target == "cpp";
     if (!cpp && (args->embed_weights || args->no_onednn)) throw Error("--embed-weights and --no-onednn go with --target cpp");
     if (cpp && args->out.empty()) throw Error("--target cpp writes a folder: give it with -o DIR");
-    if (cpp && args->threads != 1)
-      throw Error("--target cpp: the emitted kernels run on one thread; --threads " + std::to_string(args->threads) +
-                  " is not emitted yet");
     const auto t0 = std::chrono::steady_clock::now();
     SessionOptions o;
     o.threads = args->threads;
@@ -133,6 +131,7 @@ void add_compile_command(CLI::App& app, int& exit_code) {
       co.test_data = std::filesystem::path(args->model).parent_path().string();
       if (co.test_data.empty()) co.test_data = ".";
       co.isa = plans.front().plan->isa;
+      co.threads = args->threads;
       const codegen::CppProjectStats st = codegen::write_cpp_project(plans, co, args->out);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::string kernels;

@@ -68,6 +68,7 @@ CppProjectStats write_cpp_project(const std::vector<PlanSource>& plans, const Cp
   t.kernels.assign(e.kernels.begin(), e.kernels.end());
   t.weights_bytes = static_cast<int64_t>(e.weights.payload().size());
   t.weights_checksum = weights_checksum(e.weights.payload());
+  t.threads = o.threads;
 
   std::error_code ec;
   fs::create_directories(fs::path(dir) / "kernels", ec);

@@ -22,6 +22,7 @@ struct CppOptions {
   std::vector<std::string> isa;   // the CPU features the kernels are compiled for ("avx512f", ...)
   std::string source;             // what the project was made from (a comment)
   std::string test_data;          // a model folder whose test_data_set_* are copied ("" = none)
+  int threads = 1;                // threads the emitted model runs on (a team held by kiln_model)
 };
 
 struct CppProjectStats {

@@ -69,7 +69,7 @@ void emit_conv(EmitContext& ctx) {
            i64(G) + "};");
   ctx.line("kiln_kernels::" + kernel + "<" + e.act + panel + ">(s, " + ctx.in(0) + ", " + ctx.weights(key, packed) + ", " +
            (bd ? ctx.weights(key + ":bias", bias) : "nullptr") + ", " + (ctx.has_input(3) ? ctx.in(3) : "nullptr") +
-           ", " + ctx.out(0) + ", " + e.a + ", " + e.b + ");");
+           ", " + ctx.out(0) + ", " + e.a + ", " + e.b + ", c.team);");
 }
 
 void emit_pool(EmitContext& ctx) {
@@ -88,7 +88,7 @@ void emit_pool(EmitContext& ctx) {
            ", " + i64(g.sh) + ", " + i64(g.sw) + ", " + i64(g.ph.begin) + ", " + i64(g.pw.begin) + ", " +
            i64(g.ph.end) + ", " + i64(g.pw.end) + ", " + i64(g.dh) + ", " + i64(g.dw) + "};");
   ctx.line(std::string("kiln_kernels::pool2d_nhwc(s, ") + (is_max ? "true" : "false") + ", " +
-           (n.attr_int("count_include_pad", 0) ? "true" : "false") + ", " + ctx.in(0) + ", " + ctx.out(0) + ");");
+           (n.attr_int("count_include_pad", 0) ? "true" : "false") + ", " + ctx.in(0) + ", " + ctx.out(0) + ", c.team);");
 }
 
 void emit_global_pool(EmitContext& ctx) {

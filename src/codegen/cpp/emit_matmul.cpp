@@ -19,7 +19,7 @@ void call_gemm(EmitContext& ctx, int64_t M, int64_t K, int64_t N, const std::str
   ctx.use_kernel("gemm.h");
   ctx.line("kiln_kernels::gemm_packed<" + e.act + ", " + std::to_string(ctx.panel) + ">(" + i64(M) + ", " + i64(K) + ", " + i64(N) + ", " + a + ", " + i64(K) +
            ", " + bp + ", " + bias + ", " + z + ", " + i64(ldz) + ", " + ctx.out(0) + ", " + i64(N) + ", " + e.a + ", " +
-           e.b + ");");
+           e.b + ", c.team);");
 }
 
 }  // namespace

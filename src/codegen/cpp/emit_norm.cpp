@@ -52,7 +52,7 @@ void emit_skip_layernorm(EmitContext& ctx) {
   ctx.line("kiln_kernels::layernorm_rows(" + i64(rows) + ", " + i64(H) + ", " + ctx.in(0) + ", " + ctx.in(1) + ", " +
            ctx.in(2) + ", " + opt_in(ctx, 3) + ", " + opt_in(ctx, 4) + ", " +
            literal_float(ctx.node.attr_float("epsilon", 1e-5f)) + ", " + ctx.out(0) + ", " +
-           (sum ? ctx.out(1) : "nullptr") + ");");
+           (sum ? ctx.out(1) : "nullptr") + ", c.team);");
 }
 
 void emit_layernorm(EmitContext& ctx) {
@@ -69,7 +69,7 @@ void emit_layernorm(EmitContext& ctx) {
   ctx.use_kernel("norm.h");
   ctx.line("kiln_kernels::layernorm_rows(" + i64(rows) + ", " + i64(H) + ", " + ctx.in(0) + ", nullptr, " + ctx.in(1) +
            ", " + opt_in(ctx, 2) + ", nullptr, " + literal_float(ctx.node.attr_float("epsilon", 1e-5f)) + ", " +
-           ctx.out(0) + ", nullptr);");
+           ctx.out(0) + ", nullptr, c.team);");
 }
 
 void emit_softmax(EmitContext& ctx) {
@@ -86,7 +86,7 @@ void emit_softmax(EmitContext& ctx) {
   }
   ctx.use_kernel("norm.h");
   ctx.line("kiln_kernels::softmax(" + i64(outer) + ", " + i64(A) + ", " + i64(inner) + ", " + ctx.in(0) + ", " +
-           ctx.out(0) + ");");
+           ctx.out(0) + ", c.team);");
 }
 
 void emit_attention(EmitContext& ctx) {
@@ -112,17 +112,19 @@ void emit_attention(EmitContext& ctx) {
   const char* names[] = {"qo", "ko", "vo", "mo"};
   for (size_t t = 0; t < offs.size(); ++t)
     ctx.line("static const int64_t " + std::string(names[t]) + "[] = " + int_array(offs[t]) + ";");
-  ctx.line("float scores[" + i64(Sk) + "];");
   ctx.line("const float* q = " + ctx.in(0) + ";");
   ctx.line("const float* k = " + ctx.in(1) + ";");
   ctx.line("const float* v = " + ctx.in(2) + ";");
   ctx.line(std::string("const float* mask = ") + (masked ? ctx.in(3) : "nullptr") + ";");
   ctx.line("float* o = " + ctx.out(0) + ";");
-  ctx.line("for (int64_t b = 0; b < " + i64(nb) + "; ++b)");
-  ctx.line("  kiln_kernels::attention_head(" + i64(Sq) + ", " + i64(D) + ", " + i64(Sk) + ", " + i64(Dv) + ", " +
+  ctx.line("kiln_kernels::parallel_for(c.team, " + i64(nb) + ", [&](int64_t b0, int64_t b1) {");
+  ctx.line("  float scores[" + i64(Sk) + "];");
+  ctx.line("  for (int64_t b = b0; b < b1; ++b)");
+  ctx.line("    kiln_kernels::attention_head(" + i64(Sq) + ", " + i64(D) + ", " + i64(Sk) + ", " + i64(Dv) + ", " +
            literal_float(ctx.node.attr_float("scale", 1.f)) + ", q + qo[b] * " + i64(Sq * D) + ", k + ko[b] * " +
            i64(D * Sk) + ", v + vo[b] * " + i64(Sk * Dv) + ", " + (masked ? "mask + mo[b] * " + i64(mq * mk) : "nullptr") +
            ", " + i64(mq) + ", " + i64(mk) + ", o + b * " + i64(Sq * Dv) + ", scores);");
+  ctx.line("});");
 }
 
 void emit_reduce(EmitContext& ctx) {

@@ -160,6 +160,7 @@ struct Run {
   const unsigned char* w;
   const void* const* in;
   void* const* out;
+  kiln_kernels::Team* team;  // null: one thread
   const char* error;
   bool fail(const char* e) {
     error = e;
@@ -222,6 +223,7 @@ struct Profile {
   for (size_t g = 0; g < sigs.size(); ++g) s += (g ? ", " : "") + std::string("run_s") + std::to_string(g);
   s += "};\nconstexpr uint64_t kWeightsBytes = " + std::to_string(p.weights_bytes) + "ull;\n";
   s += "constexpr uint64_t kWeightsChecksum = " + std::to_string(p.weights_checksum) + "ull;\n";
+  s += "constexpr int kThreads = " + std::to_string(p.threads) + ";  // kiln compile --threads\n";
   s += R"CPP(
 thread_local std::string last_error;
 
@@ -272,10 +274,12 @@ struct kiln_model {
   unsigned char* file = nullptr;  // weights.bin as read (header, then the payload)
   const unsigned char* w = nullptr;
   unsigned char* arena = nullptr;
+  kiln_kernels::Team* team = nullptr;
 };
 
 kiln_model* kiln_model_create(const char* weights_path) {
   kiln_model* m = new kiln_model;
+  if (kThreads > 1) m->team = new kiln_kernels::Team(kThreads);
   int64_t arena = 0;
   for (int64_t a : kArenaBytes) arena = std::max(arena, a);
   m->arena = static_cast<unsigned char*>(alloc64(static_cast<uint64_t>(arena)));
@@ -308,6 +312,7 @@ void kiln_model_destroy(kiln_model* m) {
   if (!m) return;
   std::free(m->file);
   std::free(m->arena);
+  delete m->team;
   delete m;
 }
 
@@ -346,7 +351,7 @@ int kiln_model_run_dims(kiln_model* m, const int64_t* const* input_dims, const v
     if (!inputs[i]) return fail(std::string("input '") + kiln_model_input_names[i] + "' is null");
   for (int i = 0; i < KILN_MODEL_OUTPUTS; ++i)
     if (!outputs[i]) return fail(std::string("output '") + kiln_model_output_names[i] + "' is null");
-  Run c{m->arena, m->w, inputs, outputs, nullptr};
+  Run c{m->arena, m->w, inputs, outputs, m->team, nullptr};
   if (!kRun[sig](c)) return fail(c.error ? c.error : "the run failed");
   return 0;
 }
@@ -406,7 +411,9 @@ endif()
 
 )CM";
   s += "add_library(kiln_model STATIC model.cpp" + std::string(p.embed_weights ? " weights_blob.cpp" : "") + ")\n";
-  s += R"CM(target_include_directories(kiln_model PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+  s += R"CM(find_package(Threads REQUIRED)
+target_link_libraries(kiln_model PUBLIC Threads::Threads)
+target_include_directories(kiln_model PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(kiln_model PRIVATE ${KILN_MODEL_ISA_FLAGS} -fno-math-errno -fno-trapping-math)
 if(CMAKE_BUILD_TYPE STREQUAL "Release")
   target_compile_options(kiln_model PRIVATE -O3)

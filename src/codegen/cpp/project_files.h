@@ -16,6 +16,7 @@ struct ProjectText {
   std::vector<std::string> kernels;  // kernel headers model.cpp includes
   int64_t weights_bytes = 0;         // weights.bin's payload
   uint64_t weights_checksum = 0;
+  int threads = 1;                   // the team the model runs on
 };
 
 std::string model_h(const ProjectText& p);
