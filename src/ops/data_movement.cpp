@@ -6,6 +6,7 @@
 #include "ops/core/dispatch.h"
 #include "ops/core/registry.h"
 #include "ops/core/shape_util.h"
+#include "ops/core/pad_args.h"
 #include "ops/core/slice_args.h"
 
 namespace kiln::ops {
@@ -289,43 +290,6 @@ void kernel_tile(KernelContext& ctx) {
 }
 
 // ---------------------------------------------------------------- Pad
-
-struct PadArgs {
-  std::vector<int64_t> pads;  // [begin_0..begin_{r-1}, end_0..end_{r-1}] over all axes
-  std::string mode;
-};
-
-template <typename GetInput>
-bool pad_args(const ir::Node& node, int64_t opset, int64_t rank, GetInput&& get, PadArgs& p) {
-  p.mode = node.attr_string("mode", "constant");
-  if (p.mode != "constant" && p.mode != "reflect" && p.mode != "edge" && !(p.mode == "wrap" && opset >= 19))
-    throw UnsupportedError(node.describe() + ": Pad mode '" + p.mode + "' is not supported");
-  std::vector<int64_t> raw;
-  std::vector<int64_t> axes;
-  if (opset < 11) {
-    raw = node.attr_ints(opset < 2 ? "paddings" : "pads");
-  } else {
-    const Tensor* t = get(1);
-    if (!t) return false;
-    raw = t->to_int64_vector();
-    if (opset >= 18 && node.has_input(3)) {
-      const Tensor* ax = get(3);
-      if (!ax) return false;
-      axes = normalize_axes(ax->to_int64_vector(), rank, node);
-    }
-  }
-  if (axes.empty())
-    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
-  const size_t n = axes.size();
-  if (raw.size() != 2 * n)
-    throw Error(node.describe() + ": pads has " + std::to_string(raw.size()) + " entries, expected " + std::to_string(2 * n));
-  p.pads.assign(2 * rank, 0);
-  for (size_t i = 0; i < n; ++i) {
-    p.pads[axes[i]] = raw[i];
-    p.pads[axes[i] + rank] = raw[i + n];
-  }
-  return true;
-}
 
 void infer_pad(InferContext& ctx) {
   const ir::TensorType& in = ctx.input(0);

@@ -60,7 +60,10 @@ std::unique_ptr<ir::Graph> ops_mix(int64_t rows = 6, int64_t cols = 8) {
   ir::Attributes to;
   to["to"] = ir::Attribute::of_int(static_cast<int64_t>(DType::Float));
   ir::Value* e = node("Expand", {node("Cast", {idx}, 1, to)[0], c("shape", ints({2, 3}))}, 1)[0];
-  for (ir::Value* v : {s, soft, f, w, cat, parts[0], parts[1], r, e}) g->add_output(v);
+  ir::Value* padded = node("Pad", {x, c("pads", ints({0, 1, 0, 1, 2, 3})), c("pad_value", Tensor::scalar<float>(-1.5f))}, 1)[0];
+  ir::Value* mm = node("MatMul", {x, t}, 1)[0];  // [2,rows,cols] x [2,cols,rows]: both computed
+  ir::Value* dropped = node("Dropout", {f}, 1)[0];
+  for (ir::Value* v : {s, soft, f, w, cat, parts[0], parts[1], r, e, padded, mm, dropped}) g->add_output(v);
   return g;
 }
 

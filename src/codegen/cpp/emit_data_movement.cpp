@@ -5,6 +5,7 @@
 
 #include "codegen/cpp/loop_nest.h"
 #include "codegen/cpp/op_emitters.h"
+#include "ops/core/pad_args.h"
 #include "ops/core/shape_util.h"
 #include "ops/core/slice_args.h"
 
@@ -88,6 +89,103 @@ void emit_gather(EmitContext& ctx) {
            ", " + in_ + " * sizeof(" + T + "));");
   ctx.line("  }");
   (void)y;
+}
+
+void emit_pad(EmitContext& ctx) {
+  const Operand& x = ctx.step.inputs.at(0);
+  const Operand& y = ctx.step.outputs.at(0);
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  ops::PadArgs a;
+  ops::pad_args(ctx.node, opset_of(ctx.node), rank,
+                [&](int i) -> const Tensor* { return ctx.is_constant(i) ? &ctx.constant(i) : nullptr; }, a) ||
+      (throw ctx.unsupported("the pads and axes must be constants"), false);
+  if (a.mode != "constant") throw ctx.unsupported("Pad mode '" + a.mode + "' is not emitted (only constant)");
+  double value = opset_of(ctx.node) < 11 ? ctx.node.attr_float("value", 0.f) : 0.0;
+  if (ctx.has_input(2)) {
+    if (!ctx.is_constant(2)) throw ctx.unsupported("the constant value must be a constant");
+    const Tensor& v = ctx.constant(2);
+    if (v.numel() != 1) throw ctx.unsupported("the constant value must be a scalar");
+    value = v.dtype() == DType::Float ? v.data<float>()[0] : static_cast<double>(v.to_int64_vector()[0]);
+  }
+  // The output filled with the value, then the part of the input the pads keep copied inside
+  // (a negative pad crops).
+  const std::string T = ctype(y.dtype);
+  ctx.line("{");
+  ctx.line("  " + T + "* KILN_RESTRICT y = " + ctx.out(0) + ";");
+  ctx.line("  for (int64_t i = 0; i < " + std::to_string(y.numel()) + "; ++i) y[i] = " + literal(y.dtype, value) + ";");
+  ctx.line("}");
+  const std::vector<int64_t> xs = dense_strides(x.dims), ys = dense_strides(y.dims);
+  std::vector<int64_t> extent(rank);
+  int64_t src = 0, dst = 0;
+  for (int64_t k = 0; k < rank; ++k) {
+    const int64_t b = a.pads[k], e = a.pads[k + rank];
+    extent[k] = x.dims[k] - std::max<int64_t>(0, -b) - std::max<int64_t>(0, -e);
+    if (extent[k] <= 0) return;
+    src += std::max<int64_t>(0, -b) * xs[k];
+    dst += std::max<int64_t>(0, b) * ys[k];
+  }
+  emit_strided_copy(ctx, x.dtype, ctx.in(0), src, xs, ctx.out(0), dst, ys, extent);
+}
+
+void emit_dropout(EmitContext& ctx) {
+  // Inference, or training with a ratio of 0 (what exporters write for eval-mode dropout
+  // layers): the identity, every mask element true.
+  const bool training = ctx.has_input(2) && (!ctx.is_constant(2) || ctx.constant(2).to_int64_vector().at(0) != 0);
+  const bool zero_ratio = ctx.is_constant(1) && ctx.constant(1).numel() == 1 &&
+                          (ctx.constant(1).dtype() == DType::Float ? ctx.constant(1).data<float>()[0] == 0.f
+                                                                   : ctx.constant(1).to_int64_vector()[0] == 0);
+  if (training && !zero_ratio) throw ctx.unsupported("training mode with a nonzero ratio is not emitted");
+  const Operand& x = ctx.step.inputs.at(0);
+  const Operand& y = ctx.step.outputs.at(0);
+  if (!(x.storage == y.storage))
+    emit_strided_copy(ctx, x.dtype, ctx.in(0), 0, dense_strides(x.dims), ctx.out(0), 0, dense_strides(y.dims), y.dims);
+  if (ctx.step.outputs.size() > 1 && ctx.step.outputs[1].buffer >= 0)
+    ctx.line("for (int64_t i = 0; i < " + std::to_string(ctx.step.outputs[1].numel()) + "; ++i) " + ctx.out(1) +
+             "[i] = true;");
+}
+
+void emit_matmul_runtime(EmitContext& ctx) {
+  const Operand &a = ctx.step.inputs.at(0), &b = ctx.step.inputs.at(1);
+  const Operand& y = ctx.step.outputs.at(0);
+  if (a.dtype != DType::Float || b.dtype != DType::Float) throw ctx.unsupported("only float MatMul is emitted");
+  if (a.dims.size() < 2 || b.dims.size() < 2) throw ctx.unsupported("a MatMul of a vector is not emitted");
+  if (ctx.node.domain() == "kiln" && (ctx.has_input(2) || ctx.node.attrs.count("activation")))
+    throw ctx.unsupported("a fused MatMul of two computed operands is not emitted");
+  const int64_t M = a.dims[a.dims.size() - 2], K = a.dims.back(), N = b.dims.back();
+  const std::vector<int64_t> ob(y.dims.begin(), y.dims.end() - 2);
+  // Per output matrix, the matrix of A and of B it reads (batch dims broadcast).
+  auto offsets = [&](const std::vector<int64_t>& dims) {
+    std::vector<int64_t> bd(dims.begin(), dims.end() - 2);
+    while (bd.size() < ob.size()) bd.insert(bd.begin(), 1);
+    std::vector<int64_t> out, idx(ob.size(), 0);
+    int64_t total = 1;
+    for (int64_t d : ob) total *= d;
+    for (int64_t m = 0; m < total; ++m) {
+      int64_t off = 0;
+      for (size_t k = 0; k < ob.size(); ++k) off = off * bd[k] + (bd[k] == 1 ? 0 : idx[k]);
+      out.push_back(off);
+      ops::next_index(idx, ob);
+    }
+    return out;
+  };
+  const std::vector<int64_t> ao = offsets(a.dims), bo = offsets(b.dims);
+  auto list = [](const std::vector<int64_t>& v) {
+    std::string s = "{";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "}";
+  };
+  ctx.use_kernel("gemm.h");
+  ctx.line("static const int64_t ao[] = " + list(ao) + ";");
+  ctx.line("static const int64_t bo[] = " + list(bo) + ";");
+  ctx.line("const float* a = " + ctx.in(0) + ";");
+  ctx.line("const float* b = " + ctx.in(1) + ";");
+  ctx.line("float* y = " + ctx.out(0) + ";");
+  ctx.line("kiln_kernels::parallel_for(c.team, " + std::to_string(ao.size()) + ", [&](int64_t b0, int64_t b1) {");
+  ctx.line("  for (int64_t i = b0; i < b1; ++i)");
+  ctx.line("    kiln_kernels::matmul(" + std::to_string(M) + ", " + std::to_string(K) + ", " + std::to_string(N) +
+           ", a + ao[i] * " + std::to_string(M * K) + ", b + bo[i] * " + std::to_string(K * N) + ", y + i * " +
+           std::to_string(M * N) + ");");
+  ctx.line("});");
 }
 
 }  // namespace kiln::codegen::cpp

@@ -58,8 +58,9 @@ void emit_gemm(EmitContext& ctx) {
 void emit_matmul(EmitContext& ctx) {
   const Operand& a = ctx.step.inputs.at(0);
   if (a.dtype != DType::Float) throw ctx.unsupported("only float MatMul is emitted");
-  if (!ctx.is_constant(1) || ctx.step.inputs[1].dims.size() != 2 || a.dims.size() < 2)
-    throw ctx.unsupported("only a MatMul by a constant 2-D B is emitted");
+  if (!ctx.is_constant(1)) return emit_matmul_runtime(ctx);
+  if (ctx.step.inputs[1].dims.size() != 2 || a.dims.size() < 2)
+    throw ctx.unsupported("only a MatMul by a constant 2-D B or of two computed operands is emitted");
   const Tensor& b = ctx.constant(1);
   const int64_t K = b.dim(0), N = b.dim(1), M = a.numel() / K;
   const std::string bp = ctx.weights("matmul:" + ctx.node.input(1)->name() + ":" + std::to_string(ctx.panel),

@@ -27,6 +27,8 @@ OpEmitFn find_op_emitter(const ir::Node& n) {
       {"Slice", emit_slice},
       {"Split", emit_split},
       {"Gather", emit_gather},
+      {"Pad", emit_pad},
+      {"Dropout", emit_dropout},
       {"LayerNormalization", emit_layernorm},
       {"Softmax", emit_softmax},
       {"ReduceMean", emit_reduce},

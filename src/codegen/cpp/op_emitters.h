@@ -19,7 +19,11 @@ void emit_global_pool(EmitContext& ctx);
 // emit_matmul.cpp: Gemm, kiln.FusedGemm, MatMul, kiln.FusedMatMul.
 void emit_gemm(EmitContext& ctx);
 void emit_matmul(EmitContext& ctx);
-// emit_data_movement.cpp: Concat, Slice, Split, Gather.
+// emit_data_movement.cpp: Concat, Slice, Split, Gather, Pad (constant), Dropout (inference), MatMul
+// of two computed operands.
+void emit_pad(EmitContext& ctx);
+void emit_dropout(EmitContext& ctx);
+void emit_matmul_runtime(EmitContext& ctx);
 void emit_concat(EmitContext& ctx);
 void emit_slice(EmitContext& ctx);
 void emit_split(EmitContext& ctx);
