@@ -63,7 +63,14 @@ std::unique_ptr<ir::Graph> ops_mix(int64_t rows = 6, int64_t cols = 8) {
   ir::Value* padded = node("Pad", {x, c("pads", ints({0, 1, 0, 1, 2, 3})), c("pad_value", Tensor::scalar<float>(-1.5f))}, 1)[0];
   ir::Value* mm = node("MatMul", {x, t}, 1)[0];  // [2,rows,cols] x [2,cols,rows]: both computed
   ir::Value* dropped = node("Dropout", {f}, 1)[0];
-  for (ir::Value* v : {s, soft, f, w, cat, parts[0], parts[1], r, e, padded, mm, dropped}) g->add_output(v);
+  ir::Attributes linear;
+  linear["mode"] = ir::Attribute::of_string("linear");
+  ir::Value* bilinear = node("Resize", {x, nullptr, c("scales2", Tensor::from_vector<float>({3}, {1.f, 2.f, 1.5f}))}, 1, linear)[0];
+  ir::Attributes nearest;
+  nearest["mode"] = ir::Attribute::of_string("nearest");
+  nearest["coordinate_transformation_mode"] = ir::Attribute::of_string("asymmetric");
+  ir::Value* upsampled = node("Resize", {x, nullptr, c("scales1", Tensor::from_vector<float>({3}, {1.f, 1.f, 0.5f}))}, 1, nearest)[0];
+  for (ir::Value* v : {s, soft, f, w, cat, parts[0], parts[1], r, e, padded, mm, dropped, bilinear, upsampled}) g->add_output(v);
   return g;
 }
 

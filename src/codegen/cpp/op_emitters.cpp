@@ -29,6 +29,8 @@ OpEmitFn find_op_emitter(const ir::Node& n) {
       {"Gather", emit_gather},
       {"Pad", emit_pad},
       {"Dropout", emit_dropout},
+      {"Resize", emit_resize},
+      {"Upsample", emit_resize},
       {"LayerNormalization", emit_layernorm},
       {"Softmax", emit_softmax},
       {"ReduceMean", emit_reduce},

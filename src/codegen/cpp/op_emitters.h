@@ -34,5 +34,7 @@ void emit_layernorm(EmitContext& ctx);
 void emit_softmax(EmitContext& ctx);
 void emit_attention(EmitContext& ctx);
 void emit_reduce(EmitContext& ctx);
+// emit_resize.cpp: Resize and Upsample (nearest, linear, cubic; up to two resized axes).
+void emit_resize(EmitContext& ctx);
 
 }  // namespace kiln::codegen::cpp
