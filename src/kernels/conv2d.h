@@ -111,12 +111,39 @@ void conv2d_nhwc(const Conv2dShape& s, const float* x, const float* w, const flo
   });
 }
 
-// With a team, the threads split the output rows.
+namespace detail {
+
+// Channels [c0, c0 + 16 * V) of one output pixel: V vectors accumulated over the taps inside the
+// input, then bias, residual and activation, 16 lanes at a time.
+template <Act A, int V>
+inline void depthwise_vectors(const Conv2dShape& s, const float* x_img, const float* w, const float* bias,
+                              const float* z, float* y, int64_t h0, int64_t w0, int64_t kh0, int64_t kh1, int64_t kw0,
+                              int64_t kw1, int64_t c0, float a, float b) {
+  v16f acc[V] = {};
+  for (int64_t kh = kh0; kh < kh1; ++kh)
+    for (int64_t kw = kw0; kw < kw1; ++kw) {
+      const float* xp = x_img + ((h0 + kh * s.DH) * s.W + w0 + kw * s.DW) * s.C + c0;
+      const float* wp = w + (kh * s.KW + kw) * s.C + c0;
+      for (int v = 0; v < V; ++v) acc[v] += load16(xp + 16 * v) * load16(wp + 16 * v);
+    }
+  for (int v = 0; v < V; ++v) {
+    if (bias) acc[v] += load16(bias + c0 + 16 * v);
+    if (z) acc[v] += load16(z + c0 + 16 * v);
+    alignas(64) float t[16];
+    store16(t, acc[v]);
+    for (int l = 0; l < 16; ++l) t[l] = activate<A>(t[l], a, b);
+    __builtin_memcpy(y + c0 + 16 * v, t, sizeof t);
+  }
+}
+
+}  // namespace detail
+
+// With a team, the threads split the output rows. The channels are the vector: blocks of four
+// vectors, then single vectors, then the last C % 16 one by one.
 template <Act A>
 void depthwise_nhwc(const Conv2dShape& s, const float* x, const float* w, const float* bias, const float* z, float* y,
                     float a = 0.f, float b = 0.f, Team* team = nullptr) {
-  constexpr int64_t kBlock = 64;
-  const int64_t C = s.C;
+  const int64_t C = s.C, blocks = C / 64 * 64, vectors = C / 16 * 16;
   parallel_for(team, s.N * s.OH, [&](int64_t row0, int64_t row1) {
     for (int64_t row = row0; row < row1; ++row) {
       const int64_t n = row / s.OH, oh = row % s.OH;
@@ -128,34 +155,19 @@ void depthwise_nhwc(const Conv2dShape& s, const float* x, const float* w, const 
         const int64_t kh0 = h0 < 0 ? (-h0 + s.DH - 1) / s.DH : 0, kw0 = w0 < 0 ? (-w0 + s.DW - 1) / s.DW : 0;
         const int64_t kh1 = std::max(kh0, std::min(s.KH, (s.H - h0 + s.DH - 1) / s.DH));
         const int64_t kw1 = std::max(kw0, std::min(s.KW, (s.W - w0 + s.DW - 1) / s.DW));
-        for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
-          const int64_t nc = std::min(kBlock, C - c0);
-          alignas(64) float t[kBlock];
-          if (nc == kBlock) {
-            v16f acc[4] = {};
-            for (int64_t kh = kh0; kh < kh1; ++kh)
-              for (int64_t kw = kw0; kw < kw1; ++kw) {
-                const float* xp = x_img + ((h0 + kh * s.DH) * s.W + w0 + kw * s.DW) * C + c0;
-                const float* wp = w + (kh * s.KW + kw) * C + c0;
-                for (int v = 0; v < 4; ++v) acc[v] += load16(xp + 16 * v) * load16(wp + 16 * v);
-              }
-            for (int v = 0; v < 4; ++v) store16(t + 16 * v, acc[v]);
-          } else {
-            for (int64_t c = 0; c < nc; ++c) t[c] = 0.f;
-            for (int64_t kh = kh0; kh < kh1; ++kh)
-              for (int64_t kw = kw0; kw < kw1; ++kw) {
-                const float* xp = x_img + ((h0 + kh * s.DH) * s.W + w0 + kw * s.DW) * C + c0;
-                const float* wp = w + (kh * s.KW + kw) * C + c0;
-                for (int64_t c = 0; c < nc; ++c) t[c] += xp[c] * wp[c];
-              }
-          }
-          float* KILN_RESTRICT yp = y + at + c0;
-          for (int64_t c = 0; c < nc; ++c) {
-            float v = t[c];
-            if (bias) v += bias[c0 + c];
-            if (z) v += z[at + c0 + c];
-            yp[c] = activate<A>(v, a, b);
-          }
+        const float* zp = z ? z + at : nullptr;
+        for (int64_t c0 = 0; c0 < blocks; c0 += 64)
+          detail::depthwise_vectors<A, 4>(s, x_img, w, bias, zp, y + at, h0, w0, kh0, kh1, kw0, kw1, c0, a, b);
+        for (int64_t c0 = blocks; c0 < vectors; c0 += 16)
+          detail::depthwise_vectors<A, 1>(s, x_img, w, bias, zp, y + at, h0, w0, kh0, kh1, kw0, kw1, c0, a, b);
+        for (int64_t c = vectors; c < C; ++c) {
+          float v = 0.f;
+          for (int64_t kh = kh0; kh < kh1; ++kh)
+            for (int64_t kw = kw0; kw < kw1; ++kw)
+              v += x_img[((h0 + kh * s.DH) * s.W + w0 + kw * s.DW) * C + c] * w[(kh * s.KW + kw) * C + c];
+          if (bias) v += bias[c];
+          if (zp) v += zp[c];
+          y[at + c] = activate<A>(v, a, b);
         }
       }
     }

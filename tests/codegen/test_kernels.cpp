@@ -95,6 +95,7 @@ TEST(CodegenKernels, Conv2dNhwc) {
       {1, 4, 12, 12, 20, 3, 2, 2, 1, 2, {2, 1, 2, 1}, false, false},   // dilation, 3x2 kernel
       {1, 16, 8, 9, 16, 3, 3, 16, 1, 1, {1, 1, 1, 1}, true, true},     // depthwise
       {2, 70, 7, 5, 70, 5, 5, 70, 2, 1, {2, 2, 2, 2}, false, false},   // depthwise 5x5 s2, 70 channels
+      {1, 40, 9, 8, 40, 3, 3, 40, 1, 1, {1, 1, 1, 1}, true, true},     // depthwise, 2 vectors and 8 more
       {1, 40, 5, 5, 130, 3, 3, 1, 1, 1, {1, 1, 1, 1}, true, false},    // three panels of outputs
   };
   for (const ConvCase& c : cases) {
