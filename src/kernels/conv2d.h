@@ -7,7 +7,8 @@
 //   depthwise_nhwc  one input and one output channel per group: the channels are the vector.
 //
 // Weight layouts (the emitter packs them once, at compile time):
-//   conv2d_nhwc     [G][Mg/PANEL][KH][KW][C/G][PANEL], zeros past Mg = M/G; bias [G][Mg/PANEL][PANEL]
+//   conv2d_nhwc     per group, panels of PANEL output channels [KH][KW][C/G][PANEL] (the last
+//                   only as wide as its vectors); bias [G][Mpad]
 //   depthwise_nhwc  [KH][KW][C]; bias [C]
 #pragma once
 #include <vector>
@@ -30,8 +31,8 @@ struct Conv2dShape {
 namespace detail {
 
 // Output pixels [pix0, pix0 + R) (flattened over N, OH, OW) by panel j of group g.
-template <Act A, int PANEL, int R>
-inline void conv_tile(const Conv2dShape& s, const float* x, const float* b, const float* bias, const float* z, float* y,
+template <Act A, int PANEL, int R, int W>
+[[gnu::always_inline]] inline void conv_tile(const Conv2dShape& s, const float* x, const float* b, const float* bias, const float* z, float* y,
                       const float* zeros, int64_t pix0, int64_t g, int64_t n0, int64_t n, float p, float q) {
   using P = Panel<PANEL>;
   const int64_t Cg = s.C / s.G, Mg = s.M / s.G;
@@ -57,7 +58,7 @@ inline void conv_tile(const Conv2dShape& s, const float* x, const float* b, cons
         rows[r] = x + ((img[r] * s.H + ih) * s.W + iw) * s.C;
       }
       if (inside) {
-        P::template accumulate<R>(s.KW * Cg, rows, b + kh * s.KW * Cg * PANEL, acc);
+        P::template accumulate<R, W>(s.KW * Cg, rows, b + kh * s.KW * Cg * W * P::L, acc);
         continue;
       }
     }
@@ -70,43 +71,49 @@ inline void conv_tile(const Conv2dShape& s, const float* x, const float* b, cons
         rows[r] = in ? x + ((img[r] * s.H + ih) * s.W + iw) * s.C + g * Cg : zeros;
         any = any || in;
       }
-      if (any) P::template accumulate<R>(Cg, rows, b + (kh * s.KW + kw) * Cg * PANEL, acc);
+      if (any) P::template accumulate<R, W>(Cg, rows, b + (kh * s.KW + kw) * Cg * W * P::L, acc);
     }
   }
   for (int r = 0; r < R; ++r) {
     const int64_t at = (pix0 + r) * s.M + g * Mg + n0;
-    P::template finish<A, R>(acc, r, n, bias, z ? z + at : nullptr, y + at, p, q);
+    P::template finish<A, W>(acc[r], n, bias, z ? z + at : nullptr, y + at, p, q);
   }
 }
 
 }  // namespace detail
 
 // Weights packed [G][Mg/PANEL][KH][KW][C/G][PANEL] (zeros past M/G), bias [G][Mg/PANEL][PANEL].
-// Weights packed [G][Mg/PANEL][KH][KW][C/G][PANEL] (zeros past M/G), bias [G][Mg/PANEL][PANEL].
-// With a team, the threads split the output pixels.
+// Weights packed per group as gemm_packed's B with K = KH * KW * C/G and N = Mg = M/G: panels
+// [KH][KW][C/G][PANEL], the last [KH][KW][C/G][Panel::width] (zeros past Mg); a group's weights
+// take KH * KW * C/G * Mpad floats, Mpad = the panels' widths summed; bias [G][Mpad]. With a
+// team, the threads split the output pixels.
 template <Act A, int PANEL>
 void conv2d_nhwc(const Conv2dShape& s, const float* x, const float* w, const float* bias, const float* z, float* y,
                  float p = 0.f, float q = 0.f, Team* team = nullptr) {
   constexpr int R = Tile<PANEL>::kRows;
   const int64_t Cg = s.C / s.G, Mg = s.M / s.G, panels = (Mg + PANEL - 1) / PANEL;
   const int64_t pixels = s.N * s.OH * s.OW, taps = s.KH * s.KW, tiles = (pixels + R - 1) / R;
+  const int64_t mpad = (panels - 1) * PANEL + Panel<PANEL>::width(Mg, panels - 1);
   parallel_for(team, tiles, [&](int64_t t0, int64_t t1) {
     thread_local std::vector<float> zero_row;
     if (static_cast<int64_t>(zero_row.size()) < Cg) zero_row.assign(static_cast<size_t>(Cg), 0.f);
     const float* zeros = zero_row.data();
     for (int64_t g = 0; g < s.G; ++g)
       for (int64_t j = 0; j < panels; ++j) {
-        const float* b = w + (g * panels + j) * taps * Cg * PANEL;
-        const float* bj = bias ? bias + (g * panels + j) * PANEL : nullptr;
+        const float* b = w + g * taps * Cg * mpad + j * taps * Cg * PANEL;
+        const float* bj = bias ? bias + g * mpad + j * PANEL : nullptr;
         const int64_t n0 = j * PANEL, n = std::min<int64_t>(PANEL, Mg - n0);
-        for (int64_t t = t0; t < t1; ++t) {
-          const int64_t pix0 = t * R;
-          if (pix0 + R <= pixels) detail::conv_tile<A, PANEL, R>(s, x, b, bj, z, y, zeros, pix0, g, n0, n, p, q);
-          else
-            detail::with_rows<R - 1>(static_cast<int>(pixels - pix0), [&](auto rows) {
-              detail::conv_tile<A, PANEL, decltype(rows)::value>(s, x, b, bj, z, y, zeros, pix0, g, n0, n, p, q);
-            });
-        }
+        with_count<Panel<PANEL>::NV>(static_cast<int>(Panel<PANEL>::width(Mg, j) / Panel<PANEL>::L), [&](auto wv) {
+          constexpr int W = decltype(wv)::value;
+          for (int64_t t = t0; t < t1; ++t) {
+            const int64_t pix0 = t * R;
+            if (pix0 + R <= pixels) detail::conv_tile<A, PANEL, R, W>(s, x, b, bj, z, y, zeros, pix0, g, n0, n, p, q);
+            else
+              with_count<R - 1>(static_cast<int>(pixels - pix0), [&](auto rows) {
+                detail::conv_tile<A, PANEL, decltype(rows)::value, W>(s, x, b, bj, z, y, zeros, pix0, g, n0, n, p, q);
+              });
+          }
+        });
       }
   });
 }

@@ -1,12 +1,12 @@
 // Matrix products.
 //
 //   gemm_packed  y[m][n] = act(sum_k a[m][k] * B[k][n] + bias[n] + z[m][n]) with constant B
-//                packed at compile time in panels of PANEL columns, [N/PANEL][K][PANEL] (zeros
-//                past N; Gemm's alpha and transB already applied); tiles of rows by one panel
+//                packed at compile time in panels of PANEL columns, [N/PANEL][K][PANEL], the last
+//                panel [K][Panel::width] (zeros past N; Gemm's alpha and transB already
+//                applied); tiles of rows by one panel
 //                accumulate in registers (tile.h). A panel stays in cache while the rows stream.
 //   matmul       y = a . b for row-major a [M][K] and b [K][N], both computed at run time.
 #pragma once
-#include <type_traits>
 
 #include "tile.h"
 
@@ -14,25 +14,16 @@ namespace kiln_kernels {
 
 namespace detail {
 
-// f(std::integral_constant<int, rows>) for rows in [1, R].
-template <int R, typename F>
-inline void with_rows(int rows, F&& f) {
-  if constexpr (R > 0) {
-    if (rows == R) f(std::integral_constant<int, R>{});
-    else with_rows<R - 1>(rows, f);
-  }
-}
-
-template <Act A, int PANEL, int R>
-inline void gemm_tile(int64_t K, const float* a, int64_t lda, const float* b, int64_t m0, int64_t n0, int64_t n,
+template <Act A, int PANEL, int R, int W>
+[[gnu::always_inline]] inline void gemm_tile(int64_t K, const float* a, int64_t lda, const float* b, int64_t m0, int64_t n0, int64_t n,
                       const float* bias, const float* z, int64_t ldz, float* y, int64_t ldy, float p, float q) {
   using P = Panel<PANEL>;
   typename P::V acc[R][P::NV] = {};
   const float* rows[R];
   for (int r = 0; r < R; ++r) rows[r] = a + (m0 + r) * lda;
-  P::template accumulate<R>(K, rows, b, acc);
+  P::template accumulate<R, W>(K, rows, b, acc);
   for (int r = 0; r < R; ++r)
-    P::template finish<A, R>(acc, r, n, bias ? bias + n0 : nullptr, z ? z + (m0 + r) * ldz + n0 : nullptr,
+    P::template finish<A, W>(acc[r], n, bias ? bias + n0 : nullptr, z ? z + (m0 + r) * ldz + n0 : nullptr,
                              y + (m0 + r) * ldy + n0, p, q);
 }
 
@@ -48,14 +39,17 @@ void gemm_packed(int64_t M, int64_t K, int64_t N, const float* a, int64_t lda, c
     for (int64_t j = j0; j < j1; ++j) {
       const float* b = bp + j * K * PANEL;
       const int64_t n0 = j * PANEL, n = std::min<int64_t>(PANEL, N - n0);
-      for (int64_t t = t0; t < t1; ++t) {
-        const int64_t m0 = t * R;
-        if (m0 + R <= M) detail::gemm_tile<A, PANEL, R>(K, a, lda, b, m0, n0, n, bias, z, ldz, y, ldy, p, q);
-        else
-          detail::with_rows<R - 1>(static_cast<int>(M - m0), [&](auto rows) {
-            detail::gemm_tile<A, PANEL, decltype(rows)::value>(K, a, lda, b, m0, n0, n, bias, z, ldz, y, ldy, p, q);
-          });
-      }
+      with_count<Panel<PANEL>::NV>(static_cast<int>(Panel<PANEL>::width(N, j) / Panel<PANEL>::L), [&](auto w) {
+        constexpr int W = decltype(w)::value;
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t m0 = t * R;
+          if (m0 + R <= M) detail::gemm_tile<A, PANEL, R, W>(K, a, lda, b, m0, n0, n, bias, z, ldz, y, ldy, p, q);
+          else
+            with_count<R - 1>(static_cast<int>(M - m0), [&](auto rows) {
+              detail::gemm_tile<A, PANEL, decltype(rows)::value, W>(K, a, lda, b, m0, n0, n, bias, z, ldz, y, ldy, p, q);
+            });
+        }
+      });
     }
   };
   const int threads = team ? team->size() : 1;

@@ -5,30 +5,56 @@
 namespace kiln::codegen::cpp {
 
 namespace {
+
 int64_t panels_of(int64_t n, int panel) { return (n + panel - 1) / panel; }
+// The lanes of one vector for a panel width (kernels/tile.h: 16 for 64, 8 for 32).
+int64_t lanes_of(int panel) { return panel == 64 ? 16 : 8; }
+// Panel j's width: the panel, the last one rounded up to whole vectors only (tile.h's Panel::width).
+int64_t width_of(int64_t n, int panel, int64_t j) {
+  const int64_t L = lanes_of(panel);
+  return std::min<int64_t>(panel, (n - j * panel + L - 1) / L * L);
+}
+// The columns of n packed: every panel's width summed.
+int64_t padded(int64_t n, int panel) {
+  const int64_t np = panels_of(n, panel);
+  return (np - 1) * panel + width_of(n, panel, np - 1);
+}
+
 }  // namespace
 
 int panel_for(const std::vector<std::string>& isa) {
   return std::find(isa.begin(), isa.end(), "avx512f") != isa.end() ? 64 : 32;
 }
 
+std::vector<float> pack_gemm_b(const float* b, int64_t K, int64_t N, bool trans, float alpha, int panel) {
+  std::vector<float> p(K * padded(N, panel), 0.f);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t j = n / panel;
+      p[j * K * panel + k * width_of(N, panel, j) + n % panel] = alpha * (trans ? b[n * K + k] : b[k * N + n]);
+    }
+  return p;
+}
+
 std::vector<float> pack_conv2d(const float* w, int64_t M, int64_t C, int64_t G, int64_t KH, int64_t KW, int panel) {
-  const int64_t Cg = C / G, Mg = M / G, T = KH * KW, np = panels_of(Mg, panel);
-  std::vector<float> p(G * np * T * Cg * panel, 0.f);
+  const int64_t Cg = C / G, Mg = M / G, T = KH * KW, Kg = T * Cg, mpad = padded(Mg, panel);
+  std::vector<float> p(G * Kg * mpad, 0.f);
   for (int64_t g = 0; g < G; ++g)
-    for (int64_t m = 0; m < Mg; ++m)
+    for (int64_t m = 0; m < Mg; ++m) {
+      const int64_t j = m / panel, wj = width_of(Mg, panel, j);
       for (int64_t c = 0; c < Cg; ++c)
         for (int64_t t = 0; t < T; ++t)
-          p[(((g * np + m / panel) * T + t) * Cg + c) * panel + m % panel] = w[((g * Mg + m) * Cg + c) * T + t];
+          p[g * Kg * mpad + j * Kg * panel + (t * Cg + c) * wj + m % panel] = w[((g * Mg + m) * Cg + c) * T + t];
+    }
   return p;
 }
 
 std::vector<float> pack_conv2d_bias(const float* b, int64_t M, int64_t G, int panel) {
   if (!b) return {};
-  const int64_t Mg = M / G, np = panels_of(Mg, panel);
-  std::vector<float> p(G * np * panel, 0.f);
+  const int64_t Mg = M / G, mpad = padded(Mg, panel);
+  std::vector<float> p(G * mpad, 0.f);
   for (int64_t g = 0; g < G; ++g)
-    for (int64_t m = 0; m < Mg; ++m) p[g * np * panel + m] = b[g * Mg + m];
+    for (int64_t m = 0; m < Mg; ++m) p[g * mpad + m] = b[g * Mg + m];
   return p;
 }
 
@@ -36,15 +62,6 @@ std::vector<float> pack_depthwise(const float* w, int64_t C, int64_t KH, int64_t
   std::vector<float> p(KH * KW * C);
   for (int64_t c = 0; c < C; ++c)
     for (int64_t k = 0; k < KH * KW; ++k) p[k * C + c] = w[c * KH * KW + k];
-  return p;
-}
-
-std::vector<float> pack_gemm_b(const float* b, int64_t K, int64_t N, bool trans, float alpha, int panel) {
-  const int64_t np = panels_of(N, panel);
-  std::vector<float> p(np * K * panel, 0.f);
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n)
-      p[((n / panel) * K + k) * panel + n % panel] = alpha * (trans ? b[n * K + k] : b[k * N + n]);
   return p;
 }
 

@@ -11,13 +11,14 @@ namespace kiln::codegen::cpp {
 // features: 64 with AVX-512, else 32.
 int panel_for(const std::vector<std::string>& isa);
 
-// Conv weights [M][C/G][KH][KW] (ONNX) as conv2d_nhwc's [G][Mg/panel][KH][KW][C/G][panel], zeros
-// past Mg = M/G; the bias [M] as [G][Mg/panel][panel] (empty without one).
+// Conv weights [M][C/G][KH][KW] (ONNX) as conv2d_nhwc's: per group, gemm_packed's B for K =
+// KH * KW * C/G and N = M/G; the bias [M] as [G][the panels' widths summed] (empty without one).
 std::vector<float> pack_conv2d(const float* w, int64_t M, int64_t C, int64_t G, int64_t KH, int64_t KW, int panel);
 std::vector<float> pack_conv2d_bias(const float* b, int64_t M, int64_t G, int panel);
 // Depthwise weights [C][1][KH][KW] as depthwise_nhwc's [KH][KW][C].
 std::vector<float> pack_depthwise(const float* w, int64_t C, int64_t KH, int64_t KW);
-// B [K][N] (or [N][K] when trans) times alpha as gemm_packed's [N/panel][K][panel], zeros past N.
+// B [K][N] (or [N][K] when trans) times alpha as gemm_packed's panels: [K][panel] each, the last
+// [K][its width] (whole vectors), zeros past N.
 std::vector<float> pack_gemm_b(const float* b, int64_t K, int64_t N, bool trans, float alpha, int panel);
 
 }  // namespace kiln::codegen::cpp
