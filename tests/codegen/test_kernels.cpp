@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "../backends/one_node.h"
@@ -13,6 +14,7 @@
 #include "kernels/norm.h"
 #include "kernels/parallel.h"
 #include "kernels/pool.h"
+#include "kernels/winograd.h"
 
 namespace kiln::codegen {
 namespace {
@@ -101,6 +103,34 @@ TEST(CodegenKernels, Conv2dNhwc) {
   for (const ConvCase& c : cases) {
     check_conv<32>(c);
     check_conv<64>(c);
+  }
+}
+
+TEST(CodegenKernels, WinogradF23) {
+  // Odd extents (a last tile half outside), uneven pads, outputs that are not whole panels.
+  for (const auto& [C, M, H, W, pt, pl] : std::vector<std::array<int64_t, 6>>{{5, 7, 9, 11, 1, 1}, {70, 40, 6, 7, 1, 0},
+                                                                            {16, 130, 8, 8, 0, 1}}) {
+    const Tensor x = random(DType::Float, {1, C, H, W}, 18), w = random(DType::Float, {M, C, 3, 3}, 19);
+    const Tensor b = random(DType::Float, {M}, 20);
+    ir::Attributes a;
+    a["pads"] = ir::Attribute::of_ints({pt, pl, 1, 1});
+    a["kernel_shape"] = ir::Attribute::of_ints({3, 3});
+    OneNode conv("Conv", {{x}, {w, true}, {b, true}}, 1, a);
+    const Tensor ref = conv.reference()[0];
+    const Tensor want = to_nhwc(ref);
+    const kiln_kernels::WinogradShape s{1, H, W, C, ref.dim(2), ref.dim(3), M, pt, pl};
+    std::vector<float> y(want.numel());
+    kiln_kernels::Team team(2);
+    for (kiln_kernels::Team* t : {static_cast<kiln_kernels::Team*>(nullptr), &team}) {
+      const auto u64 = cpp::pack_winograd_f23(w.data<float>(), M, C, 64);
+      kiln_kernels::winograd_f23_nhwc<kiln_kernels::Act::None, 64>(s, to_nhwc(x).data<float>(), u64.data(),
+                                                                  b.data<float>(), nullptr, y.data(), 0.f, 0.f, t);
+      expect_close(want, y.data(), "winograd panel 64, C=" + std::to_string(C));
+      const auto u32 = cpp::pack_winograd_f23(w.data<float>(), M, C, 32);
+      kiln_kernels::winograd_f23_nhwc<kiln_kernels::Act::None, 32>(s, to_nhwc(x).data<float>(), u32.data(),
+                                                                  b.data<float>(), nullptr, y.data(), 0.f, 0.f, t);
+      expect_close(want, y.data(), "winograd panel 32, C=" + std::to_string(C));
+    }
   }
 }
 

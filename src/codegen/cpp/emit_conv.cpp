@@ -54,6 +54,26 @@ void emit_conv(EmitContext& ctx) {
   const float* bd = ctx.is_constant(2) ? ctx.constant(2).data<float>() : nullptr;
   if (ctx.has_input(2) && !bd) throw ctx.unsupported("a bias computed at run time is not emitted");
   const bool depthwise = G == C && M == C;
+  const Epilogue e = epilogue_of(n);
+  // Where kiln's runtime chose a Winograd kernel for a 3x3 stride-1 conv (the plan's spec), the
+  // emitted code runs F(2x2, 3x3) too, given depth enough: its 16 products have depth C, and
+  // below kWinogradMinDepth a product's tile epilogue costs as much as its multiply-adds, so the
+  // direct conv (whose depth is 9 C) is faster.
+  constexpr int64_t kWinogradMinDepth = 64;
+  const bool winograd = KH == 3 && KW == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && G == 1 &&
+                        C >= kWinogradMinDepth &&
+                        ctx.step.instruction->spec.impl.find("winograd") != std::string::npos;
+  if (winograd) {
+    ctx.use_kernel("winograd.h");
+    const std::string key = "winograd:" + n.input(1)->name() + ":" + std::to_string(ctx.panel);
+    ctx.line("static const kiln_kernels::WinogradShape s{" + i64(N) + ", " + i64(H) + ", " + i64(W) + ", " + i64(C) + ", " +
+             i64(OH) + ", " + i64(OW) + ", " + i64(M) + ", " + i64(g.ph.begin) + ", " + i64(g.pw.begin) + "};");
+    ctx.line("kiln_kernels::winograd_f23_nhwc<" + e.act + ", " + std::to_string(ctx.panel) + ">(s, " + ctx.in(0) + ", " +
+             ctx.weights(key, pack_winograd_f23(wd, M, C, ctx.panel)) + ", " +
+             (bd ? ctx.weights(key + ":bias", std::vector<float>(bd, bd + M)) : "nullptr") + ", " +
+             (ctx.has_input(3) ? ctx.in(3) : "nullptr") + ", " + ctx.out(0) + ", " + e.a + ", " + e.b + ", c.team);");
+    return;
+  }
   const std::vector<float> packed =
       depthwise ? pack_depthwise(wd, C, KH, KW) : pack_conv2d(wd, M, C, G, KH, KW, ctx.panel);
   const std::vector<float> bias = !bd ? std::vector<float>{} : depthwise ? std::vector<float>(bd, bd + M)
@@ -61,7 +81,6 @@ void emit_conv(EmitContext& ctx) {
   const std::string kernel = depthwise ? "depthwise_nhwc" : "conv2d_nhwc";
   const std::string panel = depthwise ? "" : ", " + std::to_string(ctx.panel);
   ctx.use_kernel("conv2d.h");
-  const Epilogue e = epilogue_of(n);
   const std::string key = "conv:" + n.input(1)->name() + ":" + std::to_string(ctx.panel);
   ctx.line("static const kiln_kernels::Conv2dShape s{" + i64(N) + ", " + i64(H) + ", " + i64(W) + ", " + i64(C) + ", " +
            i64(OH) + ", " + i64(OW) + ", " + i64(M) + ", " + i64(KH) + ", " + i64(KW) + ", " + i64(g.sh) + ", " +

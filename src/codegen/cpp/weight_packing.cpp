@@ -58,6 +58,32 @@ std::vector<float> pack_conv2d_bias(const float* b, int64_t M, int64_t G, int pa
   return p;
 }
 
+std::vector<float> pack_winograd_f23(const float* w, int64_t M, int64_t C, int panel) {
+  // U = G g G^T with G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1], per (m, c), in double.
+  std::vector<std::vector<float>> u(16, std::vector<float>(C * M));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t c = 0; c < C; ++c) {
+      const float* g = w + (m * C + c) * 9;
+      double r[4][3];
+      for (int j = 0; j < 3; ++j) {
+        r[0][j] = g[j];
+        r[1][j] = 0.5 * (g[j] + g[3 + j] + g[6 + j]);
+        r[2][j] = 0.5 * (g[j] - g[3 + j] + g[6 + j]);
+        r[3][j] = g[6 + j];
+      }
+      for (int a = 0; a < 4; ++a) {
+        const double v[4] = {r[a][0], 0.5 * (r[a][0] + r[a][1] + r[a][2]), 0.5 * (r[a][0] - r[a][1] + r[a][2]), r[a][2]};
+        for (int b = 0; b < 4; ++b) u[a * 4 + b][c * M + m] = static_cast<float>(v[b]);
+      }
+    }
+  std::vector<float> p;
+  for (const auto& ux : u) {
+    const std::vector<float> packed = pack_gemm_b(ux.data(), C, M, false, 1.f, panel);
+    p.insert(p.end(), packed.begin(), packed.end());
+  }
+  return p;
+}
+
 std::vector<float> pack_depthwise(const float* w, int64_t C, int64_t KH, int64_t KW) {
   std::vector<float> p(KH * KW * C);
   for (int64_t c = 0; c < C; ++c)

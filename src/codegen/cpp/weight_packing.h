@@ -15,6 +15,9 @@ int panel_for(const std::vector<std::string>& isa);
 // KH * KW * C/G and N = M/G; the bias [M] as [G][the panels' widths summed] (empty without one).
 std::vector<float> pack_conv2d(const float* w, int64_t M, int64_t C, int64_t G, int64_t KH, int64_t KW, int panel);
 std::vector<float> pack_conv2d_bias(const float* b, int64_t M, int64_t G, int panel);
+// 3x3 conv weights [M][C][3][3] as winograd_f23_nhwc's: the 16 matrices U[xi] = (G g G^T)[xi] of
+// [C][M], each packed as gemm_packed's B, one after another.
+std::vector<float> pack_winograd_f23(const float* w, int64_t M, int64_t C, int panel);
 // Depthwise weights [C][1][KH][KW] as depthwise_nhwc's [KH][KW][C].
 std::vector<float> pack_depthwise(const float* w, int64_t C, int64_t KH, int64_t KW);
 // B [K][N] (or [N][K] when trans) times alpha as gemm_packed's panels: [K][panel] each, the last
