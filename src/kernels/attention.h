@@ -1,40 +1,41 @@
 // Scaled dot-product attention of one head: o = softmax(q . k_t * scale + mask) . v, the
 // softmax over the keys. q [Sq][D], k_t [D][Sk] (keys transposed), v [Sk][Dv], o [Sq][Dv];
 // the mask (or null) is [mq][mk] with mq in {1, Sq} and mk in {1, Sk}, broadcast to [Sq][Sk].
+// Both products run on the register tile (gemm.h), the keys and values packed into panels per
+// call, the scores a [Sq][Sk] matrix in a per-thread buffer.
 #pragma once
 #include <limits>
+#include <vector>
 
-#include "common.h"
+#include "gemm.h"
 
 namespace kiln_kernels {
 
-inline void attention_head(int64_t Sq, int64_t D, int64_t Sk, int64_t Dv, float scale, const float* KILN_RESTRICT q,
-                           const float* KILN_RESTRICT k_t, const float* KILN_RESTRICT v, const float* mask, int64_t mq,
-                           int64_t mk, float* KILN_RESTRICT o, float* KILN_RESTRICT scores /* Sk floats */) {
+template <int PANEL>
+inline void attention_head(int64_t Sq, int64_t D, int64_t Sk, int64_t Dv, float scale, const float* q, const float* k_t,
+                           const float* v, const float* mask, int64_t mq, int64_t mk, float* o) {
+  thread_local std::vector<float> kp, vp, sc;
+  kp.resize(static_cast<size_t>(packed_size<PANEL>(D, Sk)));
+  vp.resize(static_cast<size_t>(packed_size<PANEL>(Sk, Dv)));
+  sc.resize(static_cast<size_t>(Sq * Sk));
+  pack_panels<PANEL>(k_t, D, Sk, Sk, false, scale, kp.data());
+  pack_panels<PANEL>(v, Sk, Dv, Dv, false, 1.f, vp.data());
+  float* s = sc.data();
+  gemm_packed<Act::None, PANEL>(Sq, D, Sk, q, D, kp.data(), nullptr, nullptr, 0, s, Sk);
   for (int64_t i = 0; i < Sq; ++i) {
-    for (int64_t j = 0; j < Sk; ++j) scores[j] = 0.f;
-    for (int64_t e = 0; e < D; ++e) {
-      const float a = q[i * D + e];
-      const float* KILN_RESTRICT kr = k_t + e * Sk;
-      for (int64_t j = 0; j < Sk; ++j) scores[j] += a * kr[j];
+    float* row = s + i * Sk;
+    if (mask) {
+      const float* mr = mask + (mq == 1 ? 0 : i * mk);
+      for (int64_t j = 0; j < Sk; ++j) row[j] += mr[mk == 1 ? 0 : j];
     }
     float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < Sk; ++j) {
-      float s = scores[j] * scale;
-      if (mask) s += mask[(mq == 1 ? 0 : i * mk) + (mk == 1 ? 0 : j)];
-      scores[j] = s;
-      mx = std::max(mx, s);
-    }
+    for (int64_t j = 0; j < Sk; ++j) mx = std::max(mx, row[j]);
     float sum = 0.f;
-    for (int64_t j = 0; j < Sk; ++j) sum += (scores[j] = math::exp(scores[j] - mx));
-    float* KILN_RESTRICT orow = o + i * Dv;
-    for (int64_t e = 0; e < Dv; ++e) orow[e] = 0.f;
-    for (int64_t j = 0; j < Sk; ++j) {
-      const float p = scores[j] / sum;
-      const float* KILN_RESTRICT vr = v + j * Dv;
-      for (int64_t e = 0; e < Dv; ++e) orow[e] += p * vr[e];
-    }
+    for (int64_t j = 0; j < Sk; ++j) sum += (row[j] = math::exp(row[j] - mx));
+    const float inv = 1.f / sum;
+    for (int64_t j = 0; j < Sk; ++j) row[j] *= inv;
   }
+  gemm_packed<Act::None, PANEL>(Sq, Sk, Dv, s, Sk, vp.data(), nullptr, nullptr, 0, o, Dv);
 }
 
 }  // namespace kiln_kernels

@@ -57,6 +57,31 @@ void gemm_packed(int64_t M, int64_t K, int64_t N, const float* a, int64_t lda, c
   else parallel_for(team, panels, [&](int64_t j0, int64_t j1) { part(j0, j1, 0, tiles); });
 }
 
+// The floats gemm_packed's B takes for K x N: every panel's width times K.
+template <int PANEL>
+inline int64_t packed_size(int64_t K, int64_t N) {
+  const int64_t np = (N + PANEL - 1) / PANEL;
+  return K * ((np - 1) * PANEL + Panel<PANEL>::width(N, np - 1));
+}
+
+// B [K][N] with rows ldb apart (trans: B^T given as [N][K], rows ldb apart) times alpha, into
+// out (packed_size floats) as gemm_packed reads it: panel j is [K][its width] at j * K * PANEL,
+// zeros past N. kiln packs constant weights with it at compile time; attention packs its keys
+// and values with it at run time.
+template <int PANEL>
+inline void pack_panels(const float* b, int64_t K, int64_t N, int64_t ldb, bool trans, float alpha, float* out) {
+  const int64_t np = (N + PANEL - 1) / PANEL;
+  for (int64_t j = 0; j < np; ++j) {
+    const int64_t w = Panel<PANEL>::width(N, j), n0 = j * PANEL, n = std::min<int64_t>(PANEL, N - n0);
+    float* pj = out + j * K * PANEL;
+    for (int64_t k = 0; k < K; ++k) {
+      float* row = pj + k * w;
+      for (int64_t c = 0; c < n; ++c) row[c] = alpha * (trans ? b[(n0 + c) * ldb + k] : b[k * ldb + n0 + c]);
+      for (int64_t c = n; c < w; ++c) row[c] = 0.f;
+    }
+  }
+}
+
 inline void matmul(int64_t M, int64_t K, int64_t N, const float* KILN_RESTRICT a, const float* KILN_RESTRICT b,
                    float* KILN_RESTRICT y) {
   for (int64_t m = 0; m < M; ++m) {

@@ -12,32 +12,32 @@ namespace kiln_kernels {
 inline void layernorm_rows(int64_t rows, int64_t H, const float* x, const float* skip, const float* gamma,
                            const float* beta, const float* bias, float eps, float* y, float* sum, Team* team = nullptr) {
   parallel_for(team, rows, [&](int64_t r0, int64_t r1) {
-  std::vector<float> row(static_cast<size_t>(H));
-  float* s = row.data();
-  for (int64_t r = r0; r < r1; ++r) {
-    const float* xr = x + r * H;
-    const float* sr = skip ? skip + r * H : nullptr;
-    double mean = 0;
-    for (int64_t i = 0; i < H; ++i) {
-      float v = xr[i];
-      if (sr) v += sr[i];
-      if (bias) v += bias[i];
-      s[i] = v;
-      mean += v;
+    std::vector<float> row(static_cast<size_t>(H));
+    float* s = row.data();
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * H;
+      const float* sr = skip ? skip + r * H : nullptr;
+      double mean = 0;
+      for (int64_t i = 0; i < H; ++i) {
+        float v = xr[i];
+        if (sr) v += sr[i];
+        if (bias) v += bias[i];
+        s[i] = v;
+        mean += v;
+      }
+      mean /= static_cast<double>(H);
+      double var = 0;
+      for (int64_t i = 0; i < H; ++i) {
+        const double d = s[i] - mean;
+        var += d * d;
+      }
+      var /= static_cast<double>(H);
+      const float m = static_cast<float>(mean);
+      const float inv = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps)));
+      float* KILN_RESTRICT yr = y + r * H;
+      for (int64_t i = 0; i < H; ++i) yr[i] = (s[i] - m) * inv * gamma[i] + (beta ? beta[i] : 0.f);
+      if (sum) std::memcpy(sum + r * H, s, static_cast<size_t>(H) * sizeof(float));
     }
-    mean /= static_cast<double>(H);
-    double var = 0;
-    for (int64_t i = 0; i < H; ++i) {
-      const double d = s[i] - mean;
-      var += d * d;
-    }
-    var /= static_cast<double>(H);
-    const float m = static_cast<float>(mean);
-    const float inv = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps)));
-    float* KILN_RESTRICT yr = y + r * H;
-    for (int64_t i = 0; i < H; ++i) yr[i] = (s[i] - m) * inv * gamma[i] + (beta ? beta[i] : 0.f);
-    if (sum) std::memcpy(sum + r * H, s, static_cast<size_t>(H) * sizeof(float));
-  }
   });
 }
 

@@ -234,10 +234,13 @@ TEST(CodegenKernels, AttentionHead) {
   ir::Value* y = g.add_value("y", ir::TensorType::from_dims(DType::Float, {1, Sq, Dv}));
   ir::Node* n = g.add_node("Attention", ins, {y}, a, "att", "kiln");
   const Tensor want = ops::run_reference(*n, {&q, &k, &v, &m})[0];
-  std::vector<float> out(Sq * Dv), scores(Sk);
-  kiln_kernels::attention_head(Sq, D, Sk, Dv, 0.35f, q.data<float>(), k.data<float>(), v.data<float>(), m.data<float>(), 1, Sk,
-                               out.data(), scores.data());
-  expect_close(want, out.data(), "attention");
+  std::vector<float> out(Sq * Dv);
+  kiln_kernels::attention_head<64>(Sq, D, Sk, Dv, 0.35f, q.data<float>(), k.data<float>(), v.data<float>(), m.data<float>(),
+                                   1, Sk, out.data());
+  expect_close(want, out.data(), "attention, panel 64");
+  kiln_kernels::attention_head<32>(Sq, D, Sk, Dv, 0.35f, q.data<float>(), k.data<float>(), v.data<float>(), m.data<float>(),
+                                   1, Sk, out.data());
+  expect_close(want, out.data(), "attention, panel 32");
 }
 
 }  // namespace

@@ -118,12 +118,12 @@ void emit_attention(EmitContext& ctx) {
   ctx.line(std::string("const float* mask = ") + (masked ? ctx.in(3) : "nullptr") + ";");
   ctx.line("float* o = " + ctx.out(0) + ";");
   ctx.line("kiln_kernels::parallel_for(c.team, " + i64(nb) + ", [&](int64_t b0, int64_t b1) {");
-  ctx.line("  float scores[" + i64(Sk) + "];");
   ctx.line("  for (int64_t b = b0; b < b1; ++b)");
-  ctx.line("    kiln_kernels::attention_head(" + i64(Sq) + ", " + i64(D) + ", " + i64(Sk) + ", " + i64(Dv) + ", " +
-           literal_float(ctx.node.attr_float("scale", 1.f)) + ", q + qo[b] * " + i64(Sq * D) + ", k + ko[b] * " +
-           i64(D * Sk) + ", v + vo[b] * " + i64(Sk * Dv) + ", " + (masked ? "mask + mo[b] * " + i64(mq * mk) : "nullptr") +
-           ", " + i64(mq) + ", " + i64(mk) + ", o + b * " + i64(Sq * Dv) + ", scores);");
+  ctx.line("    kiln_kernels::attention_head<" + std::to_string(ctx.panel) + ">(" + i64(Sq) + ", " + i64(D) + ", " + i64(Sk) +
+           ", " + i64(Dv) + ", " + literal_float(ctx.node.attr_float("scale", 1.f)) + ", q + qo[b] * " + i64(Sq * D) +
+           ", k + ko[b] * " + i64(D * Sk) + ", v + vo[b] * " + i64(Sk * Dv) + ", " +
+           (masked ? "mask + mo[b] * " + i64(mq * mk) : "nullptr") + ", " + i64(mq) + ", " + i64(mk) + ", o + b * " +
+           i64(Sq * Dv) + ");");
   ctx.line("});");
 }
 

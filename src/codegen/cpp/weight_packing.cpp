@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/gemm.h"
+
 namespace kiln::codegen::cpp {
 
 namespace {
@@ -28,24 +30,22 @@ int panel_for(const std::vector<std::string>& isa) {
 
 std::vector<float> pack_gemm_b(const float* b, int64_t K, int64_t N, bool trans, float alpha, int panel) {
   std::vector<float> p(K * padded(N, panel), 0.f);
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n) {
-      const int64_t j = n / panel;
-      p[j * K * panel + k * width_of(N, panel, j) + n % panel] = alpha * (trans ? b[n * K + k] : b[k * N + n]);
-    }
+  if (panel == 64) kiln_kernels::pack_panels<64>(b, K, N, trans ? K : N, trans, alpha, p.data());
+  else kiln_kernels::pack_panels<32>(b, K, N, trans ? K : N, trans, alpha, p.data());
   return p;
 }
 
 std::vector<float> pack_conv2d(const float* w, int64_t M, int64_t C, int64_t G, int64_t KH, int64_t KW, int panel) {
   const int64_t Cg = C / G, Mg = M / G, T = KH * KW, Kg = T * Cg, mpad = padded(Mg, panel);
   std::vector<float> p(G * Kg * mpad, 0.f);
-  for (int64_t g = 0; g < G; ++g)
-    for (int64_t m = 0; m < Mg; ++m) {
-      const int64_t j = m / panel, wj = width_of(Mg, panel, j);
+  std::vector<float> b(Kg * Mg);  // one group's B: row t * Cg + c, column m
+  for (int64_t g = 0; g < G; ++g) {
+    for (int64_t m = 0; m < Mg; ++m)
       for (int64_t c = 0; c < Cg; ++c)
-        for (int64_t t = 0; t < T; ++t)
-          p[g * Kg * mpad + j * Kg * panel + (t * Cg + c) * wj + m % panel] = w[((g * Mg + m) * Cg + c) * T + t];
-    }
+        for (int64_t t = 0; t < T; ++t) b[(t * Cg + c) * Mg + m] = w[((g * Mg + m) * Cg + c) * T + t];
+    const std::vector<float> pg = pack_gemm_b(b.data(), Kg, Mg, false, 1.f, panel);
+    std::copy(pg.begin(), pg.end(), p.begin() + g * Kg * mpad);
+  }
   return p;
 }
 
