@@ -1,11 +1,12 @@
-// Window ops on channels-last activations: kiln.FusedConv (kernels/conv2d.h, its weights packed
-// here) and the kiln.Nhwc* pools (kernels/pool.h).
+// Window ops on channels-last activations: kiln.FusedConv (kernels/conv2d.h, winograd.h, its
+// weights packed here) and the kiln.Nhwc* pools (kernels/pool.h).
 #include <string>
 #include <vector>
 
 #include "codegen/cpp/epilogue.h"
 #include "codegen/cpp/op_emitters.h"
 #include "codegen/cpp/weight_packing.h"
+#include "codegen/cpp/window_call.h"
 #include "ops/core/conv_geometry.h"
 
 namespace kiln::codegen::cpp {
@@ -20,8 +21,7 @@ struct Window2d {
   ops::AxisPads ph, pw;
 };
 
-Window2d window_of(const EmitContext& ctx, int64_t h, int64_t w, int64_t kh, int64_t kw) {
-  const ir::Node& n = ctx.node;
+Window2d window_of(const EmitContext& ctx, const ir::Node& n, int64_t h, int64_t w, int64_t kh, int64_t kw) {
   const std::vector<int64_t> s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1});
   const std::vector<int64_t> p = n.attr_ints("pads", {0, 0, 0, 0});
   if (s.size() != 2 || d.size() != 2 || p.size() != 4) throw ctx.unsupported("only 2-D windows are emitted");
@@ -33,81 +33,121 @@ Window2d window_of(const EmitContext& ctx, int64_t h, int64_t w, int64_t kh, int
   return g;
 }
 
+std::string join(const std::vector<int64_t>& v) {
+  std::string s = "{";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + i64(v[i]);
+  return s + "}";
+}
+
+WindowCall pool_call(EmitContext& ctx, const ir::Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& y) {
+  const std::vector<int64_t> k = n.attr_ints("kernel_shape");
+  if (k.size() != 2) throw ctx.unsupported("only 2-D pooling is emitted");
+  const Window2d g = window_of(ctx, n, x[1], x[2], k[0], k[1]);
+  ctx.use_kernel("pool.h");
+  WindowCall c;
+  c.shape_type = "kiln_kernels::Pool2dShape";
+  c.shape_init = join({x[0], x[1], x[2], x[3], y[1], y[2], g.kh, g.kw, g.sh, g.sw, g.ph.begin, g.pw.begin, g.ph.end,
+                       g.pw.end, g.dh, g.dw});
+  c.kh = g.kh;
+  c.sh = g.sh;
+  c.ph = g.ph.begin;
+  c.dh = g.dh;
+  const std::string flags = std::string(n.op_type() == "NhwcMaxPool" ? "true" : "false") + ", " +
+                            (n.attr_int("count_include_pad", 0) ? "true" : "false");
+  c.call = [flags](const std::string& s, const std::string& x, const std::string&, const std::string& y,
+                   const std::string& team) {
+    return "kiln_kernels::pool2d_nhwc(" + s + ", " + flags + ", " + x + ", " + y + ", " + team + ");";
+  };
+  return c;
+}
+
 }  // namespace
 
-void emit_conv(EmitContext& ctx) {
-  const ir::Node& n = ctx.node;
+WindowCall window_call(EmitContext& ctx, const ir::Node& n, const std::vector<int64_t>& x_dims,
+                       const std::vector<int64_t>& y_dims, bool winograd_ok) {
+  if (x_dims.size() != 4 || y_dims.size() != 4) throw ctx.unsupported("only 2-D windows are emitted");
+  if (n.op_type() == "NhwcMaxPool" || n.op_type() == "NhwcAveragePool") return pool_call(ctx, n, x_dims, y_dims);
   if (!n.attr_int("channels_last", 0)) throw ctx.unsupported("only channels-last convolutions are emitted");
   if (n.attr_int("x_blocked", 0) || n.attr_int("y_blocked", 0) || n.attr_int("z_blocked", 0))
     throw ctx.unsupported("blocked layouts are not emitted (compile without the blocked_layout rewrite)");
-  if (ctx.has_input(4)) throw ctx.unsupported("a channel scale input is not emitted");
-  const Operand& x = ctx.step.inputs.at(0);
-  const Operand& y = ctx.step.outputs.at(0);
-  if (x.dims.size() != 4 || x.dtype != DType::Float) throw ctx.unsupported("only 2-D float convolutions are emitted");
-  const Tensor& w = ctx.constant(1);
-  const int64_t N = x.dims[0], H = x.dims[1], W = x.dims[2], C = x.dims[3];
-  const int64_t OH = y.dims[1], OW = y.dims[2], M = y.dims[3];
-  const int64_t G = n.attr_int("group", 1), KH = w.dim(2), KW = w.dim(3);
-  if (w.rank() != 4 || w.dim(0) != M || C % G || M % G || w.dim(1) != C / G) throw ctx.unsupported("weights do not match");
-  const Window2d g = window_of(ctx, H, W, KH, KW);
+  if (n.num_inputs() > 4 && n.has_input(4)) throw ctx.unsupported("a channel scale input is not emitted");
+  if (!n.has_input(1) || !n.input(1)->is_constant()) throw ctx.unsupported("the weights must be a constant");
+  const Tensor& w = n.input(1)->constant();
+  const int64_t N = x_dims[0], H = x_dims[1], W = x_dims[2], C = x_dims[3];
+  const int64_t OH = y_dims[1], OW = y_dims[2], M = y_dims[3];
+  const int64_t G = n.attr_int("group", 1);
+  if (w.dtype() != DType::Float || w.rank() != 4 || w.dim(0) != M || C % G || M % G || w.dim(1) != C / G)
+    throw ctx.unsupported("weights do not match");
+  const int64_t KH = w.dim(2), KW = w.dim(3);
+  const Window2d g = window_of(ctx, n, H, W, KH, KW);
   const float* wd = w.data<float>();
-  const float* bd = ctx.is_constant(2) ? ctx.constant(2).data<float>() : nullptr;
-  if (ctx.has_input(2) && !bd) throw ctx.unsupported("a bias computed at run time is not emitted");
+  const bool has_bias = n.num_inputs() > 2 && n.has_input(2);
+  if (has_bias && !n.input(2)->is_constant()) throw ctx.unsupported("a bias computed at run time is not emitted");
+  const float* bd = has_bias ? n.input(2)->constant().data<float>() : nullptr;
   const bool depthwise = G == C && M == C;
   const Epilogue e = epilogue_of(n);
-  // Where kiln's runtime chose a Winograd kernel for a 3x3 stride-1 conv (the plan's spec), the
-  // emitted code runs F(2x2, 3x3) too, given depth enough: its 16 products have depth C, and
-  // below kWinogradMinDepth a product's tile epilogue costs as much as its multiply-adds, so the
-  // direct conv (whose depth is 9 C) is faster.
+  WindowCall c;
+  c.kh = KH;
+  c.sh = g.sh;
+  c.ph = g.ph.begin;
+  c.dh = g.dh;
+  const std::string epilogue = ", " + e.a + ", " + e.b + ", ";
+  auto make_call = [epilogue](std::string prefix, std::string args) {
+    return [prefix, args, epilogue](const std::string& s, const std::string& x, const std::string& z,
+                                    const std::string& y, const std::string& team) {
+      return prefix + "(" + s + ", " + x + ", " + args + z + ", " + y + epilogue + team + ");";
+    };
+  };
+  const std::string panel = std::to_string(ctx.panel);
+  // F(2x2, 3x3) where kiln's runtime chose a Winograd kernel for a 3x3 stride-1 conv (the plan's
+  // spec), given depth enough: its 16 products have depth C, and below kWinogradMinDepth a
+  // product's tile epilogue costs as much as its multiply-adds, so the direct conv (whose depth
+  // is 9 C) is faster.
   constexpr int64_t kWinogradMinDepth = 64;
-  const bool winograd = KH == 3 && KW == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && G == 1 &&
-                        C >= kWinogradMinDepth &&
-                        ctx.step.instruction->spec.impl.find("winograd") != std::string::npos;
-  if (winograd) {
+  if (winograd_ok && KH == 3 && KW == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && G == 1 &&
+      C >= kWinogradMinDepth) {
     ctx.use_kernel("winograd.h");
-    const std::string key = "winograd:" + n.input(1)->name() + ":" + std::to_string(ctx.panel);
-    ctx.line("static const kiln_kernels::WinogradShape s{" + i64(N) + ", " + i64(H) + ", " + i64(W) + ", " + i64(C) + ", " +
-             i64(OH) + ", " + i64(OW) + ", " + i64(M) + ", " + i64(g.ph.begin) + ", " + i64(g.pw.begin) + "};");
-    ctx.line("kiln_kernels::winograd_f23_nhwc<" + e.act + ", " + std::to_string(ctx.panel) + ">(s, " + ctx.in(0) + ", " +
-             ctx.weights(key, pack_winograd_f23(wd, M, C, ctx.panel)) + ", " +
-             (bd ? ctx.weights(key + ":bias", std::vector<float>(bd, bd + M)) : "nullptr") + ", " +
-             (ctx.has_input(3) ? ctx.in(3) : "nullptr") + ", " + ctx.out(0) + ", " + e.a + ", " + e.b + ", c.team);");
-    return;
+    const std::string key = "winograd:" + n.input(1)->name() + ":" + panel;
+    c.winograd = true;
+    c.shape_type = "kiln_kernels::WinogradShape";
+    c.shape_init = join({N, H, W, C, OH, OW, M, g.ph.begin, g.pw.begin});
+    c.call = make_call("kiln_kernels::winograd_f23_nhwc<" + e.act + ", " + panel + ">",
+                       ctx.weights(key, pack_winograd_f23(wd, M, C, ctx.panel)) + ", " +
+                           (bd ? ctx.weights(key + ":bias", std::vector<float>(bd, bd + M)) : "nullptr") + ", ");
+    return c;
   }
   const std::vector<float> packed =
       depthwise ? pack_depthwise(wd, C, KH, KW) : pack_conv2d(wd, M, C, G, KH, KW, ctx.panel);
   const std::vector<float> bias = !bd ? std::vector<float>{} : depthwise ? std::vector<float>(bd, bd + M)
                                                                          : pack_conv2d_bias(bd, M, G, ctx.panel);
-  const std::string kernel = depthwise ? "depthwise_nhwc" : "conv2d_nhwc";
-  const std::string panel = depthwise ? "" : ", " + std::to_string(ctx.panel);
   ctx.use_kernel("conv2d.h");
-  const std::string key = "conv:" + n.input(1)->name() + ":" + std::to_string(ctx.panel);
-  ctx.line("static const kiln_kernels::Conv2dShape s{" + i64(N) + ", " + i64(H) + ", " + i64(W) + ", " + i64(C) + ", " +
-           i64(OH) + ", " + i64(OW) + ", " + i64(M) + ", " + i64(KH) + ", " + i64(KW) + ", " + i64(g.sh) + ", " +
-           i64(g.sw) + ", " + i64(g.ph.begin) + ", " + i64(g.pw.begin) + ", " + i64(g.dh) + ", " + i64(g.dw) + ", " +
-           i64(G) + "};");
-  ctx.line("kiln_kernels::" + kernel + "<" + e.act + panel + ">(s, " + ctx.in(0) + ", " + ctx.weights(key, packed) + ", " +
-           (bd ? ctx.weights(key + ":bias", bias) : "nullptr") + ", " + (ctx.has_input(3) ? ctx.in(3) : "nullptr") +
-           ", " + ctx.out(0) + ", " + e.a + ", " + e.b + ", c.team);");
+  const std::string key = "conv:" + n.input(1)->name() + ":" + panel;
+  c.shape_type = "kiln_kernels::Conv2dShape";
+  c.shape_init = join({N, H, W, C, OH, OW, M, KH, KW, g.sh, g.sw, g.ph.begin, g.pw.begin, g.dh, g.dw, G});
+  c.call = make_call(depthwise ? "kiln_kernels::depthwise_nhwc<" + e.act + ">"
+                               : "kiln_kernels::conv2d_nhwc<" + e.act + ", " + panel + ">",
+                     ctx.weights(key, packed) + ", " + (bd ? ctx.weights(key + ":bias", bias) : "nullptr") + ", ");
+  return c;
+}
+
+void emit_conv(EmitContext& ctx) {
+  const Operand& x = ctx.step.inputs.at(0);
+  const Operand& y = ctx.step.outputs.at(0);
+  if (x.dtype != DType::Float) throw ctx.unsupported("only float convolutions are emitted");
+  const bool winograd_ok = ctx.step.instruction->spec.impl.find("winograd") != std::string::npos;
+  const WindowCall c = window_call(ctx, ctx.node, x.dims, y.dims, winograd_ok);
+  ctx.line("static const " + c.shape_type + " s" + c.shape_init + ";");
+  ctx.line(c.call("s", ctx.in(0), ctx.has_input(3) ? ctx.in(3) : "nullptr", ctx.out(0), "c.team"));
 }
 
 void emit_pool(EmitContext& ctx) {
-  const ir::Node& n = ctx.node;
   const Operand& x = ctx.step.inputs.at(0);
   const Operand& y = ctx.step.outputs.at(0);
-  if (x.dims.size() != 4 || x.dtype != DType::Float) throw ctx.unsupported("only 2-D float pooling is emitted");
+  if (x.dtype != DType::Float) throw ctx.unsupported("only float pooling is emitted");
   if (ctx.step.outputs.size() > 1 && ctx.step.outputs[1].buffer >= 0) throw ctx.unsupported("max pooling indices are not emitted");
-  const std::vector<int64_t> k = n.attr_ints("kernel_shape");
-  if (k.size() != 2) throw ctx.unsupported("only 2-D pooling is emitted");
-  const Window2d g = window_of(ctx, x.dims[1], x.dims[2], k[0], k[1]);
-  const bool is_max = n.op_type() == "NhwcMaxPool";
-  ctx.use_kernel("pool.h");
-  ctx.line("static const kiln_kernels::Pool2dShape s{" + i64(x.dims[0]) + ", " + i64(x.dims[1]) + ", " + i64(x.dims[2]) +
-           ", " + i64(x.dims[3]) + ", " + i64(y.dims[1]) + ", " + i64(y.dims[2]) + ", " + i64(g.kh) + ", " + i64(g.kw) +
-           ", " + i64(g.sh) + ", " + i64(g.sw) + ", " + i64(g.ph.begin) + ", " + i64(g.pw.begin) + ", " +
-           i64(g.ph.end) + ", " + i64(g.pw.end) + ", " + i64(g.dh) + ", " + i64(g.dw) + "};");
-  ctx.line(std::string("kiln_kernels::pool2d_nhwc(s, ") + (is_max ? "true" : "false") + ", " +
-           (n.attr_int("count_include_pad", 0) ? "true" : "false") + ", " + ctx.in(0) + ", " + ctx.out(0) + ", c.team);");
+  const WindowCall c = window_call(ctx, ctx.node, x.dims, y.dims, false);
+  ctx.line("static const " + c.shape_type + " s" + c.shape_init + ";");
+  ctx.line(c.call("s", ctx.in(0), "nullptr", ctx.out(0), "c.team"));
 }
 
 void emit_global_pool(EmitContext& ctx) {

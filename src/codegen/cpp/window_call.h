@@ -1,0 +1,31 @@
+// A channels-last conv or pool as one kernel call: the code that declares its shape and the
+// call, for an instruction of its own (emit_conv.cpp) or a layer of a banded conv chain
+// (emit_conv_chain.cpp), which shrinks the shape to a band of rows.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/cpp/emit_context.h"
+
+namespace kiln::codegen::cpp {
+
+struct WindowCall {
+  std::string shape_type;  // "kiln_kernels::Conv2dShape", "kiln_kernels::WinogradShape", ...
+  std::string shape_init;  // its initializer for the whole tensor: "{1, 224, 224, 3, ...}"
+  int64_t kh = 1, sh = 1, ph = 0, dh = 1;  // along the rows: kernel, stride, top pad, dilation
+  bool winograd = false;
+  // The call on shape variable `s`, input `x`, residual `z` ("nullptr": none), output `y`, team.
+  std::function<std::string(const std::string& s, const std::string& x, const std::string& z, const std::string& y,
+                            const std::string& team)>
+      call;
+};
+
+// The call for kiln.FusedConv or kiln.NhwcMaxPool / NhwcAveragePool `n` (weights from its
+// constant inputs, packed into ctx's weights.bin) from x_dims to y_dims (NHWC). `winograd_ok`:
+// whether F(2x2, 3x3) may run it (the plan's kernel is a Winograd one). An UnsupportedError
+// naming the node for what the kernels cannot run.
+WindowCall window_call(EmitContext& ctx, const ir::Node& n, const std::vector<int64_t>& x_dims,
+                       const std::vector<int64_t>& y_dims, bool winograd_ok);
+
+}  // namespace kiln::codegen::cpp
