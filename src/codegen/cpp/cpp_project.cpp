@@ -49,7 +49,7 @@ std::set<std::string> with_includes(std::set<std::string> used) {
 
 const std::vector<std::string>& cpp_disabled_passes() {
   static const std::vector<std::string> names = {"channel_shuffle", "channel_scale", "conv_concat", "conv_chain",
-                                                 "blocked_layout"};
+                                                 "conv_chain_input", "blocked_layout"};
   return names;
 }
 

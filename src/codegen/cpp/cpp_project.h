@@ -32,9 +32,10 @@ struct CppProjectStats {
   int test_sets = 0;
 };
 
-// The CPU lowering rewrites whose ops the C++ target does not write yet (conv chains, conv
-// concats, channel shuffles, blocked layouts, folded channel scales): a plan compiled for it
-// skips them (SessionOptions::disabled_passes).
+// The CPU lowering rewrites whose ops the C++ target does not write yet (conv concats, channel
+// shuffles, blocked layouts, folded channel scales, a chain's input transpose), or writes but
+// not faster than the ops apart (conv chains: emit_conv_chain.cpp, for plans that hold them): a
+// plan compiled for the target skips them (SessionOptions::disabled_passes).
 const std::vector<std::string>& cpp_disabled_passes();
 
 // Writes the project into `dir` (created). A kiln::Error (UnsupportedError) naming the node for

@@ -11,6 +11,7 @@ OpEmitFn find_op_emitter(const ir::Node& n) {
   static const std::map<std::string, OpEmitFn> kiln_ops = {
       {"FusedElementwise", emit_fused_elementwise},
       {"FusedConv", emit_conv},
+      {"ConvChain", emit_conv_chain},
       {"NhwcMaxPool", emit_pool},
       {"NhwcAveragePool", emit_pool},
       {"NhwcGlobalAveragePool", emit_global_pool},

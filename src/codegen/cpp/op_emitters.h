@@ -16,6 +16,8 @@ void emit_elementwise_node(EmitContext& ctx);
 void emit_conv(EmitContext& ctx);
 void emit_pool(EmitContext& ctx);
 void emit_global_pool(EmitContext& ctx);
+// emit_conv_chain.cpp: kiln.ConvChain, banded.
+void emit_conv_chain(EmitContext& ctx);
 // emit_matmul.cpp: Gemm, kiln.FusedGemm, MatMul, kiln.FusedMatMul.
 void emit_gemm(EmitContext& ctx);
 void emit_matmul(EmitContext& ctx);
