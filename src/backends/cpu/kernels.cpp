@@ -26,6 +26,7 @@ void add_concat_kernels(std::vector<KernelFactory>& table);
 void add_split_kernels(std::vector<KernelFactory>& table);
 void add_slice_kernels(std::vector<KernelFactory>& table);
 void add_gather_kernels(std::vector<KernelFactory>& table);
+void add_resize_kernels(std::vector<KernelFactory>& table);
 void add_reduce_kernels(std::vector<KernelFactory>& table);
 void add_skip_layernorm_kernels(std::vector<KernelFactory>& table);
 void add_fused_reduce_kernels(std::vector<KernelFactory>& table);
@@ -70,6 +71,7 @@ const std::vector<KernelFactory>& kernel_factories() {
     add_split_kernels(t);
     add_slice_kernels(t);
     add_gather_kernels(t);
+    add_resize_kernels(t);
     add_reduce_kernels(t);
     add_skip_layernorm_kernels(t);
     add_fused_reduce_kernels(t);

@@ -203,4 +203,25 @@ bool is_identity(const ResizeAxisPlan& p, int64_t len_in, int64_t len_out) {
   return true;
 }
 
+std::optional<SeparableResize> separable_resize(const ResizeAttrs& a, const ResizeGeometry& g,
+                                                const std::vector<int64_t>& in) {
+  SeparableResize r;
+  for (size_t d = 0; d < in.size(); ++d) {
+    ResizeAxisPlan p = plan_resize_axis(a, in[d], g.out[d], g.scale[d], g.roi_start[d], g.roi_end[d]);
+    if (is_identity(p, in[d], g.out[d])) continue;
+    for (bool e : p.extrapolate)
+      if (e) return std::nullopt;
+    r.axes.push_back(d);
+    r.plans.push_back(std::move(p));
+  }
+  if (r.axes.empty() || r.axes.size() > 2) return std::nullopt;
+  const size_t d0 = r.axes[0], d1 = r.axes.size() > 1 ? r.axes[1] : in.size();
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (d < d0) r.outer *= in[d];
+    else if (d > d0 && d < d1) (r.axes.size() > 1 ? r.mid : r.inner) *= in[d];
+    else if (d > d1) r.inner *= in[d];
+  }
+  return r;
+}
+
 }  // namespace kiln::ops

@@ -6,6 +6,7 @@
 #include <kiln/tensor.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,5 +55,16 @@ ResizeAxisPlan plan_resize_axis(const ResizeAttrs& a, int64_t len_in, int64_t le
                                 double roi_e);
 // Whether the plan copies the axis unchanged.
 bool is_identity(const ResizeAxisPlan& p, int64_t len_in, int64_t len_out);
+
+// A resize as kernels run it (src/kernels/resize.h): the axes it changes, at most two, with
+// their plans, the input viewed as [outer][axis 0][mid][axis 1][inner]. nullopt for none, for
+// more axes, or for tf_crop_and_resize points outside the input (the reference kernel's).
+struct SeparableResize {
+  std::vector<size_t> axes;
+  std::vector<ResizeAxisPlan> plans;
+  int64_t outer = 1, mid = 1, inner = 1;
+};
+std::optional<SeparableResize> separable_resize(const ResizeAttrs& a, const ResizeGeometry& g,
+                                                const std::vector<int64_t>& in);
 
 }  // namespace kiln::ops
