@@ -146,6 +146,7 @@ std::string model_cpp(const ProjectText& p) {
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 )CPP";
   s += "#include \"kernels/common.h\"\n";
