@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "codegen/cpp/code_text.h"
 #include "codegen/cpp/emit_context.h"
 #include "codegen/cpp/op_emitters.h"
 #include "codegen/cpp/weight_packing.h"
@@ -9,12 +10,6 @@
 namespace kiln::codegen::cpp {
 
 namespace {
-
-std::string dims_str(const std::vector<int64_t>& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-  return s + "]";
-}
 
 std::string describe(const Operand& o) {
   if (o.buffer < 0) return "-";

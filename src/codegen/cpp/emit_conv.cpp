@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "codegen/cpp/epilogue.h"
+#include "codegen/cpp/code_text.h"
 #include "codegen/cpp/op_emitters.h"
 #include "codegen/cpp/weight_packing.h"
 #include "codegen/cpp/window_call.h"
@@ -12,8 +13,6 @@
 namespace kiln::codegen::cpp {
 
 namespace {
-
-std::string i64(int64_t v) { return std::to_string(v); }
 
 // A 2-D window op's geometry over input extents (h, w): strides, dilations and the begin/end pads.
 struct Window2d {
@@ -33,12 +32,6 @@ Window2d window_of(const EmitContext& ctx, const ir::Node& n, int64_t h, int64_t
   return g;
 }
 
-std::string join(const std::vector<int64_t>& v) {
-  std::string s = "{";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + i64(v[i]);
-  return s + "}";
-}
-
 WindowCall pool_call(EmitContext& ctx, const ir::Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& y) {
   const std::vector<int64_t> k = n.attr_ints("kernel_shape");
   if (k.size() != 2) throw ctx.unsupported("only 2-D pooling is emitted");
@@ -46,7 +39,7 @@ WindowCall pool_call(EmitContext& ctx, const ir::Node& n, const std::vector<int6
   ctx.use_kernel("pool.h");
   WindowCall c;
   c.shape_type = "kiln_kernels::Pool2dShape";
-  c.shape_init = join({x[0], x[1], x[2], x[3], y[1], y[2], g.kh, g.kw, g.sh, g.sw, g.ph.begin, g.pw.begin, g.ph.end,
+  c.shape_init = int_list({x[0], x[1], x[2], x[3], y[1], y[2], g.kh, g.kw, g.sh, g.sw, g.ph.begin, g.pw.begin, g.ph.end,
                        g.pw.end, g.dh, g.dw});
   c.kh = g.kh;
   c.sh = g.sh;
@@ -110,7 +103,7 @@ WindowCall window_call(EmitContext& ctx, const ir::Node& n, const std::vector<in
     const std::string key = "winograd:" + n.input(1)->name() + ":" + panel;
     c.winograd = true;
     c.shape_type = "kiln_kernels::WinogradShape";
-    c.shape_init = join({N, H, W, C, OH, OW, M, g.ph.begin, g.pw.begin});
+    c.shape_init = int_list({N, H, W, C, OH, OW, M, g.ph.begin, g.pw.begin});
     c.call = make_call("kiln_kernels::winograd_f23_nhwc<" + e.act + ", " + panel + ">",
                        ctx.weights(key, pack_winograd_f23(wd, M, C, ctx.panel)) + ", " +
                            (bd ? ctx.weights(key + ":bias", std::vector<float>(bd, bd + M)) : "nullptr") + ", ");
@@ -123,7 +116,7 @@ WindowCall window_call(EmitContext& ctx, const ir::Node& n, const std::vector<in
   ctx.use_kernel("conv2d.h");
   const std::string key = "conv:" + n.input(1)->name() + ":" + panel;
   c.shape_type = "kiln_kernels::Conv2dShape";
-  c.shape_init = join({N, H, W, C, OH, OW, M, KH, KW, g.sh, g.sw, g.ph.begin, g.pw.begin, g.dh, g.dw, G});
+  c.shape_init = int_list({N, H, W, C, OH, OW, M, KH, KW, g.sh, g.sw, g.ph.begin, g.pw.begin, g.dh, g.dw, G});
   c.call = make_call(depthwise ? "kiln_kernels::depthwise_nhwc<" + e.act + ">"
                                : "kiln_kernels::conv2d_nhwc<" + e.act + ", " + panel + ">",
                      ctx.weights(key, packed) + ", " + (bd ? ctx.weights(key + ":bias", bias) : "nullptr") + ", ");

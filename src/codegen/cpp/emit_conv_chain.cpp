@@ -8,14 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cpp/code_text.h"
 #include "codegen/cpp/op_emitters.h"
 #include "codegen/cpp/window_call.h"
 
 namespace kiln::codegen::cpp {
 
 namespace {
-
-std::string i64(int64_t v) { return std::to_string(v); }
 
 // The bytes of intermediate rows one band may hold: a share of a core's L2 (1-2 MiB on the x86
 // cores kiln targets), leaving room for the band's input and output rows.

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cpp/code_text.h"
 #include "codegen/cpp/loop_nest.h"
 #include "codegen/cpp/op_emitters.h"
 #include "ops/core/pad_args.h"
@@ -153,30 +154,11 @@ void emit_matmul_runtime(EmitContext& ctx) {
     throw ctx.unsupported("a fused MatMul of two computed operands is not emitted");
   const int64_t M = a.dims[a.dims.size() - 2], K = a.dims.back(), N = b.dims.back();
   const std::vector<int64_t> ob(y.dims.begin(), y.dims.end() - 2);
-  // Per output matrix, the matrix of A and of B it reads (batch dims broadcast).
-  auto offsets = [&](const std::vector<int64_t>& dims) {
-    std::vector<int64_t> bd(dims.begin(), dims.end() - 2);
-    while (bd.size() < ob.size()) bd.insert(bd.begin(), 1);
-    std::vector<int64_t> out, idx(ob.size(), 0);
-    int64_t total = 1;
-    for (int64_t d : ob) total *= d;
-    for (int64_t m = 0; m < total; ++m) {
-      int64_t off = 0;
-      for (size_t k = 0; k < ob.size(); ++k) off = off * bd[k] + (bd[k] == 1 ? 0 : idx[k]);
-      out.push_back(off);
-      ops::next_index(idx, ob);
-    }
-    return out;
-  };
-  const std::vector<int64_t> ao = offsets(a.dims), bo = offsets(b.dims);
-  auto list = [](const std::vector<int64_t>& v) {
-    std::string s = "{";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-    return s + "}";
-  };
+  auto batch = [](const Operand& t) { return std::vector<int64_t>(t.dims.begin(), t.dims.end() - 2); };
+  const std::vector<int64_t> ao = batch_offsets(ob, batch(a)), bo = batch_offsets(ob, batch(b));
   ctx.use_kernel("gemm.h");
-  ctx.line("static const int64_t ao[] = " + list(ao) + ";");
-  ctx.line("static const int64_t bo[] = " + list(bo) + ";");
+  ctx.line("static const int64_t ao[] = " + int_list(ao) + ";");
+  ctx.line("static const int64_t bo[] = " + int_list(bo) + ";");
   ctx.line("const float* a = " + ctx.in(0) + ";");
   ctx.line("const float* b = " + ctx.in(1) + ";");
   ctx.line("float* y = " + ctx.out(0) + ";");

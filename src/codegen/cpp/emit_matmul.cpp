@@ -4,14 +4,13 @@
 #include <vector>
 
 #include "codegen/cpp/epilogue.h"
+#include "codegen/cpp/code_text.h"
 #include "codegen/cpp/op_emitters.h"
 #include "codegen/cpp/weight_packing.h"
 
 namespace kiln::codegen::cpp {
 
 namespace {
-
-std::string i64(int64_t v) { return std::to_string(v); }
 
 void call_gemm(EmitContext& ctx, int64_t M, int64_t K, int64_t N, const std::string& a, const std::string& bp,
                const std::string& bias, const std::string& z, int64_t ldz) {

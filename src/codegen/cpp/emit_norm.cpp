@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cpp/code_text.h"
 #include "codegen/cpp/loop_nest.h"
 #include "codegen/cpp/op_emitters.h"
 #include "ops/core/shape_util.h"
@@ -11,34 +12,11 @@ namespace kiln::codegen::cpp {
 
 namespace {
 
-std::string i64(int64_t v) { return std::to_string(v); }
 std::string opt_in(const EmitContext& ctx, int i) { return ctx.has_input(i) ? ctx.in(i) : "nullptr"; }
 
 void require_float(const EmitContext& ctx) {
   for (const Operand& o : ctx.step.inputs)
     if (o.buffer >= 0 && o.dtype != DType::Float) throw ctx.unsupported("only float inputs are emitted");
-}
-
-// Per matrix of the broadcast batch `ob`, the matrix index of an operand with batch dims `b`.
-std::vector<int64_t> batch_offsets(const std::vector<int64_t>& ob, std::vector<int64_t> b) {
-  while (b.size() < ob.size()) b.insert(b.begin(), 1);
-  int64_t total = 1;
-  for (int64_t d : ob) total *= d;
-  std::vector<int64_t> out;
-  std::vector<int64_t> idx(ob.size(), 0);
-  for (int64_t m = 0; m < total; ++m) {
-    int64_t off = 0;
-    for (size_t k = 0; k < ob.size(); ++k) off = off * b[k] + (b[k] == 1 ? 0 : idx[k]);
-    out.push_back(off);
-    ops::next_index(idx, ob);
-  }
-  return out;
-}
-
-std::string int_array(const std::vector<int64_t>& v) {
-  std::string s = "{";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + i64(v[i]);
-  return s + "}";
 }
 
 }  // namespace
@@ -111,7 +89,7 @@ void emit_attention(EmitContext& ctx) {
   ctx.use_kernel("attention.h");
   const char* names[] = {"qo", "ko", "vo", "mo"};
   for (size_t t = 0; t < offs.size(); ++t)
-    ctx.line("static const int64_t " + std::string(names[t]) + "[] = " + int_array(offs[t]) + ";");
+    ctx.line("static const int64_t " + std::string(names[t]) + "[] = " + int_list(offs[t]) + ";");
   ctx.line("const float* q = " + ctx.in(0) + ";");
   ctx.line("const float* k = " + ctx.in(1) + ";");
   ctx.line("const float* v = " + ctx.in(2) + ";");

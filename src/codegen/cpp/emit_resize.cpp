@@ -5,14 +5,13 @@
 #include <vector>
 
 #include "codegen/cpp/loop_nest.h"
+#include "codegen/cpp/code_text.h"
 #include "codegen/cpp/op_emitters.h"
 #include "ops/core/resize_geometry.h"
 
 namespace kiln::codegen::cpp {
 
 namespace {
-
-std::string i64(int64_t v) { return std::to_string(v); }
 
 template <typename T>
 std::string list(const std::vector<T>& v, bool floats) {

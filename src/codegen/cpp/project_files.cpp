@@ -2,18 +2,13 @@
 
 #include <algorithm>
 
+#include "codegen/cpp/code_text.h"
 #include "codegen/cpp/emit_context.h"
 #include "codegen/cpp/weights_blob.h"
 
 namespace kiln::codegen::cpp {
 
 namespace {
-
-std::string dims_str(const std::vector<int64_t>& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-  return s + "]";
-}
 
 std::string int_list(const std::vector<int64_t>& d) {
   if (d.empty()) return "{0}";
