@@ -1,4 +1,4 @@
-// kiln compile MODEL -o OUT [--target kiln] [--dim SYMBOL=N[,M...]] [--threads N]: the one
+// kiln compile MODEL -o OUT [--target kiln|cpp|cuda] [--dim SYMBOL=N[,M...]] [--threads N]: the one
 // compile command. --target kiln (the default) writes a .kiln file (runtime/kiln_file.h): the
 // optimized graph, every precompiled input-shape signature's lowered graph and executable plan,
 // which `kiln run/check/bench` and Session::create load without the source model.
@@ -11,6 +11,7 @@
 #include <map>
 
 #include "codegen/cpp/cpp_project.h"
+#include "codegen/cuda/cuda_project.h"
 #include "commands.h"
 #include "runtime/session_access.h"
 
@@ -88,17 +89,20 @@ void add_compile_command(CLI::App& app, int& exit_code) {
     std::string model, out, target = "kiln", backend = "cpu";
     std::vector<std::string> dims;
     int threads = 1, level = 3, fusion = 3;
-    bool embed_weights = false, no_onednn = false;
+    bool embed_weights = false, no_onednn = false, check_on_cpu = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model", args->model, "Model file (.onnx or .kiln)")->required();
   cmd->add_option("-o,--output", args->out,
                   "Output file (default: MODEL with the extension .kiln); with --target cpp the project's folder");
-  cmd->add_option("--target", args->target, "What to emit: kiln (a .kiln file) or cpp (a standalone C++ project)")
-      ->check(CLI::IsMember({"kiln", "cpp"}))
+  cmd->add_option("--target", args->target,
+                  "What to emit: kiln (a .kiln file), cpp (a standalone C++ project) or cuda (a CUDA project)")
+      ->check(CLI::IsMember({"kiln", "cpp", "cuda"}))
       ->capture_default_str();
   cmd->add_flag("--embed-weights", args->embed_weights, "--target cpp: link weights.bin into the program");
   cmd->add_flag("--no-onednn", args->no_onednn, "--target cpp: kiln's portable kernels only, no dependency at all");
+  cmd->add_flag("--check-on-cpu", args->check_on_cpu,
+                "--target cuda: the project builds model.cu as host C++ by default (no GPU; checks the kernels)");
   cmd->add_option("--dim", args->dims, "SYMBOL=N[,M...]: precompile these extents of a symbolic input dim (every combination)");
   cmd->add_option("--threads", args->threads,
                   "Intra-op threads the plans' work splits are made for (--target cpp: the emitted model's team)")
@@ -107,9 +111,10 @@ void add_compile_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--fusion", args->fusion, "Operator fusion level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
   cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
   cmd->callback([args, &exit_code] {
-    const bool cpp = args->target == "cpp";
+    const bool cpp = args->target == "cpp", cuda = args->target == "cuda";
     if (!cpp && (args->embed_weights || args->no_onednn)) throw Error("--embed-weights and --no-onednn go with --target cpp");
-    if (cpp && args->out.empty()) throw Error("--target cpp writes a folder: give it with -o DIR");
+    if (!cuda && args->check_on_cpu) throw Error("--check-on-cpu goes with --target cuda");
+    if ((cpp || cuda) && args->out.empty()) throw Error("--target " + args->target + " writes a folder: give it with -o DIR");
     const auto t0 = std::chrono::steady_clock::now();
     SessionOptions o;
     o.threads = args->threads;
@@ -117,19 +122,39 @@ void add_compile_command(CLI::App& app, int& exit_code) {
     o.fusion_level = args->fusion;
     o.backend = args->backend;
     if (cpp) o.disabled_passes = codegen::cpp_disabled_passes();
+    if (cuda) o.disabled_passes = codegen::cuda_disabled_passes();
     auto s = Session::create(args->model, o);
     const auto sigs = signatures(s->inputs(), parse_dims(args->dims));
     for (const auto& sig : sigs) s->prepare(sig);
+    std::vector<codegen::PlanSource> plans;
+    for (const auto& sig : sigs)
+      for (const auto& cp : SessionAccess::plans(*s))
+        if (cp->input_dims == sig) plans.push_back({cp->graph.get(), &cp->plan, cp->input_dims});
+    std::string test_data = std::filesystem::path(args->model).parent_path().string();
+    if (test_data.empty()) test_data = ".";
+    if (cuda) {
+      codegen::CudaOptions co;
+      co.source = std::filesystem::path(args->model).filename().string();
+      co.test_data = test_data;
+      co.check_on_cpu = args->check_on_cpu;
+      const codegen::CudaProjectStats st = codegen::write_cuda_project(plans, co, args->out);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("wrote %s: %zu signature(s), %d instructions (%d views), %d generated kernels; weights %lld bytes, "
+                  "arena %lld bytes, scratch %lld bytes; %d test set(s); %.0f ms\n",
+                  args->out.c_str(), plans.size(), st.instructions, st.views, st.kernels,
+                  static_cast<long long>(st.weights_bytes), static_cast<long long>(st.arena_bytes),
+                  static_cast<long long>(st.scratch_bytes), st.test_sets, ms);
+      std::printf("build: cmake -S %s -B %s/build%s && cmake --build %s/build && %s/build/kiln_model_main\n",
+                  args->out.c_str(), args->out.c_str(), args->check_on_cpu ? "" : " [-DKILN_MODEL_ON_CPU=ON]",
+                  args->out.c_str(), args->out.c_str());
+      exit_code = 0;
+      return;
+    }
     if (cpp) {
-      std::vector<codegen::PlanSource> plans;
-      for (const auto& sig : sigs)
-        for (const auto& cp : SessionAccess::plans(*s))
-          if (cp->input_dims == sig) plans.push_back({cp->graph.get(), &cp->plan, cp->input_dims});
       codegen::CppOptions co;
       co.embed_weights = args->embed_weights;
       co.source = std::filesystem::path(args->model).filename().string();
-      co.test_data = std::filesystem::path(args->model).parent_path().string();
-      if (co.test_data.empty()) co.test_data = ".";
+      co.test_data = test_data;
       co.isa = plans.front().plan->isa;
       co.threads = args->threads;
       const codegen::CppProjectStats st = codegen::write_cpp_project(plans, co, args->out);

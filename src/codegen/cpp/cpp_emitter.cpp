@@ -57,6 +57,23 @@ void CppEmitter::begin(int signature, const PlanSource& source, const std::vecto
   signatures.push_back(std::move(sc));
 }
 
+std::string instruction_comment(const Step& s) {
+  std::string f = "// " + comment_safe(s.node->domain().empty() ? s.node->op_type() : s.node->domain() + "." + s.node->op_type()) +
+                  " '" + comment_safe(s.node->name()) + "'  [" + comment_safe(s.instruction->spec.str()) + "]\n";
+  for (size_t i = 0; i < s.inputs.size(); ++i) f += "//   in " + std::to_string(i) + "   " + describe(s.inputs[i]) + "\n";
+  for (size_t i = 0; i < s.outputs.size(); ++i) f += "//   out " + std::to_string(i) + "  " + describe(s.outputs[i]) + "\n";
+  return f;
+}
+
+std::string function_name(int signature, const Step& s, std::set<std::string>& used) {
+  std::string base = "s" + std::to_string(signature) + "_" + std::to_string(s.index);
+  const std::string id = identifier(s.node->name());
+  if (!id.empty()) base += "_" + id;
+  std::string name = base;
+  for (int k = 2; !used.insert(name).second; ++k) name = base + "_" + std::to_string(k);
+  return name;
+}
+
 void CppEmitter::step(const Step& s) {
   EmitContext ctx(s, weights, kernels, panel_);
   OpEmitFn fn = find_op_emitter(*s.node);
@@ -64,16 +81,8 @@ void CppEmitter::step(const Step& s) {
   fn(ctx);
   if (ctx.lines.size() == 1 && ctx.lines[0].rfind("//", 0) == 0) ++views;
 
-  std::string base = "s" + std::to_string(signature_) + "_" + std::to_string(s.index);
-  const std::string id = identifier(s.node->name());
-  if (!id.empty()) base += "_" + id;
-  std::string name = base;
-  for (int k = 2; !used_names_.insert(name).second; ++k) name = base + "_" + std::to_string(k);
-
-  std::string f = "// " + comment_safe(s.node->domain().empty() ? s.node->op_type() : s.node->domain() + "." + s.node->op_type()) +
-                  " '" + comment_safe(s.node->name()) + "'  [" + comment_safe(s.instruction->spec.str()) + "]\n";
-  for (size_t i = 0; i < s.inputs.size(); ++i) f += "//   in " + std::to_string(i) + "   " + describe(s.inputs[i]) + "\n";
-  for (size_t i = 0; i < s.outputs.size(); ++i) f += "//   out " + std::to_string(i) + "  " + describe(s.outputs[i]) + "\n";
+  const std::string name = function_name(signature_, s, used_names_);
+  std::string f = instruction_comment(s);
   f += "[[gnu::noinline]] bool " + name + "([[maybe_unused]] Run& c) {\n";
   for (const std::string& l : ctx.lines) f += "  " + l + "\n";
   f += "  return true;\n}\n";

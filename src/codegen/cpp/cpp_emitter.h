@@ -44,5 +44,9 @@ class CppEmitter : public Emitter {
 
 // "features.0/Conv" -> "features_0_Conv": a C identifier fragment, at most 40 characters.
 std::string identifier(const std::string& s);
+// The comment above an instruction's function: its op, node, kernel spec and operands.
+std::string instruction_comment(const Step& s);
+// "s0_12_features_0_Conv": the function of instruction s of a signature, unique among `used`.
+std::string function_name(int signature, const Step& s, std::set<std::string>& used);
 
 }  // namespace kiln::codegen::cpp

@@ -23,8 +23,7 @@ void write_file(const fs::path& p, std::string_view text) {
 }
 
 std::string_view kernel_text(const std::string& name) {
-  for (const auto& [n, text] : kernel_sources())
-    if (n == name) return text;
+  if (const std::string_view text = kernel_source(name); !text.empty()) return text;
   throw Error("code generation: kiln was built without the kernel source '" + name + "'");
 }
 
@@ -91,16 +90,27 @@ CppProjectStats write_cpp_project(const std::vector<PlanSource>& plans, const Cp
   st.views = e.views;
   st.kernels.assign(files.begin(), files.end());
   st.weights_bytes = t.weights_bytes;
-  if (!o.test_data.empty() && fs::is_directory(o.test_data))
-    for (const auto& entry : fs::directory_iterator(o.test_data)) {
-      if (!entry.is_directory() || entry.path().filename().string().rfind("test_data_set_", 0) != 0) continue;
-      const fs::path to = d / entry.path().filename();
-      fs::remove_all(to, ec);
-      fs::copy(entry.path(), to, fs::copy_options::recursive, ec);
-      if (ec) throw Error("cannot copy " + entry.path().string() + " to " + to.string() + ": " + ec.message());
-      ++st.test_sets;
-    }
+  st.test_sets = copy_test_sets(o.test_data, dir);
   return st;
 }
+
+int copy_test_sets(const std::string& model_dir, const std::string& dir) {
+  int n = 0;
+  std::error_code ec;
+  if (model_dir.empty() || !fs::is_directory(model_dir)) return 0;
+  for (const auto& entry : fs::directory_iterator(model_dir)) {
+    if (!entry.is_directory() || entry.path().filename().string().rfind("test_data_set_", 0) != 0) continue;
+    const fs::path to = fs::path(dir) / entry.path().filename();
+    fs::remove_all(to, ec);
+    fs::copy(entry.path(), to, fs::copy_options::recursive, ec);
+    if (ec) throw Error("cannot copy " + entry.path().string() + " to " + to.string() + ": " + ec.message());
+    ++n;
+  }
+  return n;
+}
+
+void write_project_file(const std::string& path, std::string_view text) { write_file(path, text); }
+
+std::string_view kernel_file(const std::string& name) { return kernel_text(name); }
 
 }  // namespace kiln::codegen

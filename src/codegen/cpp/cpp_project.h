@@ -11,6 +11,7 @@
 //   DIR/CMakeLists.txt  checks the CPU has the instruction sets the kernels were built for
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen/plan_walk.h"
@@ -42,5 +43,12 @@ const std::vector<std::string>& cpp_disabled_passes();
 // an instruction the C++ target cannot write.
 CppProjectStats write_cpp_project(const std::vector<PlanSource>& plans, const CppOptions& options,
                                   const std::string& dir);
+
+// Shared by the targets' project writers: copies the test_data_set_* folders of `model_dir` into
+// `dir` (how many); writes a file (a kiln::Error when it cannot); the text of a kernel file
+// under src/kernels/ (a kiln::Error when kiln was built without it).
+int copy_test_sets(const std::string& model_dir, const std::string& dir);
+void write_project_file(const std::string& path, std::string_view text);
+std::string_view kernel_file(const std::string& name);
 
 }  // namespace kiln::codegen

@@ -61,7 +61,17 @@ class EmitContext {
 
   std::vector<std::string> lines;
 
+  // The CUDA target (codegen/cuda/) writes with the same context: then `lines` is the host
+  // function that launches, on the stream c.stream, the __global__ kernels in `device`, and the
+  // loop nests (loop_nest.h) become kernels. kernel_name() names the next one after `function`.
+  bool cuda = false;
+  std::string function;
+  std::vector<std::string> device;
+  int64_t scratch_bytes = 0;  // the scratch buffer (c.scratch) its kernels need
+  std::string kernel_name() { return "k_" + function + (kernels_made_++ ? "_" + std::to_string(kernels_made_) : ""); }
+
  private:
+  int kernels_made_ = 0;
   WeightsBlob& weights_;
   std::set<std::string>& kernels_;
 };

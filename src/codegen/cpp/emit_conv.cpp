@@ -12,14 +12,6 @@
 
 namespace kiln::codegen::cpp {
 
-namespace {
-
-// A 2-D window op's geometry over input extents (h, w): strides, dilations and the begin/end pads.
-struct Window2d {
-  int64_t kh, kw, sh, sw, dh, dw;
-  ops::AxisPads ph, pw;
-};
-
 Window2d window_of(const EmitContext& ctx, const ir::Node& n, int64_t h, int64_t w, int64_t kh, int64_t kw) {
   const std::vector<int64_t> s = n.attr_ints("strides", {1, 1}), d = n.attr_ints("dilations", {1, 1});
   const std::vector<int64_t> p = n.attr_ints("pads", {0, 0, 0, 0});
@@ -31,6 +23,8 @@ Window2d window_of(const EmitContext& ctx, const ir::Node& n, int64_t h, int64_t
   g.pw = ops::window_pads(*ap, w, kw, s[1], d[1], {p[1], p[3]});
   return g;
 }
+
+namespace {
 
 WindowCall pool_call(EmitContext& ctx, const ir::Node& n, const std::vector<int64_t>& x, const std::vector<int64_t>& y) {
   const std::vector<int64_t> k = n.attr_ints("kernel_shape");

@@ -249,6 +249,54 @@ void close_loops(EmitContext& ctx, bool parallel, const std::string& indent = ""
 
 }  // namespace
 
+// The CUDA form of a loop nest: a kernel with a thread per point of `dims` (the flat index split
+// into i0, i1, ... with 32-bit divisions when it fits), the pointers its parameters, launched
+// from the instruction's function.
+static void write_kernel(EmitContext& ctx, const std::vector<LoopPointer>& ptrs, const std::vector<int64_t>& dims,
+                  const std::vector<std::string>& body) {
+  int64_t total = 1;
+  for (int64_t d : dims) total *= d;
+  if (total == 0) return;
+  const bool narrow = total < (int64_t{1} << 31);
+  const std::string I = narrow ? "unsigned" : "int64_t", suffix = narrow ? "u" : "ll";
+  const std::string name = ctx.kernel_name();
+  std::string params, args;
+  for (const LoopPointer& p : ptrs) {
+    params += (params.empty() ? "" : ", ") + p.type + "* " + (p.restrict_ok ? "__restrict__ " : "") + p.name;
+    args += (args.empty() ? "" : ", ") + p.expr;
+  }
+  std::vector<std::string>& k = ctx.device;
+  k.push_back("__global__ void " + name + "(" + params + ") {");
+  k.push_back("  const " + I + " t = static_cast<" + I + ">(blockIdx.x) * blockDim.x + threadIdx.x;");
+  k.push_back("  if (t >= " + std::to_string(total) + suffix + ") return;");
+  if (dims.size() > 1) k.push_back("  " + I + " r = t;");
+  for (size_t j = dims.size(); j-- > 0;) {
+    const std::string i = "i" + std::to_string(j);
+    if (dims.size() == 1) k.push_back("  const int64_t " + i + " = t;");
+    else if (j == 0) k.push_back("  const int64_t " + i + " = r;");
+    else {
+      k.push_back("  const int64_t " + i + " = r % " + std::to_string(dims[j]) + suffix + ";");
+      k.push_back("  r /= " + std::to_string(dims[j]) + suffix + ";");
+    }
+  }
+  for (const std::string& b : body) k.push_back("  " + b);
+  k.push_back("}");
+  ctx.line("KILN_LAUNCH(" + name + ", kiln_kernels::blocks_for(" + std::to_string(total) + "), kiln_kernels::kThreads, c.stream)(" +
+           args + ");");
+}
+
+// The loops over dims around body (the C++ target), or a kernel (CUDA).
+void write_loops(EmitContext& ctx, const std::vector<LoopPointer>& ptrs, const std::vector<int64_t>& dims,
+                 const std::vector<std::string>& body, const std::string& indent0) {
+  if (ctx.cuda) return write_kernel(ctx, ptrs, dims, body);
+  for (const LoopPointer& p : ptrs)
+    ctx.line(indent0 + p.type + "* " + (p.restrict_ok ? "KILN_RESTRICT " : "") + p.name + " = " + p.expr + ";");
+  bool parallel = false;
+  const std::string indent = open_loops(ctx, dims, parallel, indent0);
+  for (const std::string& b : body) ctx.line(indent + b);
+  close_loops(ctx, parallel, indent0);
+}
+
 std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);
   for (size_t k = dims.size(); k-- > 1;) s[k - 1] = s[k] * dims[k];
@@ -265,13 +313,11 @@ void emit_strided_copy(EmitContext& ctx, DType t, const std::string& src, int64_
   std::vector<fusion::Access> m;
   const std::vector<int64_t> md = merge_dims(dims, {&s, &d}, m);
   const std::string T = ctype(t);
+  const std::vector<LoopPointer> ptrs = {{"const " + T, "src", src, true}, {T, "dst", dst, true}};
+  const std::vector<std::string> body = {"dst[" + index_expr(m[1]) + "] = src[" + index_expr(m[0]) + "];"};
+  if (ctx.cuda) return write_kernel(ctx, ptrs, md, body);
   ctx.line("{");
-  ctx.line("  const " + T + "* KILN_RESTRICT src = " + src + ";");
-  ctx.line("  " + T + "* KILN_RESTRICT dst = " + dst + ";");
-  bool parallel = false;
-  const std::string indent = open_loops(ctx, md, parallel, "  ");
-  ctx.line(indent + "dst[" + index_expr(m[1]) + "] = src[" + index_expr(m[0]) + "];");
-  close_loops(ctx, parallel, "  ");
+  write_loops(ctx, ptrs, md, body, "  ");
   ctx.line("}");
 }
 
@@ -295,7 +341,8 @@ void emit_loop_nest(EmitContext& ctx, const std::vector<const ir::Node*>& nodes,
   std::unordered_map<const ir::Value*, int> source_index;
   for (size_t k = 0; k < sources.size(); ++k) source_index[sources[k]] = static_cast<int>(k);
   std::vector<std::string> operand_expr(n_ops);
-  std::vector<std::string> decls, reads;
+  std::vector<LoopPointer> ptrs;
+  std::vector<std::string> reads;
   for (size_t k = 0; k < n_ops; ++k) {
     const ir::Value* v = plan->operands[k].source;
     const std::string T = ctype(v->type.dtype);
@@ -318,7 +365,10 @@ void emit_loop_nest(EmitContext& ctx, const std::vector<const ir::Node*>& nodes,
     } else {
       throw ctx.unsupported("'" + v->name() + "' is read by the group but is neither an input nor a constant");
     }
-    decls.push_back("const " + T + "* p" + std::to_string(k) + " = " + p + ";");
+    bool aliased = false;
+    if (it != source_index.end())
+      for (const Operand& o : ctx.step.outputs) aliased = aliased || (o.buffer >= 0 && o.storage == ctx.step.inputs.at(it->second).storage);
+    ptrs.push_back({"const " + T, "p" + std::to_string(k), p, ctx.cuda && !aliased});
     reads.push_back("const " + T + " s" + std::to_string(k) + " = p" + std::to_string(k) + "[" +
                     index_expr(merged[k]) + "];");
     operand_expr[k] = "s" + std::to_string(k);
@@ -359,19 +409,15 @@ void emit_loop_nest(EmitContext& ctx, const std::vector<const ir::Node*>& nodes,
     const Operand& o = ctx.step.outputs.at(k);
     bool shared = false;
     for (const Operand& i : ctx.step.inputs) shared = shared || (i.buffer >= 0 && i.storage == o.storage);
-    decls.push_back(ctype(o.dtype) + "* " + (shared ? "" : "KILN_RESTRICT ") + "o" + std::to_string(k) + " = " +
-                    ctx.ptr(o, true) + ";");
+    ptrs.push_back({ctype(o.dtype), "o" + std::to_string(k), ctx.ptr(o, true), !shared});
     auto it = var.find(outputs[k]);
     if (it == var.end()) throw ctx.unsupported("output '" + outputs[k]->name() + "' is not computed by the group");
     body.push_back("o" + std::to_string(k) + "[" + index_expr(merged[n_ops + k]) + "] = " + it->second + ";");
   }
 
-  for (const std::string& d : decls) ctx.line(d);
-  bool parallel = false;
-  const std::string indent = open_loops(ctx, dims, parallel);
-  for (const std::string& r : reads) ctx.line(indent + r);
-  for (const std::string& b : body) ctx.line(indent + b);
-  close_loops(ctx, parallel);
+  std::vector<std::string> lines = reads;
+  lines.insert(lines.end(), body.begin(), body.end());
+  write_loops(ctx, ptrs, dims, lines, "");
 }
 
 }  // namespace kiln::codegen::cpp

@@ -35,6 +35,18 @@ void emit_strided_copy(EmitContext& ctx, DType t, const std::string& src, int64_
                        const std::vector<int64_t>& src_strides, const std::string& dst, int64_t dst_offset,
                        const std::vector<int64_t>& dst_strides, const std::vector<int64_t>& dims);
 
+// A pointer a loop body reads or writes through: `type` with its const, `expr` where it points.
+struct LoopPointer {
+  std::string type, name, expr;
+  bool restrict_ok = false;  // no other pointer of the loop reaches its bytes
+};
+
+// The loops over `dims` (indices i0, i1, ...) around `body`, the pointers declared before them
+// (the C++ target; the outermost loop split across the team when long), or, for the CUDA target,
+// a kernel with a thread per point whose parameters are the pointers, launched on c.stream.
+void write_loops(EmitContext& ctx, const std::vector<LoopPointer>& ptrs, const std::vector<int64_t>& dims,
+                 const std::vector<std::string>& body, const std::string& indent = "");
+
 // Row-major strides of dims.
 std::vector<int64_t> dense_strides(const std::vector<int64_t>& dims);
 

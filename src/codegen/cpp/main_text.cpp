@@ -310,6 +310,30 @@ int main(int argc, char** argv) {
   std::sort(ms.begin(), ms.end());
   std::printf("latency: median %.3f ms, min %.3f ms, max %.3f ms (%d runs, %d warmup)\n", ms[ms.size() / 2], ms.front(),
               ms.back(), runs, warmup);
+#ifdef KILN_MODEL_DEVICE_API
+  // The CUDA target: the same runs on the model's own device buffers, no host copies.
+  const void* const* din = nullptr;
+  void* const* dout = nullptr;
+  if (kiln_model_device_io(m, sig, &din, &dout) != 0) {
+    std::printf("device buffers: %s\n", kiln_model_last_error());
+    kiln_model_destroy(m);
+    return 1;
+  }
+  ms.clear();
+  for (int r = 0; r < warmup + runs; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (kiln_model_run_dims_device(m, tdims.data(), din, dout) != 0) {
+      std::printf("timing run on device buffers: %s\n", kiln_model_last_error());
+      kiln_model_destroy(m);
+      return 1;
+    }
+    const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (r >= warmup) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("device latency: median %.3f ms, min %.3f ms, max %.3f ms (%d runs, %d warmup)\n", ms[ms.size() / 2],
+              ms.front(), ms.back(), runs, warmup);
+#endif
   kiln_model_destroy(m);
   std::printf("%s\n", ok ? "check passed" : "check FAILED");
   return ok ? 0 : 1;

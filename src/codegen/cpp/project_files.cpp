@@ -10,14 +10,15 @@ namespace kiln::codegen::cpp {
 
 namespace {
 
-std::string int_list(const std::vector<int64_t>& d) {
+std::string ll_list(const std::vector<int64_t>& d) {
   if (d.empty()) return "{0}";
   std::string s = "{";
   for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]) + "ll";
   return s + "}";
 }
 
-// The tensors' table: names, element types, ranks and per signature their dims.
+}  // namespace
+
 std::string tensor_tables(const std::vector<SignatureCode>& sigs, bool inputs) {
   const std::string io = inputs ? "input" : "output";
   const std::string N = inputs ? "KILN_MODEL_INPUTS" : "KILN_MODEL_OUTPUTS";
@@ -34,7 +35,7 @@ std::string tensor_tables(const std::vector<SignatureCode>& sigs, bool inputs) {
     const auto& t = inputs ? sigs[g].inputs : sigs[g].outputs;
     for (size_t i = 0; i < t.size(); ++i)
       s += "static const int64_t " + io + "_dims_" + std::to_string(g) + "_" + std::to_string(i) + "[] = " +
-           int_list(t[i].dims) + ";\n";
+           ll_list(t[i].dims) + ";\n";
   }
   s += "const int64_t* const kiln_model_" + io + "_dims[KILN_MODEL_SIGNATURES][" + N + "] = {\n";
   for (size_t g = 0; g < sigs.size(); ++g) {
@@ -45,6 +46,8 @@ std::string tensor_tables(const std::vector<SignatureCode>& sigs, bool inputs) {
   }
   return s + "};\n";
 }
+
+namespace {
 
 struct IsaCheck {
   std::string flags, features;  // compiler flags; the __builtin_cpu_supports names, space-separated
@@ -59,6 +62,80 @@ IsaCheck isa_check(const std::vector<std::string>& isa) {
 }
 
 }  // namespace
+
+std::string weights_check_text() {
+  return R"CPP(thread_local std::string last_error;
+
+int fail(const std::string& e) {
+  last_error = e;
+  return -1;
+}
+
+// weights_checksum in kiln (src/codegen/cpp/weights_blob.cpp): FNV-1a over 64-bit words.
+uint64_t checksum(const unsigned char* p, uint64_t n) {
+  uint64_t h = 1469598103934665603ull;
+  uint64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 1099511628211ull;
+  }
+  for (; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+bool check_weights(const unsigned char* f, uint64_t bytes, const char* where) {
+  uint64_t n = 0, sum = 0;
+  if (bytes >= 64) {
+    std::memcpy(&n, f + 8, 8);
+    std::memcpy(&sum, f + 16, 8);
+  }
+  if (bytes < 64 || std::memcmp(f, "KILNWTS1", 8) != 0) return fail(std::string(where) + ": not a kiln weights file"), false;
+  if (n != kWeightsBytes || bytes - 64 < n)
+    return fail(std::string(where) + ": holds " + std::to_string(n) + " bytes of weights, this model needs " +
+                std::to_string(kWeightsBytes) + " (weights of another compile?)"), false;
+  if (sum != kWeightsChecksum || checksum(f + 64, n) != sum)
+    return fail(std::string(where) + ": the weights' checksum does not match (damaged, or of another compile)"), false;
+  return true;
+}
+
+)CPP";
+}
+
+std::string find_signature_text() {
+  return R"CPP(
+// The signature compiled for these input shapes, or -1 (the error set) when none was.
+int find_signature(const int64_t* const* input_dims) {
+  int sig = -1;
+  for (int g = 0; g < KILN_MODEL_SIGNATURES && sig < 0; ++g) {
+    bool same = true;
+    for (int i = 0; i < KILN_MODEL_INPUTS && same; ++i)
+      for (int k = 0; k < kiln_model_input_ranks[i] && same; ++k)
+        same = input_dims[i][k] == kiln_model_input_dims[g][i][k];
+    if (same) sig = g;
+  }
+  if (sig < 0) {
+    std::string e = "no compiled signature has these input shapes:";
+    for (int i = 0; i < KILN_MODEL_INPUTS; ++i) {
+      e += std::string(" ") + kiln_model_input_names[i] + "[";
+      for (int k = 0; k < kiln_model_input_ranks[i]; ++k) e += (k ? "," : "") + std::to_string(input_dims[i][k]);
+      e += "]";
+    }
+    e += "; compiled:";
+    for (int g = 0; g < KILN_MODEL_SIGNATURES; ++g) {
+      e += g ? " |" : "";
+      for (int i = 0; i < KILN_MODEL_INPUTS; ++i) {
+        e += " [";
+        for (int k = 0; k < kiln_model_input_ranks[i]; ++k) e += (k ? "," : "") + std::to_string(kiln_model_input_dims[g][i][k]);
+        e += "]";
+      }
+    }
+    return fail(e + " (kiln compile --dim adds shapes)");
+  }
+  return sig;
+}
+)CPP";
+}
 
 std::string model_h(const ProjectText& p) {
   const auto& sigs = *p.sigs;
@@ -221,42 +298,9 @@ struct Profile {
   s += "constexpr uint64_t kWeightsChecksum = " + std::to_string(p.weights_checksum) + "ull;\n";
   s += "constexpr int kThreads = " + std::to_string(p.threads) + ";  // kiln compile --threads\n";
   s += R"CPP(
-thread_local std::string last_error;
-
-int fail(const std::string& e) {
-  last_error = e;
-  return -1;
-}
-
-// weights_checksum in kiln (src/codegen/cpp/weights_blob.cpp): FNV-1a over 64-bit words.
-uint64_t checksum(const unsigned char* p, uint64_t n) {
-  uint64_t h = 1469598103934665603ull;
-  uint64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    h = (h ^ w) * 1099511628211ull;
-  }
-  for (; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-bool check_weights(const unsigned char* f, uint64_t bytes, const char* where) {
-  uint64_t n = 0, sum = 0;
-  if (bytes >= 64) {
-    std::memcpy(&n, f + 8, 8);
-    std::memcpy(&sum, f + 16, 8);
-  }
-  if (bytes < 64 || std::memcmp(f, "KILNWTS1", 8) != 0) return fail(std::string(where) + ": not a kiln weights file"), false;
-  if (n != kWeightsBytes || bytes - 64 < n)
-    return fail(std::string(where) + ": holds " + std::to_string(n) + " bytes of weights, this model needs " +
-                std::to_string(kWeightsBytes) + " (weights of another compile?)"), false;
-  if (sum != kWeightsChecksum || checksum(f + 64, n) != sum)
-    return fail(std::string(where) + ": the weights' checksum does not match (damaged, or of another compile)"), false;
-  return true;
-}
-
-void* alloc64(uint64_t bytes) { return std::aligned_alloc(64, std::max<uint64_t>(64, (bytes + 63) / 64 * 64)); }
+)CPP";
+  s += weights_check_text();
+  s += R"CPP(void* alloc64(uint64_t bytes) { return std::aligned_alloc(64, std::max<uint64_t>(64, (bytes + 63) / 64 * 64)); }
 
 }  // namespace
 
@@ -265,6 +309,7 @@ void* alloc64(uint64_t bytes) { return std::aligned_alloc(64, std::max<uint64_t>
     s += "extern \"C\" const unsigned char kiln_model_weights_blob[];\nextern \"C\" const unsigned char "
          "kiln_model_weights_end[];\n\n";
   s += "extern \"C\" {\n\n" + tensor_tables(sigs, true) + tensor_tables(sigs, false) + "\n}  // extern \"C\"\n";
+  s += "\nnamespace {\n" + find_signature_text() + "\n}  // namespace\n";
   s += R"CPP(
 struct kiln_model {
   unsigned char* file = nullptr;  // weights.bin as read (header, then the payload)
@@ -317,32 +362,8 @@ const char* kiln_model_last_error(void) { return last_error.c_str(); }
 int kiln_model_run_dims(kiln_model* m, const int64_t* const* input_dims, const void* const* inputs,
                         void* const* outputs) {
   if (!m || !inputs || !outputs) return fail("kiln_model_run: a null model, inputs or outputs");
-  int sig = -1;
-  for (int g = 0; g < KILN_MODEL_SIGNATURES && sig < 0; ++g) {
-    bool same = true;
-    for (int i = 0; i < KILN_MODEL_INPUTS && same; ++i)
-      for (int k = 0; k < kiln_model_input_ranks[i] && same; ++k)
-        same = input_dims[i][k] == kiln_model_input_dims[g][i][k];
-    if (same) sig = g;
-  }
-  if (sig < 0) {
-    std::string e = "no compiled signature has these input shapes:";
-    for (int i = 0; i < KILN_MODEL_INPUTS; ++i) {
-      e += std::string(" ") + kiln_model_input_names[i] + "[";
-      for (int k = 0; k < kiln_model_input_ranks[i]; ++k) e += (k ? "," : "") + std::to_string(input_dims[i][k]);
-      e += "]";
-    }
-    e += "; compiled:";
-    for (int g = 0; g < KILN_MODEL_SIGNATURES; ++g) {
-      e += g ? " |" : "";
-      for (int i = 0; i < KILN_MODEL_INPUTS; ++i) {
-        e += " [";
-        for (int k = 0; k < kiln_model_input_ranks[i]; ++k) e += (k ? "," : "") + std::to_string(kiln_model_input_dims[g][i][k]);
-        e += "]";
-      }
-    }
-    return fail(e + " (kiln compile --dim adds shapes)");
-  }
+  const int sig = find_signature(input_dims);
+  if (sig < 0) return -1;
   for (int i = 0; i < KILN_MODEL_INPUTS; ++i)
     if (!inputs[i]) return fail(std::string("input '") + kiln_model_input_names[i] + "' is null");
   for (int i = 0; i < KILN_MODEL_OUTPUTS; ++i)

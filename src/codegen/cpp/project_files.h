@@ -20,6 +20,12 @@ struct ProjectText {
 };
 
 std::string model_h(const ProjectText& p);
+// Pieces of model.cpp other targets' model sources share: the tables of the inputs' or outputs'
+// names, element types, ranks and per-signature dims (the C API's arrays); last_error, fail()
+// and the weights file's check (check_weights); find_signature(input_dims), after the tables.
+std::string tensor_tables(const std::vector<SignatureCode>& sigs, bool inputs);
+std::string weights_check_text();
+std::string find_signature_text();
 std::string model_cpp(const ProjectText& p);
 std::string main_cpp();
 std::string cmake_lists(const ProjectText& p);

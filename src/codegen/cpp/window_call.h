@@ -7,8 +7,19 @@
 #include <vector>
 
 #include "codegen/cpp/emit_context.h"
+#include "ops/core/conv_geometry.h"
 
 namespace kiln::codegen::cpp {
+
+// A 2-D window op's geometry over input extents (h, w): strides, dilations and the begin/end pads.
+struct Window2d {
+  int64_t kh, kw, sh, sw, dh, dw;
+  ops::AxisPads ph, pw;
+};
+
+// The geometry of conv or pool `n` with a kh x kw window over an h x w input; an
+// UnsupportedError naming the node unless it is 2-D with a defined auto_pad.
+Window2d window_of(const EmitContext& ctx, const ir::Node& n, int64_t h, int64_t w, int64_t kh, int64_t kw);
 
 struct WindowCall {
   std::string shape_type;  // "kiln_kernels::Conv2dShape", "kiln_kernels::WinogradShape", ...

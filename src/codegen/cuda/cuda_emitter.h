@@ -1,0 +1,33 @@
+// The CUDA target's Emitter: per instruction, the kernels its op emitter generates (cuda_ops.h)
+// and a host function named after the node that launches them on the run's stream; per
+// signature, the run function calling those in order.
+#pragma once
+#include <set>
+#include <string>
+#include <vector>
+
+#include "codegen/cpp/cpp_emitter.h"
+#include "codegen/cpp/weights_blob.h"
+#include "codegen/plan_walk.h"
+
+namespace kiln::codegen::cuda {
+
+class CudaEmitter : public Emitter {
+ public:
+  void begin(int signature, const PlanSource& source, const std::vector<Operand>& inputs,
+             const std::vector<Operand>& outputs) override;
+  void step(const Step& s) override;
+  void end() override {}
+
+  std::vector<cpp::SignatureCode> signatures;
+  WeightsBlob weights;
+  int64_t scratch_bytes = 0;  // the largest scratch buffer an instruction needs (im2col)
+  int kernels = 0;            // __global__ kernels generated
+  int views = 0;
+
+ private:
+  int signature_ = 0;
+  std::set<std::string> used_names_, headers_;
+};
+
+}  // namespace kiln::codegen::cuda

@@ -1,0 +1,47 @@
+#include "codegen/cuda/cuda_ops.h"
+
+#include <map>
+#include <string>
+
+#include "codegen/cpp/loop_nest.h"
+#include "codegen/cpp/op_emitters.h"
+
+namespace kiln::codegen::cuda {
+
+OpEmitFn find_cuda_op_emitter(const ir::Node& n) {
+  static const std::map<std::string, OpEmitFn> kiln_ops = {
+      {"FusedElementwise", cpp::emit_fused_elementwise},
+      {"FusedConv", emit_conv},
+      {"NhwcMaxPool", emit_pool},
+      {"NhwcAveragePool", emit_pool},
+      {"NhwcGlobalAveragePool", emit_global_pool},
+      {"NhwcGlobalMaxPool", emit_global_pool},
+      {"FusedGemm", emit_gemm},
+      {"FusedMatMul", emit_matmul},
+      {"SkipLayerNorm", emit_skip_layernorm},
+      {"Attention", emit_attention},
+  };
+  static const std::map<std::string, OpEmitFn> onnx_ops = {
+      {"Gemm", emit_gemm},
+      {"MatMul", emit_matmul},
+      {"Concat", cpp::emit_concat},
+      {"Slice", cpp::emit_slice},
+      {"Split", cpp::emit_split},
+      {"Gather", emit_gather},
+      {"LayerNormalization", emit_layernorm},
+      {"Softmax", emit_softmax},
+      {"ReduceMean", emit_reduce},
+      {"ReduceSum", emit_reduce},
+      {"ReduceMax", emit_reduce},
+      {"ReduceMin", emit_reduce},
+  };
+  const auto& table = n.domain() == "kiln" ? kiln_ops : onnx_ops;
+  if (n.domain() == "kiln" || n.domain().empty()) {
+    auto it = table.find(n.op_type());
+    if (it != table.end()) return it->second;
+  }
+  if (cpp::loop_nest_supports(n)) return cpp::emit_elementwise_node;
+  return nullptr;
+}
+
+}  // namespace kiln::codegen::cuda

@@ -1,0 +1,395 @@
+#include "codegen/cuda/cuda_project.h"
+
+#include <kiln/error.h>
+
+#include <filesystem>
+
+#include "codegen/cpp/code_text.h"
+#include "codegen/cpp/cpp_project.h"
+#include "codegen/cpp/emit_context.h"
+#include "codegen/cpp/project_files.h"
+#include "codegen/cuda/cuda_emitter.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const kKernelFiles[] = {"cuda/device.cuh", "cuda/blas.cuh", "cuda/host_shim.h"};
+
+int64_t tensor_bytes(const cpp::TensorDecl& t) {
+  int64_t n = static_cast<int64_t>(dtype_size(t.dtype));
+  for (int64_t d : t.dims) n *= d;
+  return n;
+}
+
+// model.h: the C++ target's API and the device one.
+std::string cuda_model_h(const cpp::ProjectText& t) {
+  std::string s = cpp::model_h(t);
+  const std::string from = "(kiln compile --target cpp)";
+  if (auto at = s.find(from); at != std::string::npos) s.replace(at, from.size(), "(kiln compile --target cuda)");
+  const std::string device = R"H(// The CUDA target. kiln_model_run copies the inputs from host memory, runs and copies the outputs
+// back. The _device variants take device pointers and leave the results on the device; both
+// return once the run has finished. kiln_model_device_io gives the model's own device buffers
+// for signature `signature` (inputs then outputs): a run on exactly those replays the run's
+// CUDA graph, other pointers launch the kernels one by one. kiln_model_stream: the model's
+// cudaStream_t.
+int kiln_model_run_device(kiln_model* model, const void* const* inputs, void* const* outputs);
+int kiln_model_run_dims_device(kiln_model* model, const int64_t* const* input_dims, const void* const* inputs,
+                               void* const* outputs);
+int kiln_model_device_io(kiln_model* model, int signature, const void* const** inputs, void* const** outputs);
+void* kiln_model_stream(kiln_model* model);
+
+)H";
+  const std::string end = "#ifdef __cplusplus\n}\n#endif\n";
+  const size_t at = s.rfind(end);
+  if (at == std::string::npos) throw Error("code generation: model.h has no closing extern \"C\"");
+  s.insert(at, device);
+  return s;
+}
+
+std::string int_array(const std::string& decl, const std::vector<int64_t>& v) {
+  std::string s = decl + " = {";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]) + "ll";
+  return s + "};\n";
+}
+
+std::string model_cu(const cpp::ProjectText& t, const cuda::CudaEmitter& e) {
+  const auto& sigs = *t.sigs;
+  std::string s = "// model.cu: " + t.source +
+                  " compiled by kiln (kiln compile --target cuda). Each instruction of the\n"
+                  "// executable plan is a host function below, named after its node, launching the kernels\n"
+                  "// generated for it (above it) or cuBLAS; run_sN calls those of input signature N in order.\n"
+                  "// Tensors live in one device arena at fixed offsets, weights in weights.bin, uploaded once.\n"
+                  "// nvcc compiles it for the GPU; with KILN_CUDA_ON_CPU the same file is host C++\n"
+                  "// (kernels/cuda/host_shim.h) that checks its index arithmetic without a GPU.\n";
+  s += R"CU(#include "model.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/device.cuh"
+#include "kernels/cuda/blas.cuh"
+
+namespace {
+
+// One run: where the arena, the weights and the tensors are on the device.
+struct Run {
+  unsigned char* arena;
+  const unsigned char* w;
+  const void* const* in;
+  void* const* out;
+  cudaStream_t stream;
+  const kiln_cuda::Blas* blas;
+  float* scratch;  // im2col rows
+  int* status;     // set by a kernel that meets bad data (an index out of range)
+  const char* error;
+  bool fail(const char* e) {
+    error = e;
+    return false;
+  }
+};
+
+#define KILN_CALL(f) \
+  if (!f(c)) return false
+
+)CU";
+  for (size_t g = 0; g < sigs.size(); ++g) {
+    for (const std::string& f : sigs[g].functions) s += f + "\n";
+    s += "bool run_s" + std::to_string(g) + "(Run& c) {\n";
+    for (const std::string& n : sigs[g].names) s += "  KILN_CALL(" + n + ");\n";
+    s += "  return true;\n}\n\n";
+  }
+  std::vector<int64_t> arena, in_bytes, out_bytes, in_max(sigs[0].inputs.size()), out_max(sigs[0].outputs.size());
+  for (const auto& sig : sigs) {
+    arena.push_back(sig.arena_bytes);
+    for (size_t i = 0; i < sig.inputs.size(); ++i) {
+      in_bytes.push_back(tensor_bytes(sig.inputs[i]));
+      in_max[i] = std::max(in_max[i], in_bytes.back());
+    }
+    for (size_t i = 0; i < sig.outputs.size(); ++i) {
+      out_bytes.push_back(tensor_bytes(sig.outputs[i]));
+      out_max[i] = std::max(out_max[i], out_bytes.back());
+    }
+  }
+  s += int_array("constexpr int64_t kArenaBytes[KILN_MODEL_SIGNATURES]", arena);
+  s += int_array("constexpr int64_t kInputBytes[KILN_MODEL_SIGNATURES * KILN_MODEL_INPUTS]", in_bytes);
+  s += int_array("constexpr int64_t kOutputBytes[KILN_MODEL_SIGNATURES * KILN_MODEL_OUTPUTS]", out_bytes);
+  s += int_array("constexpr int64_t kInputMax[KILN_MODEL_INPUTS]", in_max);
+  s += int_array("constexpr int64_t kOutputMax[KILN_MODEL_OUTPUTS]", out_max);
+  s += "constexpr int64_t kScratchBytes = " + std::to_string(e.scratch_bytes) + "ll;\n";
+  s += "bool (*const kRun[KILN_MODEL_SIGNATURES])(Run&) = {";
+  for (size_t g = 0; g < sigs.size(); ++g) s += (g ? ", " : "") + std::string("run_s") + std::to_string(g);
+  s += "};\nconstexpr uint64_t kWeightsBytes = " + std::to_string(t.weights_bytes) + "ull;\n";
+  s += "constexpr uint64_t kWeightsChecksum = " + std::to_string(t.weights_checksum) + "ull;\n\n";
+  s += cpp::weights_check_text();
+  s += "}  // namespace\n\nextern \"C\" {\n\n" + cpp::tensor_tables(sigs, true) + cpp::tensor_tables(sigs, false) +
+       "\n}  // extern \"C\"\n\nnamespace {\n" + cpp::find_signature_text() + "\n}  // namespace\n";
+  s += R"CU(
+struct kiln_model {
+  unsigned char* arena = nullptr;
+  unsigned char* w = nullptr;
+  float* scratch = nullptr;
+  int* status = nullptr;
+  void* in[KILN_MODEL_INPUTS > 0 ? KILN_MODEL_INPUTS : 1] = {};    // the model's device buffers
+  void* out[KILN_MODEL_OUTPUTS > 0 ? KILN_MODEL_OUTPUTS : 1] = {};
+  cudaStream_t stream = nullptr;
+  kiln_cuda::Blas blas;
+  bool blas_made = false;
+#ifndef KILN_CUDA_ON_CPU
+  cudaGraphExec_t graph[KILN_MODEL_SIGNATURES] = {};  // run_sN on in/out, captured at its first run
+#endif
+};
+
+namespace {
+
+bool cuda_ok(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  fail(std::string(what) + ": " + cudaGetErrorString(e));
+  return false;
+}
+
+bool device_alloc(void** p, int64_t bytes, const char* what) {
+  return cuda_ok(cudaMalloc(p, static_cast<size_t>(std::max<int64_t>(bytes, 256))), what);
+}
+
+// Runs signature sig on device pointers and waits for it; -1 with the error set on failure.
+int run_on_device(kiln_model* m, int sig, const void* const* inputs, void* const* outputs) {
+  Run c{m->arena, m->w, inputs, outputs, m->stream, &m->blas, m->scratch, m->status, nullptr};
+#ifndef KILN_CUDA_ON_CPU
+  bool own = true;
+  for (int i = 0; i < KILN_MODEL_INPUTS; ++i) own = own && inputs[i] == m->in[i];
+  for (int i = 0; i < KILN_MODEL_OUTPUTS; ++i) own = own && outputs[i] == m->out[i];
+  if (own && !m->graph[sig]) {
+    cudaGraph_t g = nullptr;
+    if (!cuda_ok(cudaStreamBeginCapture(m->stream, cudaStreamCaptureModeThreadLocal), "capturing the run")) return -1;
+    const bool ok = kRun[sig](c);
+    const cudaError_t end = cudaStreamEndCapture(m->stream, &g);
+    if (!ok) return fail(c.error ? c.error : "the run failed");
+    if (!cuda_ok(end, "capturing the run")) return -1;
+    const cudaError_t made = cudaGraphInstantiate(&m->graph[sig], g, 0);
+    cudaGraphDestroy(g);
+    if (!cuda_ok(made, "instantiating the run's graph")) return -1;
+  }
+  if (own) {
+    if (!cuda_ok(cudaGraphLaunch(m->graph[sig], m->stream), "launching the run's graph")) return -1;
+  } else if (!kRun[sig](c)) {
+    return fail(c.error ? c.error : "the run failed");
+  }
+#else
+  if (!kRun[sig](c)) return fail(c.error ? c.error : "the run failed");
+#endif
+  int status = 0;
+  if (!cuda_ok(cudaGetLastError(), "a kernel launch")) return -1;
+  if (!cuda_ok(cudaMemcpyAsync(&status, m->status, sizeof(int), cudaMemcpyDeviceToHost, m->stream), "reading the status"))
+    return -1;
+  if (!cuda_ok(cudaStreamSynchronize(m->stream), "the run")) return -1;
+  if (status != 0) {
+    cudaMemsetAsync(m->status, 0, sizeof(int), m->stream);
+    cudaStreamSynchronize(m->stream);
+    return fail("an index out of range (Gather)");
+  }
+  return 0;
+}
+
+bool check_pointers(const void* const* inputs, void* const* outputs) {
+  if (!inputs || !outputs) return fail("kiln_model_run: null inputs or outputs"), false;
+  for (int i = 0; i < KILN_MODEL_INPUTS; ++i)
+    if (!inputs[i]) return fail(std::string("input '") + kiln_model_input_names[i] + "' is null"), false;
+  for (int i = 0; i < KILN_MODEL_OUTPUTS; ++i)
+    if (!outputs[i]) return fail(std::string("output '") + kiln_model_output_names[i] + "' is null"), false;
+  return true;
+}
+
+}  // namespace
+
+kiln_model* kiln_model_create(const char* weights_path) {
+  kiln_model* m = new kiln_model;
+  int64_t arena = 0;
+  for (int64_t a : kArenaBytes) arena = std::max(arena, a);
+  if (!cuda_ok(cudaStreamCreate(&m->stream), "creating a stream")) return kiln_model_destroy(m), nullptr;
+  if (!m->blas.create(m->stream)) return fail("cuBLAS could not be initialized"), kiln_model_destroy(m), nullptr;
+  m->blas_made = true;
+  if (!device_alloc(reinterpret_cast<void**>(&m->arena), arena, "allocating the arena") ||
+      !device_alloc(reinterpret_cast<void**>(&m->scratch), kScratchBytes, "allocating the scratch buffer") ||
+      !device_alloc(reinterpret_cast<void**>(&m->status), sizeof(int), "allocating the status word") ||
+      !device_alloc(reinterpret_cast<void**>(&m->w), static_cast<int64_t>(kWeightsBytes), "allocating the weights"))
+    return kiln_model_destroy(m), nullptr;
+  for (int i = 0; i < KILN_MODEL_INPUTS; ++i)
+    if (!device_alloc(&m->in[i], kInputMax[i], "allocating an input buffer")) return kiln_model_destroy(m), nullptr;
+  for (int i = 0; i < KILN_MODEL_OUTPUTS; ++i)
+    if (!device_alloc(&m->out[i], kOutputMax[i], "allocating an output buffer")) return kiln_model_destroy(m), nullptr;
+  if (!cuda_ok(cudaMemsetAsync(m->status, 0, sizeof(int), m->stream), "clearing the status word"))
+    return kiln_model_destroy(m), nullptr;
+  if (!weights_path) return fail("no weights file given"), kiln_model_destroy(m), nullptr;
+  std::FILE* f = std::fopen(weights_path, "rb");
+  if (!f) return fail(std::string("cannot open ") + weights_path), kiln_model_destroy(m), nullptr;
+  std::fseek(f, 0, SEEK_END);
+  const long size = std::ftell(f);
+  std::fseek(f, 0, SEEK_SET);
+  std::vector<unsigned char> file(size > 0 ? static_cast<size_t>(size) : 0);
+  const bool read = size > 0 && std::fread(file.data(), 1, file.size(), f) == file.size();
+  std::fclose(f);
+  if (!read) return fail(std::string("cannot read ") + weights_path), kiln_model_destroy(m), nullptr;
+  if (!check_weights(file.data(), file.size(), weights_path)) return kiln_model_destroy(m), nullptr;
+  if (!cuda_ok(cudaMemcpy(m->w, file.data() + 64, kWeightsBytes, cudaMemcpyHostToDevice), "uploading the weights"))
+    return kiln_model_destroy(m), nullptr;
+  return m;
+}
+
+void kiln_model_destroy(kiln_model* m) {
+  if (!m) return;
+#ifndef KILN_CUDA_ON_CPU
+  for (cudaGraphExec_t g : m->graph)
+    if (g) cudaGraphExecDestroy(g);
+#endif
+  for (void* p : m->in) cudaFree(p);
+  for (void* p : m->out) cudaFree(p);
+  cudaFree(m->arena);
+  cudaFree(m->w);
+  cudaFree(m->scratch);
+  cudaFree(m->status);
+  if (m->blas_made) m->blas.destroy();
+  if (m->stream) cudaStreamDestroy(m->stream);
+  delete m;
+}
+
+const char* kiln_model_last_error(void) { return last_error.c_str(); }
+
+int kiln_model_run_dims(kiln_model* m, const int64_t* const* input_dims, const void* const* inputs,
+                        void* const* outputs) {
+  if (!m) return fail("kiln_model_run: a null model");
+  if (!check_pointers(inputs, outputs)) return -1;
+  const int sig = find_signature(input_dims);
+  if (sig < 0) return -1;
+  for (int i = 0; i < KILN_MODEL_INPUTS; ++i)
+    if (!cuda_ok(cudaMemcpyAsync(m->in[i], inputs[i], static_cast<size_t>(kInputBytes[sig * KILN_MODEL_INPUTS + i]),
+                                 cudaMemcpyHostToDevice, m->stream), "copying an input to the device"))
+      return -1;
+  if (run_on_device(m, sig, m->in, m->out) != 0) return -1;
+  for (int i = 0; i < KILN_MODEL_OUTPUTS; ++i)
+    if (!cuda_ok(cudaMemcpyAsync(outputs[i], m->out[i], static_cast<size_t>(kOutputBytes[sig * KILN_MODEL_OUTPUTS + i]),
+                                 cudaMemcpyDeviceToHost, m->stream), "copying an output from the device"))
+      return -1;
+  return cuda_ok(cudaStreamSynchronize(m->stream), "copying the outputs") ? 0 : -1;
+}
+
+int kiln_model_run(kiln_model* m, const void* const* inputs, void* const* outputs) {
+  return kiln_model_run_dims(m, kiln_model_input_dims[0], inputs, outputs);
+}
+
+int kiln_model_run_dims_device(kiln_model* m, const int64_t* const* input_dims, const void* const* inputs,
+                               void* const* outputs) {
+  if (!m) return fail("kiln_model_run: a null model");
+  if (!check_pointers(inputs, outputs)) return -1;
+  const int sig = find_signature(input_dims);
+  return sig < 0 ? -1 : run_on_device(m, sig, inputs, outputs);
+}
+
+int kiln_model_run_device(kiln_model* m, const void* const* inputs, void* const* outputs) {
+  return kiln_model_run_dims_device(m, kiln_model_input_dims[0], inputs, outputs);
+}
+
+int kiln_model_device_io(kiln_model* m, int signature, const void* const** inputs, void* const** outputs) {
+  if (!m || signature < 0 || signature >= KILN_MODEL_SIGNATURES) return fail("kiln_model_device_io: no such signature");
+  *inputs = m->in;
+  *outputs = m->out;
+  return 0;
+}
+
+void* kiln_model_stream(kiln_model* m) { return m ? static_cast<void*>(m->stream) : nullptr; }
+)CU";
+  return s;
+}
+
+std::string cuda_cmake_lists(const cpp::ProjectText& t, bool on_cpu) {
+  std::string s = "# " + t.source + " compiled by kiln (kiln compile --target cuda): builds with nvcc and cuBLAS.\n";
+  s += R"CM(#   cmake -S . -B build && cmake --build build && build/kiln_model_main
+# kiln_model (a static library: model.h) and kiln_model_main (runs the test data beside it).
+# -DKILN_MODEL_ON_CPU=ON compiles the same model.cu as host C++ (kernels/cuda/host_shim.h): no
+# GPU or CUDA needed, slow, for checking the generated kernels' arithmetic.
+cmake_minimum_required(VERSION 3.18)
+)CM";
+  s += std::string("option(KILN_MODEL_ON_CPU \"Compile model.cu as host C++ through kernels/cuda/host_shim.h\" ") +
+       (on_cpu ? "ON" : "OFF") + ")\n";
+  s += R"CM(if(KILN_MODEL_ON_CPU)
+  project(kiln_model LANGUAGES CXX)
+else()
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES native)
+  endif()
+  project(kiln_model LANGUAGES CXX CUDA)
+  find_package(CUDAToolkit REQUIRED)
+endif()
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE Release)
+endif()
+set(CMAKE_CXX_STANDARD 17)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CUDA_STANDARD 17)
+set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+
+add_library(kiln_model STATIC model.cu)
+target_include_directories(kiln_model PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+if(KILN_MODEL_ON_CPU)
+  set_source_files_properties(model.cu PROPERTIES LANGUAGE CXX)
+  target_compile_options(kiln_model PRIVATE -x c++)
+  target_compile_definitions(kiln_model PRIVATE KILN_CUDA_ON_CPU)
+else()
+  target_compile_options(kiln_model PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra>)
+  target_link_libraries(kiln_model PUBLIC CUDA::cudart CUDA::cublas)
+endif()
+
+add_executable(kiln_model_main main.cpp)
+target_link_libraries(kiln_model_main PRIVATE kiln_model)
+target_compile_definitions(kiln_model_main PRIVATE KILN_MODEL_DIR="${CMAKE_CURRENT_SOURCE_DIR}" KILN_MODEL_DEVICE_API)
+)CM";
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::string>& cuda_disabled_passes() { return cpp_disabled_passes(); }
+
+CudaProjectStats write_cuda_project(const std::vector<PlanSource>& plans, const CudaOptions& o, const std::string& dir) {
+  if (plans.empty()) throw Error("code generation: no compiled plan to emit");
+  cuda::CudaEmitter e;
+  for (size_t g = 0; g < plans.size(); ++g) walk_plan(static_cast<int>(g), plans[g], e);
+
+  cpp::ProjectText t;
+  t.source = o.source.empty() ? "a model" : o.source;
+  t.sigs = &e.signatures;
+  t.weights_bytes = static_cast<int64_t>(e.weights.payload().size());
+  t.weights_checksum = weights_checksum(e.weights.payload());
+
+  std::error_code ec;
+  fs::create_directories(fs::path(dir) / "kernels" / "cuda", ec);
+  if (ec) throw Error("cannot create " + dir + ": " + ec.message());
+  const fs::path d(dir);
+  write_project_file((d / "model.h").string(), cuda_model_h(t));
+  write_project_file((d / "model.cu").string(), model_cu(t, e));
+  write_project_file((d / "main.cpp").string(), cpp::main_cpp());
+  write_project_file((d / "CMakeLists.txt").string(), cuda_cmake_lists(t, o.check_on_cpu));
+  write_project_file((d / "weights.bin").string(), e.weights.file());
+  for (const char* k : kKernelFiles) write_project_file((d / "kernels" / k).string(), kernel_file(k));
+
+  CudaProjectStats st;
+  for (const auto& s : e.signatures) {
+    st.instructions += static_cast<int>(s.functions.size());
+    st.arena_bytes = std::max(st.arena_bytes, s.arena_bytes);
+  }
+  st.views = e.views;
+  st.kernels = e.kernels;
+  st.weights_bytes = t.weights_bytes;
+  st.scratch_bytes = e.scratch_bytes;
+  st.test_sets = copy_test_sets(o.test_data, dir);
+  return st;
+}
+
+}  // namespace kiln::codegen

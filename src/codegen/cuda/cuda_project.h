@@ -1,0 +1,44 @@
+// The CUDA target: an executable plan (one per input-shape signature) as a standalone CMake
+// project built with nvcc, that needs no kiln (docs/codegen.md).
+//
+//   DIR/model.h          the C API of the C++ target, plus _device variants taking device
+//                        pointers, kiln_model_device_io (the model's own device buffers) and
+//                        kiln_model_stream
+//   DIR/model.cu         per instruction its generated __global__ kernels and a host function
+//                        launching them (cuBLAS for products); the arena one cudaMalloc at the
+//                        plan's offsets, the weights uploaded once, each signature's run
+//                        captured as a CUDA graph
+//   DIR/kernels/cuda/    device.cuh (shared kernels), blas.cuh, host_shim.h (the CPU check)
+//   DIR/weights.bin, DIR/main.cpp as the C++ target's
+//   DIR/CMakeLists.txt   CUDA with find_package(CUDAToolkit); -DKILN_MODEL_ON_CPU=ON compiles the
+//                        same model.cu as host C++ through host_shim.h (no GPU, no nvcc)
+#pragma once
+#include <string>
+#include <vector>
+
+#include "codegen/plan_walk.h"
+
+namespace kiln::codegen {
+
+struct CudaOptions {
+  std::string source;      // what the project was made from (a comment)
+  std::string test_data;   // a model folder whose test_data_set_* are copied ("" = none)
+  bool check_on_cpu = false;  // the project's default build is the host C++ check
+};
+
+struct CudaProjectStats {
+  int instructions = 0, views = 0, kernels = 0;  // host functions; of them views; __global__ kernels
+  int64_t weights_bytes = 0, arena_bytes = 0, scratch_bytes = 0;
+  int test_sets = 0;
+};
+
+// The CPU lowering rewrites the CUDA target does not run: the C++ target's (cpp_disabled_passes)
+// and every CPU-only layout or kernel choice.
+const std::vector<std::string>& cuda_disabled_passes();
+
+// Writes the project into `dir` (created). A kiln::Error (UnsupportedError) naming the node for
+// an instruction the CUDA target cannot write.
+CudaProjectStats write_cuda_project(const std::vector<PlanSource>& plans, const CudaOptions& options,
+                                    const std::string& dir);
+
+}  // namespace kiln::codegen
