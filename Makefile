@@ -3,11 +3,12 @@
 #   make demo   install what is missing, build, run a real model
 #   make test   install what is missing, build, run every test
 #   make test-codegen  every shared model emitted as C++ (--target cpp), built and checked
+#   make test-cuda     every shared model emitted as CUDA (--target cuda): host check and nvcc build
 BUILD ?= build
 JOBS ?= $(shell nproc)
 SHARED_MODELS ?= ../shared/models
 
-.PHONY: all deps configure build demo test test-codegen kernel-bench asan tsan fuzz fuzz-run clean
+.PHONY: all deps configure build demo test test-codegen test-cuda kernel-bench asan tsan fuzz fuzz-run clean
 
 all: build
 
@@ -35,6 +36,11 @@ test: deps
 CODEGEN_MODELS ?= $(notdir $(patsubst %/,%,$(dir $(wildcard $(SHARED_MODELS)/*/model.onnx))))
 test-codegen: build
 	@bash scripts/test-codegen.sh $(BUILD) $(SHARED_MODELS) $(addsuffix :--no-onednn,$(CODEGEN_MODELS))
+
+# The CUDA target on every shared model: each emitted, built as host C++ through the CUDA shim and
+# checked against its test data, and compiled with nvcc (scripts/test-cuda.sh; no GPU needed).
+test-cuda: build
+	@bash scripts/test-cuda.sh $(BUILD) $(SHARED_MODELS) $(CODEGEN_MODELS)
 
 # Per-kernel microbenchmarks (bench/kernels/; needs libbenchmark-dev): build/kiln_kernel_bench.
 kernel-bench: configure

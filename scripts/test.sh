@@ -109,6 +109,27 @@ else
   [ "$bad" -eq 0 ] || failures+=("code generation ($bad)")
 fi
 
+# The CUDA target (docs/codegen.md): two shared models emitted as CUDA projects, built as host
+# C++ through the CUDA shim and checked against their test data, and compiled with nvcc
+# (`make test-cuda`: every shared model).
+echo "== code generation (CUDA target; scripts/test-cuda.sh)"
+if [ ! -d "$SHARED_MODELS/squeezenet1_1" ]; then
+  if [ "${CI:-}" = "true" ]; then
+    failed=$((failed + 1))
+    failures+=("CUDA code generation: $SHARED_MODELS missing")
+  else
+    echo "  skipped: no $SHARED_MODELS"
+  fi
+else
+  out=$(bash scripts/test-cuda.sh "$BUILD" "$SHARED_MODELS" squeezenet1_1 bert_tiny_op13)
+  echo "$out"
+  ok=$(grep -c "^  ok" <<<"$out")
+  bad=$(grep -c "^  FAIL" <<<"$out")
+  passed=$((passed + ok))
+  failed=$((failed + bad))
+  [ "$bad" -eq 0 ] || failures+=("CUDA code generation ($bad)")
+fi
+
 if [ ${#failures[@]} -gt 0 ]; then
   echo "failed: ${failures[*]}"
 fi

@@ -74,25 +74,10 @@ std::unique_ptr<ir::Graph> ops_mix(int64_t rows = 6, int64_t cols = 8) {
   return g;
 }
 
-// Writes g as dir/model.onnx with test_data_set_0: random inputs, outputs from the reference kernels.
+// Writes g as dir/model.onnx with test_data_set_0: x random, idx {5, -6, 2}.
 void write_model(const ir::Graph& g, const fs::path& dir) {
-  const std::vector<int64_t> x_dims = g.inputs()[0]->type.static_dims();
-  onnx_fe::save_model(g, dir / "model.onnx");
-  SessionOptions o;
-  o.backend = "reference";
-  auto s = Session::create((dir / "model.onnx").string(), o);
   std::mt19937 rng(3);
-  std::uniform_real_distribution<float> u(-2.f, 2.f);
-  Tensor x(DType::Float, x_dims);
-  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
-  const Tensor idx = ints({5, -6, 2});
-  const std::vector<Tensor> outs = s->run(std::vector<Tensor>{x, idx});
-  fs::create_directories(dir / "test_data_set_0");
-  onnx_fe::save_tensor_file(x, "x", dir / "test_data_set_0" / "input_0.pb");
-  onnx_fe::save_tensor_file(idx, "idx", dir / "test_data_set_0" / "input_1.pb");
-  for (size_t i = 0; i < outs.size(); ++i)
-    onnx_fe::save_tensor_file(outs[i], g.outputs()[i]->name(),
-                              dir / "test_data_set_0" / ("output_" + std::to_string(i) + ".pb"));
+  write_model_with_data(g, dir, {random_tensor(g.inputs()[0]->type.static_dims(), rng), ints({5, -6, 2})});
 }
 
 TEST(CodegenEmit, OpsMixBuildsAndMatches) {

@@ -1,0 +1,128 @@
+// kiln compile --target cuda on a model built here, whose odd shapes reach every kernel of
+// kernels/cuda/device.cuh and every product form: strided and grouped convolutions (im2col and
+// cuBLAS), a depthwise one, pools with pads, a residual, Gemm with transB, batched and constant
+// MatMuls, layer norm, softmax over the last and a middle axis, reductions and Gather. The project
+// is built as host C++ through the CUDA shim (-DKILN_MODEL_ON_CPU=ON: no GPU needed) and run on
+// test data the reference kernels computed; a bad index fails the run with a message.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <memory>
+
+#include "project_build.h"
+
+namespace kiln::codegen {
+namespace {
+
+Tensor ints(const std::vector<int64_t>& v) { return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v); }
+
+std::unique_ptr<ir::Graph> cuda_mix(std::mt19937& rng) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets[""] = 17;
+  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {2, 6, 9, 7}));
+  ir::Value* h = g->add_input("h", ir::TensorType::from_dims(DType::Float, {3, 10}));
+  ir::Value* a = g->add_input("a", ir::TensorType::from_dims(DType::Float, {2, 3, 4}));
+  ir::Value* idx = g->add_input("idx", ir::TensorType::from_dims(DType::Int64, {4}));
+  int made = 0;
+  auto node = [&](const std::string& op, std::vector<ir::Value*> ins, ir::Attributes at = {}) {
+    ir::Value* o = g->add_value(op + std::to_string(made) + "_out");
+    g->add_node(op, ins, {o}, std::move(at), op + std::to_string(made++));
+    return o;
+  };
+  auto c = [&](const std::string& name, Tensor t) { return g->add_constant(name, std::move(t)); };
+  auto w = [&](const std::string& name, const std::vector<int64_t>& dims) { return c(name, random_tensor(dims, rng)); };
+  auto conv = [&](ir::Value* in, ir::Value* weights, ir::Value* bias, int64_t group, std::vector<int64_t> pads,
+                  std::vector<int64_t> strides) {
+    ir::Attributes at;
+    at["group"] = ir::Attribute::of_int(group);
+    at["pads"] = ir::Attribute::of_ints(std::move(pads));
+    at["strides"] = ir::Attribute::of_ints(std::move(strides));
+    return node("Conv", bias ? std::vector<ir::Value*>{in, weights, bias} : std::vector<ir::Value*>{in, weights}, at);
+  };
+  ir::Value* y1 = node("Relu", {conv(x, w("w1", {8, 6, 3, 3}), w("b1", {8}), 1, {1, 0, 1, 2}, {2, 2})});
+  ir::Value* y2 = conv(y1, w("w2", {8, 4, 3, 3}), nullptr, 2, {1, 1, 1, 1}, {1, 1});
+  ir::Value* z = node("Add", {y2, y1});
+  ir::Value* dw = node("Clip", {conv(z, w("w3", {8, 1, 3, 3}), w("b3", {8}), 8, {1, 1, 1, 1}, {1, 1}),
+                                c("lo", Tensor::scalar<float>(0.f)), c("hi", Tensor::scalar<float>(1.5f))});
+  ir::Value* pw = conv(dw, w("w4", {5, 8, 1, 1}), w("b4", {5}), 1, {0, 0, 0, 0}, {1, 1});
+  ir::Attributes maxp;
+  maxp["kernel_shape"] = ir::Attribute::of_ints({2, 3});
+  maxp["strides"] = ir::Attribute::of_ints({1, 2});
+  ir::Value* mp = node("MaxPool", {z}, maxp);
+  ir::Attributes avgp;
+  avgp["kernel_shape"] = ir::Attribute::of_ints({3, 3});
+  avgp["pads"] = ir::Attribute::of_ints({1, 1, 0, 1});
+  avgp["count_include_pad"] = ir::Attribute::of_int(1);
+  ir::Value* ap = node("AveragePool", {z}, avgp);
+  ir::Value* flat = node("Flatten", {node("GlobalAveragePool", {pw})});
+  ir::Attributes gemm;
+  gemm["transB"] = ir::Attribute::of_int(1);
+  ir::Value* fc = node("Gemm", {flat, w("wg", {7, 5}), w("bg", {7})}, gemm);
+  ir::Value* ln = node("LayerNormalization", {h, w("gamma", {10}), w("beta", {10})});
+  ir::Attributes ax0;
+  ax0["axis"] = ir::Attribute::of_int(0);
+  ir::Value* soft_rows = node("Softmax", {h});
+  ir::Value* soft_cols = node("Softmax", {h}, ax0);
+  ir::Attributes sum;
+  sum["keepdims"] = ir::Attribute::of_int(0);
+  ir::Value* rs = node("ReduceSum", {h, c("axes", ints({0}))}, sum);
+  ir::Value* gathered = node("Gather", {h, idx}, ax0);
+  ir::Attributes perm;
+  perm["perm"] = ir::Attribute::of_ints({0, 2, 1});
+  ir::Value* batched = node("MatMul", {a, node("Transpose", {a}, perm)});
+  ir::Value* by_const = node("MatMul", {a, w("wm", {4, 6})});
+  for (ir::Value* v : {pw, mp, ap, fc, ln, soft_rows, soft_cols, rs, gathered, batched, by_const}) g->add_output(v);
+  return g;
+}
+
+fs::path make_project(const std::string& name) {
+  const fs::path dir = scratch(name);
+  std::mt19937 rng(11);
+  auto g = cuda_mix(rng);
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < 3; ++i) inputs.push_back(random_tensor(g->inputs()[static_cast<size_t>(i)]->type.static_dims(), rng));
+  inputs.push_back(ints({2, -1, 0, -3}));
+  write_model_with_data(*g, dir, inputs);
+  const Result r = sh(std::string(KILN_BINARY) + " compile " + (dir / "model.onnx").string() + " --target cuda -o " +
+                      (dir / "project").string() + " --check-on-cpu");
+  EXPECT_EQ(r.status, 0) << r.out;
+  return dir;
+}
+
+Result build(const fs::path& dir) {
+  return sh("cmake -S " + (dir / "project").string() + " -B " + (dir / "project" / "build").string() +
+            " -DCMAKE_CXX_FLAGS='-Wall -Wextra -Werror' && cmake --build " + (dir / "project" / "build").string());
+}
+
+TEST(CodegenCuda, EveryKernelMatchesOnTheHostShim) {
+  const fs::path dir = make_project("cuda-mix");
+  Result r = build(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = sh((dir / "project" / "build" / "kiln_model_main").string() + " --runs 1 --warmup 0");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("device latency"), std::string::npos) << r.out;  // the _device API ran too
+
+  std::ifstream f(dir / "project" / "model.cu");
+  const std::string code((std::istreambuf_iterator<char>(f)), {});
+  for (const char* k : {"kiln_kernels::im2col_nhwc", "kiln_kernels::depthwise_nhwc", "kiln_kernels::pool2d_nhwc",
+                        "kiln_kernels::layernorm_rows", "kiln_kernels::softmax_rows", "kiln_kernels::softmax_strided",
+                        "kiln_kernels::gather_rows", "c.blas->gemm(", "__global__ void k_"})
+    EXPECT_NE(code.find(k), std::string::npos) << "model.cu does not use " << k;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+TEST(CodegenCuda, AnIndexOutOfRangeFailsTheRun) {
+  const fs::path dir = make_project("cuda-bad-index");
+  Result r = build(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const fs::path bad = dir / "project" / "test_data_set_0" / "input_3.pb";
+  onnx_fe::save_tensor_file(ints({2, 3, 0, 0}), "idx", bad);  // h has 3 rows
+  r = sh((dir / "project" / "build" / "kiln_model_main").string() + " --runs 1 --warmup 0");
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("index out of range"), std::string::npos) << r.out;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kiln::codegen
