@@ -4,7 +4,8 @@
 #   - built as host C++ through kernels/cuda/host_shim.h (-DKILN_MODEL_ON_CPU=ON, warnings as
 #     errors) and run against the model's test data: the generated kernels' arithmetic checked
 #     without a GPU;
-#   - built with nvcc for sm_90 (warnings as errors), compile only: no GPU needed. Both builds
+#   - built with nvcc for sm_90, with cuDNN and without (warnings as errors), compile only: no
+#     GPU needed. The builds
 #     must have compiled the very same model.cu, unchanged (its path in both compile databases,
 #     its hash before and after). Without nvcc this step is skipped with a message, and fails
 #     under CI=true.
@@ -58,7 +59,14 @@ for spec in "$@"; do
         { fail "$db did not compile $p/model.cu" "$(grep '"file"' "$p/$db/compile_commands.json")"; continue 2; }
     done
     [ "$(sha256sum "$p/model.cu" | cut -d' ' -f1)" = "$before" ] || { fail "model.cu changed between the builds"; continue; }
-    nvcc_note="nvcc: built, the same model.cu"
+    # Without cuDNN every convolution takes the im2col path: that build must compile too.
+    if ! out=$(cmake -S "$p" -B "$p/build-gpu-im2col" -DKILN_MODEL_ON_CPU=OFF -DKILN_MODEL_CUDNN=OFF \
+        -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DCMAKE_CUDA_FLAGS="-Werror all-warnings -Xcompiler=-Werror" 2>&1 && cmake --build "$p/build-gpu-im2col" 2>&1); then
+      fail "nvcc does not build it without cuDNN" "$out"; continue
+    fi
+    [ "$(sha256sum "$p/model.cu" | cut -d' ' -f1)" = "$before" ] || { fail "model.cu changed between the builds"; continue; }
+    nvcc_note="nvcc: built with and without cuDNN, the same model.cu"
   elif [ "${CI:-}" = "true" ]; then
     fail "no nvcc (under CI it must be there: /usr/local/cuda/bin/nvcc)"; continue
   fi

@@ -1,9 +1,10 @@
 // kiln compile --target cuda on a model built here, whose odd shapes reach every kernel of
-// kernels/cuda/device.cuh and every product form: strided and grouped convolutions (im2col and
-// cuBLAS), a depthwise one, pools with pads, a residual, Gemm with transB, batched and constant
-// MatMuls, layer norm, softmax over the last and a middle axis, reductions and Gather. The project
-// is built as host C++ through the CUDA shim (-DKILN_MODEL_ON_CPU=ON: no GPU needed) and run on
-// test data the reference kernels computed; a bad index fails the run with a message.
+// kernels/cuda/ and every product form: strided, asymmetrically padded and grouped convolutions
+// (on the host shim: conv.cuh's im2col and product), a depthwise one, pools with pads, a
+// residual, Gemm with transB, batched and constant MatMuls, layer norm, softmax over the last and
+// a middle axis, reductions and Gather. The project is built as host C++ through the CUDA shim
+// (-DKILN_MODEL_ON_CPU=ON: no GPU needed) and run on test data the reference kernels computed; a
+// bad index fails the run with a message.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -105,7 +106,7 @@ TEST(CodegenCuda, EveryKernelMatchesOnTheHostShim) {
 
   std::ifstream f(dir / "project" / "model.cu");
   const std::string code((std::istreambuf_iterator<char>(f)), {});
-  for (const char* k : {"kiln_kernels::im2col_nhwc", "kiln_kernels::depthwise_nhwc", "kiln_kernels::pool2d_nhwc",
+  for (const char* k : {"c.convs[", "kiln_kernels::bias_act", "kiln_kernels::depthwise_nhwc", "kiln_kernels::pool2d_nhwc",
                         "kiln_kernels::layernorm_rows", "kiln_kernels::softmax_rows", "kiln_kernels::softmax_strided",
                         "kiln_kernels::gather_rows", "c.blas->gemm(", "__global__ void k_"})
     EXPECT_NE(code.find(k), std::string::npos) << "model.cu does not use " << k;

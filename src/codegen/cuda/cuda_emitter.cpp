@@ -21,6 +21,7 @@ void CudaEmitter::step(const Step& s) {
   EmitContext ctx(s, weights, headers_, 0);
   ctx.cuda = true;
   ctx.function = name;
+  ctx.conv_table = &convs;
   OpEmitFn fn = find_cuda_op_emitter(*s.node);
   if (!fn) throw ctx.unsupported("the CUDA target has no emitter for this op");
   fn(ctx);

@@ -21,7 +21,8 @@ class CudaEmitter : public Emitter {
 
   std::vector<cpp::SignatureCode> signatures;
   WeightsBlob weights;
-  int64_t scratch_bytes = 0;  // the largest scratch buffer an instruction needs (im2col)
+  int64_t scratch_bytes = 0;       // the largest scratch buffer an instruction needs
+  std::vector<std::string> convs;  // the convolutions' shapes (ConvShape initializers), c.convs[i]
   int kernels = 0;            // __global__ kernels generated
   int views = 0;
 

@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kKernelFiles[] = {"cuda/device.cuh", "cuda/blas.cuh", "cuda/host_shim.h"};
+const char* const kKernelFiles[] = {"cuda/device.cuh", "cuda/blas.cuh", "cuda/conv.cuh", "cuda/host_shim.h"};
 
 int64_t tensor_bytes(const cpp::TensorDecl& t) {
   int64_t n = static_cast<int64_t>(dtype_size(t.dtype));
@@ -75,7 +75,7 @@ std::string model_cu(const cpp::ProjectText& t, const cuda::CudaEmitter& e) {
 #include <vector>
 
 #include "kernels/cuda/device.cuh"
-#include "kernels/cuda/blas.cuh"
+#include "kernels/cuda/conv.cuh"
 
 namespace {
 
@@ -87,8 +87,10 @@ struct Run {
   void* const* out;
   cudaStream_t stream;
   const kiln_cuda::Blas* blas;
-  float* scratch;  // im2col rows
-  int* status;     // set by a kernel that meets bad data (an index out of range)
+  const kiln_cuda::Dnn* dnn;
+  const kiln_cuda::Conv* convs;  // the model's convolutions, set up at kiln_model_create
+  void* workspace;               // im2col rows or cuDNN's workspace
+  int* status;                   // set by a kernel that meets bad data (an index out of range)
   const char* error;
   bool fail(const char* e) {
     error = e;
@@ -96,16 +98,65 @@ struct Run {
   }
 };
 
-#define KILN_CALL(f) \
+// With KILN_MODEL_PROFILE defined (cmake -DKILN_MODEL_PROFILE=ON), runs launch instruction by
+// instruction (no CUDA graph), every instruction timed on the GPU with events; the totals are
+// printed to stderr at exit, slowest first.
+#if defined(KILN_MODEL_PROFILE) && !defined(KILN_CUDA_ON_CPU)
+struct Profile {
+  struct Entry {
+    const char* name;
+    double ms;
+    long calls;
+  };
+  Entry entries[4096];
+  int n = 0;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  ~Profile() {
+    std::sort(entries, entries + n, [](const Entry& a, const Entry& b) { return a.ms > b.ms; });
+    double total = 0;
+    for (int i = 0; i < n; ++i) total += entries[i].ms;
+    std::fprintf(stderr, "%-56s %10s %7s %6s\n", "instruction", "total ms", "calls", "%");
+    for (int i = 0; i < n; ++i)
+      std::fprintf(stderr, "%-56s %10.3f %7ld %6.1f\n", entries[i].name, entries[i].ms, entries[i].calls,
+                   100.0 * entries[i].ms / total);
+  }
+  bool call(int at, const char* name, bool (*f)(Run&), Run& c) {
+    if (!e0) cudaEventCreate(&e0), cudaEventCreate(&e1);
+    cudaEventRecord(e0, c.stream);
+    const bool ok = f(c);
+    cudaEventRecord(e1, c.stream);
+    cudaEventSynchronize(e1);
+    float ms = 0.f;
+    cudaEventElapsedTime(&ms, e0, e1);
+    if (at < 4096) {
+      n = std::max(n, at + 1);
+      entries[at].name = name;
+      entries[at].ms += ms;
+      ++entries[at].calls;
+    }
+    return ok;
+  }
+} profile;
+#define KILN_CALL(at, f) \
+  if (!profile.call(at, #f, f, c)) return false
+#else
+#define KILN_CALL(at, f) \
   if (!f(c)) return false
+#endif
 
 )CU";
+  int at = 0;
   for (size_t g = 0; g < sigs.size(); ++g) {
     for (const std::string& f : sigs[g].functions) s += f + "\n";
     s += "bool run_s" + std::to_string(g) + "(Run& c) {\n";
-    for (const std::string& n : sigs[g].names) s += "  KILN_CALL(" + n + ");\n";
+    for (const std::string& n : sigs[g].names) s += "  KILN_CALL(" + std::to_string(at++) + ", " + n + ");\n";
     s += "  return true;\n}\n\n";
   }
+  s += "// The convolutions' shapes, set up as kiln_cuda::Conv at kiln_model_create (c.convs[i]).\n";
+  s += "constexpr int kConvs = " + std::to_string(e.convs.size()) + ";\n";
+  s += "constexpr kiln_kernels::ConvShape kConvShapes[kConvs > 0 ? kConvs : 1] = {";
+  for (size_t k = 0; k < e.convs.size(); ++k) s += std::string(k ? ",\n    " : "\n    ") + e.convs[k];
+  s += e.convs.empty() ? "{}};\n" : "};\n";
   std::vector<int64_t> arena, in_bytes, out_bytes, in_max(sigs[0].inputs.size()), out_max(sigs[0].outputs.size());
   for (const auto& sig : sigs) {
     arena.push_back(sig.arena_bytes);
@@ -135,14 +186,16 @@ struct Run {
 struct kiln_model {
   unsigned char* arena = nullptr;
   unsigned char* w = nullptr;
-  float* scratch = nullptr;
+  void* workspace = nullptr;
   int* status = nullptr;
   void* in[KILN_MODEL_INPUTS > 0 ? KILN_MODEL_INPUTS : 1] = {};    // the model's device buffers
   void* out[KILN_MODEL_OUTPUTS > 0 ? KILN_MODEL_OUTPUTS : 1] = {};
   cudaStream_t stream = nullptr;
   kiln_cuda::Blas blas;
-  bool blas_made = false;
-#ifndef KILN_CUDA_ON_CPU
+  kiln_cuda::Dnn dnn;
+  kiln_cuda::Conv convs[kConvs > 0 ? kConvs : 1];
+  bool blas_made = false, dnn_made = false;
+#if !defined(KILN_CUDA_ON_CPU)
   cudaGraphExec_t graph[KILN_MODEL_SIGNATURES] = {};  // run_sN on in/out, captured at its first run
 #endif
 };
@@ -159,10 +212,12 @@ bool device_alloc(void** p, int64_t bytes, const char* what) {
   return cuda_ok(cudaMalloc(p, static_cast<size_t>(std::max<int64_t>(bytes, 256))), what);
 }
 
-// Runs signature sig on device pointers and waits for it; -1 with the error set on failure.
+// Runs signature sig on device pointers and waits for it; -1 with the error set on failure. A run
+// on the model's own buffers replays its CUDA graph (not when profiling: the events time
+// instructions launched one by one).
 int run_on_device(kiln_model* m, int sig, const void* const* inputs, void* const* outputs) {
-  Run c{m->arena, m->w, inputs, outputs, m->stream, &m->blas, m->scratch, m->status, nullptr};
-#ifndef KILN_CUDA_ON_CPU
+  Run c{m->arena, m->w, inputs, outputs, m->stream, &m->blas, &m->dnn, m->convs, m->workspace, m->status, nullptr};
+#if !defined(KILN_CUDA_ON_CPU) && !defined(KILN_MODEL_PROFILE)
   bool own = true;
   for (int i = 0; i < KILN_MODEL_INPUTS; ++i) own = own && inputs[i] == m->in[i];
   for (int i = 0; i < KILN_MODEL_OUTPUTS; ++i) own = own && outputs[i] == m->out[i];
@@ -216,8 +271,16 @@ kiln_model* kiln_model_create(const char* weights_path) {
   if (!cuda_ok(cudaStreamCreate(&m->stream), "creating a stream")) return kiln_model_destroy(m), nullptr;
   if (!m->blas.create(m->stream)) return fail("cuBLAS could not be initialized"), kiln_model_destroy(m), nullptr;
   m->blas_made = true;
+  if (!m->dnn.create(m->stream)) return fail("cuDNN could not be initialized"), kiln_model_destroy(m), nullptr;
+  m->dnn_made = true;
+  int64_t workspace = kScratchBytes;
+  for (int k = 0; k < kConvs; ++k) {
+    int64_t bytes = 0;
+    if (const char* e = m->convs[k].init(kConvShapes[k], m->dnn, &bytes)) return fail(e), kiln_model_destroy(m), nullptr;
+    workspace = std::max(workspace, bytes);
+  }
   if (!device_alloc(reinterpret_cast<void**>(&m->arena), arena, "allocating the arena") ||
-      !device_alloc(reinterpret_cast<void**>(&m->scratch), kScratchBytes, "allocating the scratch buffer") ||
+      !device_alloc(&m->workspace, workspace, "allocating the workspace") ||
       !device_alloc(reinterpret_cast<void**>(&m->status), sizeof(int), "allocating the status word") ||
       !device_alloc(reinterpret_cast<void**>(&m->w), static_cast<int64_t>(kWeightsBytes), "allocating the weights"))
     return kiln_model_destroy(m), nullptr;
@@ -253,8 +316,10 @@ void kiln_model_destroy(kiln_model* m) {
   for (void* p : m->out) cudaFree(p);
   cudaFree(m->arena);
   cudaFree(m->w);
-  cudaFree(m->scratch);
+  cudaFree(m->workspace);
   cudaFree(m->status);
+  for (kiln_cuda::Conv& conv : m->convs) conv.destroy();
+  if (m->dnn_made) m->dnn.destroy();
   if (m->blas_made) m->blas.destroy();
   if (m->stream) cudaStreamDestroy(m->stream);
   delete m;
@@ -344,6 +409,25 @@ if(KILN_MODEL_ON_CPU)
 else()
   target_compile_options(kiln_model PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra>)
   target_link_libraries(kiln_model PUBLIC CUDA::cudart CUDA::cublas)
+  # cuDNN runs the convolutions it can express (kernels/cuda/conv.cuh); without it im2col and
+  # cuBLAS run them all. -DCUDNN_ROOT=DIR: where its include/ and lib/ are, if not beside CUDA's.
+  option(KILN_MODEL_CUDNN "Run convolutions on cuDNN" ON)
+  if(KILN_MODEL_CUDNN)
+    find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDNN_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS})
+    find_library(CUDNN_LIBRARY NAMES cudnn libcudnn.so.9
+                 HINTS ${CUDNN_ROOT}/lib ${CUDNN_ROOT}/lib64 ${CUDAToolkit_LIBRARY_DIR})
+    if(NOT CUDNN_INCLUDE_DIR OR NOT CUDNN_LIBRARY)
+      message(FATAL_ERROR "cuDNN not found: give -DCUDNN_ROOT=DIR, or -DKILN_MODEL_CUDNN=OFF to run every "
+                          "convolution on im2col and cuBLAS")
+    endif()
+    target_include_directories(kiln_model PRIVATE ${CUDNN_INCLUDE_DIR})
+    target_link_libraries(kiln_model PUBLIC ${CUDNN_LIBRARY})
+    target_compile_definitions(kiln_model PRIVATE KILN_CUDA_CUDNN)
+  endif()
+endif()
+option(KILN_MODEL_PROFILE "Time every instruction on the GPU; print the totals at exit" OFF)
+if(KILN_MODEL_PROFILE)
+  target_compile_definitions(kiln_model PRIVATE KILN_MODEL_PROFILE)
 endif()
 
 add_executable(kiln_model_main main.cpp)

@@ -1,8 +1,8 @@
-// Window ops on channels-last activations. A convolution is the product of its rows and its
-// weights: im2col writes the rows into the scratch buffer (skipped for a 1x1 unit-stride conv,
-// whose rows are its input), cuBLAS multiplies them by the weights, packed here [G][KH*KW*Cg][Mg],
-// one batch entry per group, and bias_act applies bias, residual and activation. A depthwise conv
-// is one kernel with all of it fused; pools are a kernel each (kernels/cuda/device.cuh).
+// Window ops on channels-last activations. A convolution is a kiln_cuda::Conv of the model
+// (kernels/cuda/conv.cuh: cuDNN, or im2col and cuBLAS), set up at kiln_model_create from the
+// shape registered here, its weights packed [M][KH][KW][Cg]; then bias_act applies bias,
+// residual and activation. A depthwise conv is one kernel with all of it fused; pools are a
+// kernel each (kernels/cuda/device.cuh).
 #include <string>
 #include <vector>
 
@@ -62,28 +62,20 @@ void emit_conv(EmitContext& ctx) {
              ", " + ctx.out(0) + ", " + e.a + ", " + e.b + ");");
     return;
   }
-  const int64_t K = KH * KW * Cg, rows = N * OH * OW;
-  std::vector<float> packed(static_cast<size_t>(G * K * Mg));
-  for (int64_t gi = 0; gi < G; ++gi)
-    for (int64_t m = 0; m < Mg; ++m)
-      for (int64_t c = 0; c < Cg; ++c)
-        for (int64_t kh = 0; kh < KH; ++kh)
-          for (int64_t kw = 0; kw < KW; ++kw)
-            packed[static_cast<size_t>((gi * K + (kh * KW + kw) * Cg + c) * Mg + m)] =
-                wd[(((gi * Mg + m) * Cg + c) * KH + kh) * KW + kw];
-  const std::string wp = ctx.weights("conv-gemm:" + n.input(1)->name(), packed);
-  const bool direct = KH == 1 && KW == 1 && g.sh == 1 && g.sw == 1 && g.ph.begin == 0 && g.pw.begin == 0 && G == 1;
-  std::string a = ctx.in(0);
-  if (!direct) {
-    ctx.scratch_bytes = std::max(ctx.scratch_bytes, rows * G * K * static_cast<int64_t>(sizeof(float)));
-    ctx.line("const kiln_kernels::ConvShape s" + shape + ";");
-    ctx.line(launch("kiln_kernels::im2col_nhwc", i64(rows * G * K)) + "(s, " + ctx.in(0) + ", c.scratch);");
-    a = "c.scratch";
-  }
-  // The product writes y; with the residual already there (in place), it adds to it.
-  ctx.line("if (const char* e = c.blas->gemm(false, false, " + i64(rows) + ", " + i64(Mg) + ", " + i64(K) + ", 1.f, " + a +
-           ", " + i64(G * K) + ", " + i64(K) + ", " + wp + ", " + i64(Mg) + ", " + i64(K * Mg) + ", " +
-           (z_in_y ? "1.f" : "0.f") + ", " + ctx.out(0) + ", " + i64(M) + ", " + i64(Mg) + ", " + i64(G) + ")) return c.fail(e);");
+  // cuDNN's NHWC filter layout [M][KH][KW][Cg] (also what the im2col product reads, transposed).
+  std::vector<float> packed(static_cast<size_t>(M * KH * KW * Cg));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t c = 0; c < Cg; ++c)
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw)
+          packed[static_cast<size_t>(((m * KH + kh) * KW + kw) * Cg + c)] = wd[((m * Cg + c) * KH + kh) * KW + kw];
+  const std::string wp = ctx.weights("conv-nhwc:" + n.input(1)->name(), packed);
+  if (!ctx.conv_table) throw ctx.unsupported("no convolution table to register in");
+  const std::string conv = "c.convs[" + i64(static_cast<int64_t>(ctx.conv_table->size())) + "]";
+  ctx.conv_table->push_back(shape);
+  // The conv writes y; with the residual already there (in place), it adds to it.
+  ctx.line("if (const char* e = " + conv + ".run(*c.dnn, *c.blas, " + ctx.in(0) + ", " + wp + ", " +
+           (z_in_y ? "1.f" : "0.f") + ", " + ctx.out(0) + ", c.workspace)) return c.fail(e);");
   if (has_bias || (residual && !z_in_y) || e.act != "kiln_kernels::Act::None")
     ctx.line(launch("kiln_kernels::bias_act<" + e.act + ">", i64(y.numel())) + "(" + i64(y.numel()) + ", " + i64(M) + ", " +
              ctx.out(0) + ", " + bias + ", " + (residual && !z_in_y ? ctx.in(3) : "nullptr") + ", " + e.a + ", " + e.b + ");");

@@ -14,7 +14,8 @@ namespace kiln_cuda {
 
 #ifdef KILN_CUDA_ON_CPU
 struct Blas {
-  bool create(void*) { return true; }
+  cudaStream_t stream = nullptr;
+  bool create(cudaStream_t) { return true; }
   void destroy() {}
   const char* gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                    int64_t lda, int64_t stride_a, const float* B, int64_t ldb, int64_t stride_b, float beta, float* C,
@@ -40,7 +41,9 @@ struct Blas {
 #else
 struct Blas {
   cublasHandle_t handle = nullptr;
-  bool create(cudaStream_t stream) {
+  cudaStream_t stream = nullptr;  // the model's: cuBLAS's and the library kernels' launches
+  bool create(cudaStream_t s) {
+    stream = s;
     if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) return false;
     cublasSetStream(handle, stream);
     cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH);  // FP32 products as FP32: no TF32
