@@ -49,7 +49,7 @@ for spec in "$@"; do
   fi
   nvcc_note="nvcc: skipped, no nvcc"
   if [ -n "$NVCC" ]; then
-    if ! out=$(cmake -S "$p" -B "$p/build-gpu" -DKILN_MODEL_ON_CPU=OFF -DCMAKE_CUDA_COMPILER="$NVCC" \
+    if ! out=$(cmake -S "$p" -B "$p/build-gpu" -DKILN_MODEL_ON_CPU=OFF -DKILN_MODEL_CUDNN=ON -DCMAKE_CUDA_COMPILER="$NVCC" \
         -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
         -DCMAKE_CUDA_FLAGS="-Werror all-warnings -Xcompiler=-Werror" 2>&1 && cmake --build "$p/build-gpu" 2>&1); then
       fail "nvcc does not build it without warnings" "$out"; continue

@@ -409,9 +409,10 @@ if(KILN_MODEL_ON_CPU)
 else()
   target_compile_options(kiln_model PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra>)
   target_link_libraries(kiln_model PUBLIC CUDA::cudart CUDA::cublas)
-  # cuDNN runs the convolutions it can express (kernels/cuda/conv.cuh); without it im2col and
-  # cuBLAS run them all. -DCUDNN_ROOT=DIR: where its include/ and lib/ are, if not beside CUDA's.
-  option(KILN_MODEL_CUDNN "Run convolutions on cuDNN" ON)
+  # -DKILN_MODEL_CUDNN=ON: cuDNN runs the convolutions it can express (kernels/cuda/conv.cuh);
+  # by default im2col and cuBLAS run them all. -DCUDNN_ROOT=DIR: where cuDNN's include/ and lib/
+  # are, if not beside CUDA's.
+  option(KILN_MODEL_CUDNN "Run convolutions on cuDNN" OFF)
   if(KILN_MODEL_CUDNN)
     find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDNN_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS})
     find_library(CUDNN_LIBRARY NAMES cudnn libcudnn.so.9
