@@ -43,6 +43,8 @@ class Resolver {
       root = p_.buffers.at(root).alias_of;
     }
     const plan::PlanBuffer& r = p_.buffers.at(root);
+    o.root = root;
+    o.root_bytes = r.bytes;
     switch (r.kind) {
       case lower::BufferKind::Input:
         o.storage = {StorageKind::Input, position(p_.graph_inputs, root), 0};

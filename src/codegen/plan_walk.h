@@ -40,6 +40,8 @@ struct Operand {
   DType dtype = DType::Undefined;
   std::vector<int64_t> dims;
   Storage storage;
+  int root = -1;            // the buffer whose storage it is (itself unless an alias)
+  int64_t root_bytes = 0;   // that buffer's bytes
   int64_t numel() const;
   int64_t bytes() const;
 };

@@ -144,9 +144,11 @@ void add_compile_command(CLI::App& app, int& exit_code) {
                   args->out.c_str(), plans.size(), st.instructions, st.views, st.kernels,
                   static_cast<long long>(st.weights_bytes), static_cast<long long>(st.arena_bytes),
                   static_cast<long long>(st.scratch_bytes), st.test_sets, ms);
-      std::printf("build: cmake -S %s -B %s/build%s && cmake --build %s/build && %s/build/kiln_model_main\n",
-                  args->out.c_str(), args->out.c_str(), args->check_on_cpu ? "" : " [-DKILN_MODEL_ON_CPU=ON]",
-                  args->out.c_str(), args->out.c_str());
+      std::printf("%s", codegen::placement_report(st.placement, false).c_str());
+      std::printf("build: cmake -S %s -B %s/build && cmake --build %s/build && %s/build/kiln_model_main%s\n",
+                  args->out.c_str(), args->out.c_str(), args->out.c_str(), args->out.c_str(),
+                  args->check_on_cpu ? " (host C++ through the CUDA shim; -DKILN_MODEL_ON_CPU=OFF for the GPU)"
+                                     : " (-DKILN_MODEL_ON_CPU=ON checks it on a machine without a GPU)");
       exit_code = 0;
       return;
     }

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 
+#include "codegen/cuda/cuda_project.h"
 #include "commands.h"
 #include "frontend/onnx/importer.h"
 #include "fusion/partitioner.h"
@@ -18,6 +19,7 @@
 #include "plan/kernel_spec.h"
 #include "plan_report.h"
 #include "runtime/kiln_file.h"
+#include "runtime/session_access.h"
 
 namespace kiln::cli {
 
@@ -92,7 +94,7 @@ void print_groups(const ir::Graph& g, const std::vector<fusion::Group>& groups, 
 void add_inspect_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("inspect", "Print the model as kiln's IR, with inferred types, or its fusion groups");
   struct Args {
-    std::string model, dot;
+    std::string model, dot, target;
     bool no_infer = false, groups = false, json = false, plan = false;
     int level = 3, threads = 1;
     fusion::FusionOptions fusion;
@@ -104,6 +106,10 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", args->json, "Print the fusion groups (or with --plan, the memory plan) as JSON");
   cmd->add_flag("--plan", args->plan,
                 "Print the executable plan: kernels, lowering passes, arena bytes, lower bound, naive sum, checker verdict, per-buffer table");
+  cmd->add_option("--target", args->target,
+                  "With --plan: cuda prints each instruction's device (GPU, or the CPU with copies around it) "
+                  "as kiln compile --target cuda places them")
+      ->check(CLI::IsMember({"cuda"}));
   cmd->add_option("--level", args->level, "Graph optimization level applied before --plan (0-3)")
       ->check(CLI::Range(0, 3))->capture_default_str();
   cmd->add_option("--threads", args->threads, "Intra-op threads the --plan is made for")
@@ -136,6 +142,30 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
                       << plan::kernel_spec_from_json(ins.value("kernel", nlohmann::json::object())).str() << "\n";
         }
       }
+      exit_code = 0;
+      return;
+    }
+    if (!args->target.empty()) {
+      if (!args->plan) throw Error("--target goes with --plan");
+      // The plans kiln compile --target cuda walks, placed as it places them.
+      SessionOptions o;
+      o.threads = args->threads;
+      o.opt_level = args->level;
+      o.fusion_level = args->fusion.level;
+      o.disabled_passes = codegen::cuda_disabled_passes();
+      auto s = Session::create(args->model, o);
+      std::vector<std::vector<int64_t>> dims;
+      for (const TensorInfo& in : s->inputs()) {
+        if (in.is_sequence || !in.rank_known) throw Error("input '" + in.name + "' (" + in.str() + ") has no fixed shape");
+        for (int64_t d : in.dims)
+          if (d < 0) throw Error("input '" + in.name + "' (" + in.str() + ") has a symbolic dim: compile it with --dim");
+        dims.push_back(in.dims);
+      }
+      s->prepare(dims);
+      std::vector<codegen::PlanSource> plans;
+      for (const auto& cp : SessionAccess::plans(*s))
+        if (cp->input_dims == dims) plans.push_back({cp->graph.get(), &cp->plan, cp->input_dims});
+      std::cout << codegen::placement_report(codegen::cuda_placement(plans), true);
       exit_code = 0;
       return;
     }

@@ -111,6 +111,8 @@ int copy_test_sets(const std::string& model_dir, const std::string& dir) {
 
 void write_project_file(const std::string& path, std::string_view text) { write_file(path, text); }
 
+std::set<std::string> kernel_closure(const std::set<std::string>& used) { return with_includes(used); }
+
 std::string_view kernel_file(const std::string& name) { return kernel_text(name); }
 
 }  // namespace kiln::codegen

@@ -10,6 +10,7 @@
 //   DIR/main.cpp        runs each test_data_set_* copied beside it, compares, times
 //   DIR/CMakeLists.txt  checks the CPU has the instruction sets the kernels were built for
 #pragma once
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,5 +51,7 @@ CppProjectStats write_cpp_project(const std::vector<PlanSource>& plans, const Cp
 int copy_test_sets(const std::string& model_dir, const std::string& dir);
 void write_project_file(const std::string& path, std::string_view text);
 std::string_view kernel_file(const std::string& name);
+// `used` and every kernel file they include, transitively.
+std::set<std::string> kernel_closure(const std::set<std::string>& used);
 
 }  // namespace kiln::codegen

@@ -99,7 +99,7 @@ const Tensor& EmitContext::constant(int i) const {
 }
 
 UnsupportedError EmitContext::unsupported(const std::string& why) const {
-  return UnsupportedError("kiln compile --target cpp: " + node.describe() + " [" + step.instruction->spec.str() +
+  return UnsupportedError(std::string("kiln compile --target ") + (cuda ? "cuda" : "cpp") + ": " + node.describe() + " [" + step.instruction->spec.str() +
                           "]: " + why);
 }
 

@@ -3,6 +3,7 @@
 #include <kiln/error.h>
 
 #include <filesystem>
+#include <set>
 
 #include "codegen/cpp/code_text.h"
 #include "codegen/cpp/cpp_project.h"
@@ -76,8 +77,21 @@ std::string model_cu(const cpp::ProjectText& t, const cuda::CudaEmitter& e) {
 
 #include "kernels/cuda/device.cuh"
 #include "kernels/cuda/conv.cuh"
+#include "model_cpu.h"
 
 namespace {
+
+// An instruction placed on the CPU: its function in model_cpu.cpp, called on the stream.
+struct HostCall {
+  bool (*fn)(kiln_cpu_run&);
+  kiln_cpu_run* run;
+  bool* failed;  // set when fn fails; the run then fails with run->error
+};
+
+void host_call(void* p) {
+  HostCall* h = static_cast<HostCall*>(p);
+  if (!*h->failed && !h->fn(*h->run)) *h->failed = true;
+}
 
 // One run: where the arena, the weights and the tensors are on the device.
 struct Run {
@@ -91,10 +105,24 @@ struct Run {
   const kiln_cuda::Conv* convs;  // the model's convolutions, set up at kiln_model_create
   void* workspace;               // im2col rows or cuDNN's workspace
   int* status;                   // set by a kernel that meets bad data (an index out of range)
+  kiln_cpu_run* host;            // the host mirror the CPU instructions run on
+  HostCall* host_calls;
   const char* error;
   bool fail(const char* e) {
     error = e;
     return false;
+  }
+  // Copies around a CPU instruction, and its call, in stream order.
+  bool to_host(const void* d, void* h, int64_t bytes) {
+    return cudaMemcpyAsync(h, d, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream) == cudaSuccess ||
+           fail("copying to the host");
+  }
+  bool to_device(const void* h, void* d, int64_t bytes) {
+    return cudaMemcpyAsync(d, h, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream) == cudaSuccess ||
+           fail("copying to the device");
+  }
+  bool on_host(int call) {
+    return cudaLaunchHostFunc(stream, host_call, &host_calls[call]) == cudaSuccess || fail("calling a CPU instruction");
   }
 };
 
@@ -157,6 +185,11 @@ struct Profile {
   s += "constexpr kiln_kernels::ConvShape kConvShapes[kConvs > 0 ? kConvs : 1] = {";
   for (size_t k = 0; k < e.convs.size(); ++k) s += std::string(k ? ",\n    " : "\n    ") + e.convs[k];
   s += e.convs.empty() ? "{}};\n" : "};\n";
+  s += "// The instructions placed on the CPU (model_cpu.cpp), c.on_host(i).\n";
+  s += "constexpr int kHostCalls = " + std::to_string(e.host_calls.size()) + ";\n";
+  s += "bool (*const kHostFns[kHostCalls > 0 ? kHostCalls : 1])(kiln_cpu_run&) = {";
+  for (size_t k = 0; k < e.host_calls.size(); ++k) s += (k ? ", " : "") + e.host_calls[k];
+  s += e.host_calls.empty() ? "nullptr};\n" : "};\n";
   std::vector<int64_t> arena, in_bytes, out_bytes, in_max(sigs[0].inputs.size()), out_max(sigs[0].outputs.size());
   for (const auto& sig : sigs) {
     arena.push_back(sig.arena_bytes);
@@ -195,6 +228,15 @@ struct kiln_model {
   kiln_cuda::Dnn dnn;
   kiln_cuda::Conv convs[kConvs > 0 ? kConvs : 1];
   bool blas_made = false, dnn_made = false;
+  // The host mirror for the CPU instructions (kHostCalls > 0): the arena at the same offsets,
+  // the weights, the inputs and outputs.
+  unsigned char* host_arena = nullptr;
+  unsigned char* host_weights = nullptr;
+  void* host_in[KILN_MODEL_INPUTS > 0 ? KILN_MODEL_INPUTS : 1] = {};
+  void* host_out[KILN_MODEL_OUTPUTS > 0 ? KILN_MODEL_OUTPUTS : 1] = {};
+  kiln_cpu_run cpu_run{};
+  HostCall host_calls[kHostCalls > 0 ? kHostCalls : 1] = {};
+  bool cpu_failed = false;
 #if !defined(KILN_CUDA_ON_CPU)
   cudaGraphExec_t graph[KILN_MODEL_SIGNATURES] = {};  // run_sN on in/out, captured at its first run
 #endif
@@ -216,7 +258,8 @@ bool device_alloc(void** p, int64_t bytes, const char* what) {
 // on the model's own buffers replays its CUDA graph (not when profiling: the events time
 // instructions launched one by one).
 int run_on_device(kiln_model* m, int sig, const void* const* inputs, void* const* outputs) {
-  Run c{m->arena, m->w, inputs, outputs, m->stream, &m->blas, &m->dnn, m->convs, m->workspace, m->status, nullptr};
+  Run c{m->arena, m->w, inputs, outputs, m->stream, &m->blas, &m->dnn, m->convs, m->workspace, m->status,
+        &m->cpu_run, m->host_calls, nullptr};
 #if !defined(KILN_CUDA_ON_CPU) && !defined(KILN_MODEL_PROFILE)
   bool own = true;
   for (int i = 0; i < KILN_MODEL_INPUTS; ++i) own = own && inputs[i] == m->in[i];
@@ -245,12 +288,21 @@ int run_on_device(kiln_model* m, int sig, const void* const* inputs, void* const
   if (!cuda_ok(cudaMemcpyAsync(&status, m->status, sizeof(int), cudaMemcpyDeviceToHost, m->stream), "reading the status"))
     return -1;
   if (!cuda_ok(cudaStreamSynchronize(m->stream), "the run")) return -1;
+  if (m->cpu_failed) {
+    m->cpu_failed = false;
+    return fail(m->cpu_run.error ? m->cpu_run.error : "an instruction on the CPU failed");
+  }
   if (status != 0) {
     cudaMemsetAsync(m->status, 0, sizeof(int), m->stream);
     cudaStreamSynchronize(m->stream);
     return fail("an index out of range (Gather)");
   }
   return 0;
+}
+
+// 64-byte aligned host memory, as the C++ target's kernels expect.
+void* host_alloc(int64_t bytes) {
+  return std::aligned_alloc(64, static_cast<size_t>((std::max<int64_t>(bytes, 64) + 63) / 64 * 64));
 }
 
 bool check_pointers(const void* const* inputs, void* const* outputs) {
@@ -303,6 +355,17 @@ kiln_model* kiln_model_create(const char* weights_path) {
   if (!check_weights(file.data(), file.size(), weights_path)) return kiln_model_destroy(m), nullptr;
   if (!cuda_ok(cudaMemcpy(m->w, file.data() + 64, kWeightsBytes, cudaMemcpyHostToDevice), "uploading the weights"))
     return kiln_model_destroy(m), nullptr;
+  if (kHostCalls > 0) {
+    m->host_arena = static_cast<unsigned char*>(host_alloc(arena));
+    m->host_weights = static_cast<unsigned char*>(host_alloc(static_cast<int64_t>(kWeightsBytes)));
+    bool ok = m->host_arena && m->host_weights;
+    for (int i = 0; i < KILN_MODEL_INPUTS; ++i) ok = ok && (m->host_in[i] = host_alloc(kInputMax[i]));
+    for (int i = 0; i < KILN_MODEL_OUTPUTS; ++i) ok = ok && (m->host_out[i] = host_alloc(kOutputMax[i]));
+    if (!ok) return fail("out of host memory for the CPU instructions' mirror"), kiln_model_destroy(m), nullptr;
+    std::memcpy(m->host_weights, file.data() + 64, kWeightsBytes);
+    m->cpu_run = {m->host_arena, m->host_weights, m->host_in, m->host_out, nullptr};
+    for (int k = 0; k < kHostCalls; ++k) m->host_calls[k] = {kHostFns[k], &m->cpu_run, &m->cpu_failed};
+  }
   return m;
 }
 
@@ -314,6 +377,10 @@ void kiln_model_destroy(kiln_model* m) {
 #endif
   for (void* p : m->in) cudaFree(p);
   for (void* p : m->out) cudaFree(p);
+  std::free(m->host_arena);
+  std::free(m->host_weights);
+  for (void* p : m->host_in) std::free(p);
+  for (void* p : m->host_out) std::free(p);
   cudaFree(m->arena);
   cudaFree(m->w);
   cudaFree(m->workspace);
@@ -373,7 +440,63 @@ void* kiln_model_stream(kiln_model* m) { return m ? static_cast<void*>(m->stream
   return s;
 }
 
-std::string cuda_cmake_lists(const cpp::ProjectText& t, bool on_cpu) {
+// model_cpu.h: what model.cu and model_cpu.cpp share of the instructions placed on the CPU.
+std::string model_cpu_h(const cuda::CudaEmitter& e) {
+  std::string s = R"H(// model_cpu.h: the instructions of this model placed on the CPU (no CUDA kernel for their op),
+// in model_cpu.cpp; model.cu copies their operands to the host mirror below and calls them.
+#pragma once
+
+struct kiln_cpu_run {
+  unsigned char* arena;     // the host mirror of the device arena, at the same offsets
+  const unsigned char* w;   // the weights
+  void* const* in;          // host mirrors of the model's inputs
+  void* const* out;         // and outputs
+  const char* error;        // set by a call that fails
+};
+
+)H";
+  for (const std::string& f : e.host_calls) s += "bool " + f + "(kiln_cpu_run& r);\n";
+  return s;
+}
+
+// model_cpu.cpp: the C++ target's functions for the CPU instructions, on its kernels/.
+std::string model_cpu_cpp(const cpp::ProjectText& t, const cuda::CudaEmitter& e, const std::set<std::string>& kernels) {
+  std::string s = "// model_cpu.cpp: the instructions of " + t.source +
+                  " that run on the CPU (the CUDA target has no kernel\n"
+                  "// for their op), written as the C++ target writes them (kiln compile --target cpp).\n";
+  s += R"CPP(#include "model_cpu.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+)CPP";
+  for (const std::string& k : kernels) s += "#include \"kernels/" + k + "\"\n";
+  s += R"CPP(
+namespace {
+
+struct Run {
+  unsigned char* arena;
+  const unsigned char* w;
+  const void* const* in;
+  void* const* out;
+  kiln_kernels::Team* team;  // one thread
+  const char* error;
+  bool fail(const char* e) {
+    error = e;
+    return false;
+  }
+};
+
+}  // namespace
+
+)CPP";
+  for (const std::string& f : e.cpu_functions) s += f + "\n";
+  return s;
+}
+
+std::string cuda_cmake_lists(const cpp::ProjectText& t, bool on_cpu, bool cpu_part) {
   std::string s = "# " + t.source + " compiled by kiln (kiln compile --target cuda): builds with nvcc and cuBLAS.\n";
   s += R"CM(#   cmake -S . -B build && cmake --build build && build/kiln_model_main
 # kiln_model (a static library: model.h) and kiln_model_main (runs the test data beside it).
@@ -383,6 +506,8 @@ cmake_minimum_required(VERSION 3.18)
 )CM";
   s += std::string("option(KILN_MODEL_ON_CPU \"Compile model.cu as host C++ through kernels/cuda/host_shim.h\" ") +
        (on_cpu ? "ON" : "OFF") + ")\n";
+  s += std::string("# The instructions placed on the CPU: C++ (model_cpu.cpp), none when empty.\nset(KILN_MODEL_CPU_PART") +
+       (cpu_part ? " model_cpu.cpp" : "") + ")\n";
   s += R"CM(if(KILN_MODEL_ON_CPU)
   project(kiln_model LANGUAGES CXX)
 else()
@@ -400,11 +525,11 @@ set(CMAKE_CXX_STANDARD_REQUIRED ON)
 set(CMAKE_CUDA_STANDARD 17)
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 
-add_library(kiln_model STATIC model.cu)
+add_library(kiln_model STATIC model.cu ${KILN_MODEL_CPU_PART})
 target_include_directories(kiln_model PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 if(KILN_MODEL_ON_CPU)
   set_source_files_properties(model.cu PROPERTIES LANGUAGE CXX)
-  target_compile_options(kiln_model PRIVATE -x c++)
+  set_source_files_properties(model.cu PROPERTIES COMPILE_OPTIONS "-x;c++")
   target_compile_definitions(kiln_model PRIVATE KILN_CUDA_ON_CPU)
 else()
   target_compile_options(kiln_model PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra>)
@@ -431,6 +556,15 @@ if(KILN_MODEL_PROFILE)
   target_compile_definitions(kiln_model PRIVATE KILN_MODEL_PROFILE)
 endif()
 
+if(KILN_MODEL_CPU_PART)
+  # Portable: no instruction-set flags (the GPU machine's CPU may not be the compiling one's),
+  # so GCC spells the kernels' 16-float vectors with narrower ones (-Wno-psabi: only inline
+  # functions of this one file pass them).
+  set_source_files_properties(model_cpu.cpp PROPERTIES COMPILE_OPTIONS "-fno-math-errno;-fno-trapping-math;-Wno-psabi")
+  find_package(Threads REQUIRED)
+  target_link_libraries(kiln_model PUBLIC Threads::Threads)
+endif()
+
 add_executable(kiln_model_main main.cpp)
 target_link_libraries(kiln_model_main PRIVATE kiln_model)
 target_compile_definitions(kiln_model_main PRIVATE KILN_MODEL_DIR="${CMAKE_CURRENT_SOURCE_DIR}" KILN_MODEL_DEVICE_API)
@@ -441,6 +575,12 @@ target_compile_definitions(kiln_model_main PRIVATE KILN_MODEL_DIR="${CMAKE_CURRE
 }  // namespace
 
 const std::vector<std::string>& cuda_disabled_passes() { return cpp_disabled_passes(); }
+
+std::vector<PlacedInstruction> cuda_placement(const std::vector<PlanSource>& plans) {
+  cuda::CudaEmitter e;
+  for (size_t g = 0; g < plans.size(); ++g) walk_plan(static_cast<int>(g), plans[g], e);
+  return e.placement;
+}
 
 CudaProjectStats write_cuda_project(const std::vector<PlanSource>& plans, const CudaOptions& o, const std::string& dir) {
   if (plans.empty()) throw Error("code generation: no compiled plan to emit");
@@ -460,7 +600,18 @@ CudaProjectStats write_cuda_project(const std::vector<PlanSource>& plans, const 
   write_project_file((d / "model.h").string(), cuda_model_h(t));
   write_project_file((d / "model.cu").string(), model_cu(t, e));
   write_project_file((d / "main.cpp").string(), cpp::main_cpp());
-  write_project_file((d / "CMakeLists.txt").string(), cuda_cmake_lists(t, o.check_on_cpu));
+  write_project_file((d / "CMakeLists.txt").string(), cuda_cmake_lists(t, o.check_on_cpu, !e.host_calls.empty()));
+  write_project_file((d / "model_cpu.h").string(), model_cpu_h(e));
+  if (!e.host_calls.empty()) {
+    std::set<std::string> used = e.cpu_kernels;
+    used.insert("common.h");
+    const std::set<std::string> files = kernel_closure(used);
+    fs::create_directories(d / "kernels", ec);
+    write_project_file((d / "model_cpu.cpp").string(), model_cpu_cpp(t, e, used));
+    for (const std::string& k : files) write_project_file((d / "kernels" / k).string(), kernel_file(k));
+  } else {
+    fs::remove(d / "model_cpu.cpp", ec);
+  }
   write_project_file((d / "weights.bin").string(), e.weights.file());
   for (const char* k : kKernelFiles) write_project_file((d / "kernels" / k).string(), kernel_file(k));
 
@@ -474,6 +625,7 @@ CudaProjectStats write_cuda_project(const std::vector<PlanSource>& plans, const 
   st.weights_bytes = t.weights_bytes;
   st.scratch_bytes = e.scratch_bytes;
   st.test_sets = copy_test_sets(o.test_data, dir);
+  st.placement = e.placement;
   return st;
 }
 

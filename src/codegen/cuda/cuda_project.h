@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/placement.h"
 #include "codegen/plan_walk.h"
 
 namespace kiln::codegen {
@@ -30,11 +31,16 @@ struct CudaProjectStats {
   int instructions = 0, views = 0, kernels = 0;  // host functions; of them views; __global__ kernels
   int64_t weights_bytes = 0, arena_bytes = 0, scratch_bytes = 0;
   int test_sets = 0;
+  std::vector<PlacedInstruction> placement;  // each instruction's device, the copies around it
 };
 
 // The CPU lowering rewrites the CUDA target does not run: the C++ target's (cpp_disabled_passes)
 // and every CPU-only layout or kernel choice.
 const std::vector<std::string>& cuda_disabled_passes();
+
+// Each instruction's device and the copies around it, as write_cuda_project would place them (for
+// `kiln inspect --plan --target cuda`); an UnsupportedError as it would raise.
+std::vector<PlacedInstruction> cuda_placement(const std::vector<PlanSource>& plans);
 
 // Writes the project into `dir` (created). A kiln::Error (UnsupportedError) naming the node for
 // an instruction the CUDA target cannot write.
