@@ -2,8 +2,8 @@
 // kernels/cuda/ and every product form: strided, asymmetrically padded and grouped convolutions
 // (on the host shim: conv.cuh's im2col and product), a depthwise one, pools with pads, a
 // residual, Gemm with transB, batched and constant MatMuls, layer norm, softmax over the last and
-// a middle axis, reductions and Gather, and Pad and Resize, which have no CUDA kernel and run on
-// the CPU with copies around them. The project is built as host C++ through the CUDA shim
+// a middle axis, reductions, Gather and Pad, and Resize, which has no CUDA kernel and runs on the
+// CPU with copies around it. The project is built as host C++ through the CUDA shim
 // (-DKILN_MODEL_ON_CPU=ON: no GPU needed) and run on test data the reference kernels computed; a
 // bad index fails the run with a message.
 #include <gtest/gtest.h>
@@ -73,8 +73,8 @@ std::unique_ptr<ir::Graph> cuda_mix(std::mt19937& rng) {
   perm["perm"] = ir::Attribute::of_ints({0, 2, 1});
   ir::Value* batched = node("MatMul", {a, node("Transpose", {a}, perm)});
   ir::Value* by_const = node("MatMul", {a, w("wm", {4, 6})});
-  // No CUDA kernel for these: placed on the CPU, with copies around them; the Pad's output is
-  // read by the next CPU op (no copy back in between needed) and by a GPU op.
+  // Resize has no CUDA kernel: placed on the CPU, with copies around it (the padded input to the
+  // host, the result back).
   ir::Value* padded = node("Pad", {h, c("pads", ints({0, 1, 1, 2})), c("pad_value", Tensor::scalar<float>(-0.5f))});
   ir::Attributes linear;
   linear["mode"] = ir::Attribute::of_string("linear");

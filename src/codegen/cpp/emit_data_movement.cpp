@@ -110,11 +110,10 @@ void emit_pad(EmitContext& ctx) {
   }
   // The output filled with the value, then the part of the input the pads keep copied inside
   // (a negative pad crops).
-  const std::string T = ctype(y.dtype);
-  ctx.line("{");
-  ctx.line("  " + T + "* KILN_RESTRICT y = " + ctx.out(0) + ";");
-  ctx.line("  for (int64_t i = 0; i < " + std::to_string(y.numel()) + "; ++i) y[i] = " + literal(y.dtype, value) + ";");
-  ctx.line("}");
+  if (!ctx.cuda) ctx.line("{");
+  write_loops(ctx, {{ctype(y.dtype), "y", ctx.out(0), true}}, {y.numel()}, {"y[i0] = " + literal(y.dtype, value) + ";"},
+              ctx.cuda ? "" : "  ");
+  if (!ctx.cuda) ctx.line("}");
   const std::vector<int64_t> xs = dense_strides(x.dims), ys = dense_strides(y.dims);
   std::vector<int64_t> extent(rank);
   int64_t src = 0, dst = 0;

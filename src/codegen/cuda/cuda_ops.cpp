@@ -8,6 +8,18 @@
 
 namespace kiln::codegen::cuda {
 
+namespace {
+
+// Dropout in inference is a copy (a kernel); its mask output, when asked for, is written on the
+// CPU (the C++ target's loop), so refuse it here.
+void emit_dropout(EmitContext& ctx) {
+  if (ctx.step.outputs.size() > 1 && ctx.step.outputs[1].buffer >= 0)
+    throw ctx.unsupported("Dropout's mask output has no CUDA kernel");
+  cpp::emit_dropout(ctx);
+}
+
+}  // namespace
+
 OpEmitFn find_cuda_op_emitter(const ir::Node& n) {
   static const std::map<std::string, OpEmitFn> kiln_ops = {
       {"FusedElementwise", cpp::emit_fused_elementwise},
@@ -28,6 +40,8 @@ OpEmitFn find_cuda_op_emitter(const ir::Node& n) {
       {"Slice", cpp::emit_slice},
       {"Split", cpp::emit_split},
       {"Gather", emit_gather},
+      {"Pad", cpp::emit_pad},
+      {"Dropout", emit_dropout},
       {"LayerNormalization", emit_layernorm},
       {"Softmax", emit_softmax},
       {"ReduceMean", emit_reduce},
