@@ -2,8 +2,8 @@
 // kernels/cuda/ and every product form: strided, asymmetrically padded and grouped convolutions
 // (on the host shim: conv.cuh's im2col and product), a depthwise one, pools with pads, a
 // residual, Gemm with transB, batched and constant MatMuls, layer norm, softmax over the last and
-// a middle axis, reductions, Gather and Pad, and Resize, which has no CUDA kernel and runs on the
-// CPU with copies around it. The project is built as host C++ through the CUDA shim
+// a middle axis, reductions, Gather, Pad and Resize (one and two axes), and a Dropout with its
+// mask, which has no CUDA kernel and runs on the CPU with copies around it. The project is built as host C++ through the CUDA shim
 // (-DKILN_MODEL_ON_CPU=ON: no GPU needed) and run on test data the reference kernels computed; a
 // bad index fails the run with a message.
 #include <gtest/gtest.h>
@@ -73,14 +73,19 @@ std::unique_ptr<ir::Graph> cuda_mix(std::mt19937& rng) {
   perm["perm"] = ir::Attribute::of_ints({0, 2, 1});
   ir::Value* batched = node("MatMul", {a, node("Transpose", {a}, perm)});
   ir::Value* by_const = node("MatMul", {a, w("wm", {4, 6})});
-  // Resize has no CUDA kernel: placed on the CPU, with copies around it (the padded input to the
-  // host, the result back).
   ir::Value* padded = node("Pad", {h, c("pads", ints({0, 1, 1, 2})), c("pad_value", Tensor::scalar<float>(-0.5f))});
   ir::Attributes linear;
   linear["mode"] = ir::Attribute::of_string("linear");
   ir::Value* resized = node("Resize", {padded, nullptr, c("scales", Tensor::from_vector<float>({2}, {2.f, 1.5f}))}, linear);
-  ir::Value* after = node("Sigmoid", {padded});
-  for (ir::Value* v : {pw, mp, ap, fc, ln, soft_rows, soft_cols, rs, gathered, batched, by_const, resized, after})
+  ir::Attributes cubic;
+  cubic["mode"] = ir::Attribute::of_string("cubic");
+  ir::Value* one_axis = node("Resize", {h, nullptr, c("scales1", Tensor::from_vector<float>({2}, {1.f, 1.7f}))}, cubic);
+  // Dropout's mask output has no CUDA kernel: placed on the CPU, with copies around it (its
+  // input to the host, its outputs back).
+  ir::Value* kept = g->add_value("kept");
+  ir::Value* mask = g->add_value("mask");
+  g->add_node("Dropout", {node("Sigmoid", {padded})}, {kept, mask}, {}, "dropout");
+  for (ir::Value* v : {pw, mp, ap, fc, ln, soft_rows, soft_cols, rs, gathered, batched, by_const, resized, one_axis, kept, mask})
     g->add_output(v);
   return g;
 }
@@ -117,7 +122,8 @@ TEST(CodegenCuda, EveryKernelMatchesOnTheHostShim) {
   const std::string code((std::istreambuf_iterator<char>(f)), {});
   for (const char* k : {"c.convs[", "kiln_kernels::bias_act", "c.on_host(", "c.to_host(", "c.to_device(", "kiln_kernels::depthwise_nhwc", "kiln_kernels::pool2d_nhwc",
                         "kiln_kernels::layernorm_rows", "kiln_kernels::softmax_rows", "kiln_kernels::softmax_strided",
-                        "kiln_kernels::gather_rows", "c.blas->gemm(", "__global__ void k_"})
+                        "kiln_kernels::gather_rows", "kiln_kernels::resize_separable", "c.blas->gemm(",
+                        "__global__ void k_"})
     EXPECT_NE(code.find(k), std::string::npos) << "model.cu does not use " << k;
   if (!HasFailure()) fs::remove_all(dir);
 }

@@ -23,7 +23,7 @@ std::string list(const std::vector<T>& v, bool floats) {
 
 }  // namespace
 
-void emit_resize(EmitContext& ctx) {
+std::optional<ops::SeparableResize> resize_plan(EmitContext& ctx) {
   const ir::Node& n = ctx.node;
   const Operand& x = ctx.step.inputs.at(0);
   const Operand& y = ctx.step.outputs.at(0);
@@ -41,18 +41,24 @@ void emit_resize(EmitContext& ctx) {
   const ops::ResizeGeometry g =
       ops::resolve_resize(n, a, x.dims, input(slots.scales), input(slots.sizes), input(slots.roi), attr_scales);
   if (g.out != y.dims) throw ctx.unsupported("the resolved output shape differs from the inferred one");
-  const std::optional<ops::SeparableResize> r = ops::separable_resize(a, g, x.dims);
-  if (!r) {
-    bool identity = true;
-    for (size_t d = 0; d < x.dims.size(); ++d)
-      identity = identity && ops::is_identity(ops::plan_resize_axis(a, x.dims[d], y.dims[d], g.scale[d], g.roi_start[d],
-                                                                    g.roi_end[d]),
-                                              x.dims[d], y.dims[d]);
-    if (!identity)
-      throw ctx.unsupported("more than two resized axes, or tf_crop_and_resize points outside the input, are not emitted");
-    emit_strided_copy(ctx, x.dtype, ctx.in(0), 0, dense_strides(x.dims), ctx.out(0), 0, dense_strides(y.dims), y.dims);
-    return;
-  }
+  std::optional<ops::SeparableResize> r = ops::separable_resize(a, g, x.dims);
+  if (r) return r;
+  bool identity = true;
+  for (size_t d = 0; d < x.dims.size(); ++d)
+    identity = identity && ops::is_identity(ops::plan_resize_axis(a, x.dims[d], y.dims[d], g.scale[d], g.roi_start[d],
+                                                                  g.roi_end[d]),
+                                            x.dims[d], y.dims[d]);
+  if (!identity)
+    throw ctx.unsupported("more than two resized axes, or tf_crop_and_resize points outside the input, are not emitted");
+  emit_strided_copy(ctx, x.dtype, ctx.in(0), 0, dense_strides(x.dims), ctx.out(0), 0, dense_strides(y.dims), y.dims);
+  return std::nullopt;
+}
+
+void emit_resize(EmitContext& ctx) {
+  const Operand& x = ctx.step.inputs.at(0);
+  const Operand& y = ctx.step.outputs.at(0);
+  const std::optional<ops::SeparableResize> r = resize_plan(ctx);
+  if (!r) return;
   ctx.use_kernel("resize.h");
   for (size_t k = 0; k < r->axes.size(); ++k) {
     const std::string K = std::to_string(k);

@@ -2,7 +2,10 @@
 // call of a kernel under src/kernels/ with the node's constant parameters, or as a loop
 // nest (loop_nest.h). find_op_emitter says which one serves a node.
 #pragma once
+#include <optional>
+
 #include "codegen/cpp/emit_context.h"
+#include "ops/core/resize_geometry.h"
 
 namespace kiln::codegen::cpp {
 
@@ -38,5 +41,9 @@ void emit_attention(EmitContext& ctx);
 void emit_reduce(EmitContext& ctx);
 // emit_resize.cpp: Resize and Upsample (nearest, linear, cubic; up to two resized axes).
 void emit_resize(EmitContext& ctx);
+// The resize as at most two separable axes with their tap tables, or nullopt when it copies
+// its input unchanged (then that copy is already written into ctx); an UnsupportedError
+// naming the node for what kernels cannot run. Shared by the targets' Resize emitters.
+std::optional<ops::SeparableResize> resize_plan(EmitContext& ctx);
 
 }  // namespace kiln::codegen::cpp

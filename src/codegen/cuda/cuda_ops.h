@@ -29,5 +29,7 @@ void emit_softmax(EmitContext& ctx);
 void emit_attention(EmitContext& ctx);
 void emit_reduce(EmitContext& ctx);
 void emit_gather(EmitContext& ctx);
+// cuda_resize.cpp: Resize and Upsample (at most two resized axes), a kernel over the output.
+void emit_resize(EmitContext& ctx);
 
 }  // namespace kiln::codegen::cuda

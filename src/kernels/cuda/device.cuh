@@ -312,6 +312,36 @@ __global__ void gather_rows(int64_t outer, int64_t D, int64_t n, int64_t inner, 
   y[i] = x[(o * D + k) * inner + r];
 }
 
+// A separable resize of [outer][X0][mid][X1][inner] to [outer][Y0][mid][Y1][inner]: per output
+// coordinate of each resized axis, its input taps idx and weights w (taps of them each;
+// ops/core/resize_geometry.h). One resized axis: X1 = Y1 = 1 with one tap of weight 1.
+struct ResizeShape {
+  int64_t outer, X0, Y0, mid, X1, Y1, inner, taps0, taps1;
+};
+
+__global__ void resize_separable(ResizeShape s, const int64_t* __restrict__ idx0, const float* __restrict__ w0,
+                                 const int64_t* __restrict__ idx1, const float* __restrict__ w1,
+                                 const float* __restrict__ x, float* __restrict__ y) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= s.outer * s.Y0 * s.mid * s.Y1 * s.inner) return;
+  const int64_t r = i % s.inner;
+  int64_t t = i / s.inner;
+  const int64_t j1 = t % s.Y1;
+  t /= s.Y1;
+  const int64_t m = t % s.mid;
+  t /= s.mid;
+  const int64_t j0 = t % s.Y0;
+  const int64_t o = t / s.Y0;
+  float acc = 0.f;
+  for (int64_t a = 0; a < s.taps0; ++a) {
+    const float* xa = x + ((o * s.X0 + idx0[j0 * s.taps0 + a]) * s.mid + m) * s.X1 * s.inner + r;
+    float row = 0.f;
+    for (int64_t b = 0; b < s.taps1; ++b) row += w1[j1 * s.taps1 + b] * xa[idx1[j1 * s.taps1 + b] * s.inner];
+    acc += w0[j0 * s.taps0 + a] * row;
+  }
+  y[i] = acc;
+}
+
 // Blocks of kThreads threads enough for n threads.
 constexpr int kThreads = 256;
 inline unsigned blocks_for(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
