@@ -38,9 +38,10 @@ test-codegen: build
 	@bash scripts/test-codegen.sh $(BUILD) $(SHARED_MODELS) $(addsuffix :--no-onednn,$(CODEGEN_MODELS))
 
 # The CUDA target on every shared model: each emitted, built as host C++ through the CUDA shim and
-# checked against its test data, and compiled with nvcc (scripts/test-cuda.sh; no GPU needed).
+# checked against its test data under ASan and UBSan, and compiled with nvcc (scripts/test-cuda.sh;
+# no GPU needed).
 test-cuda: build
-	@bash scripts/test-cuda.sh $(BUILD) $(SHARED_MODELS) $(CODEGEN_MODELS)
+	@KILN_CUDA_SANITIZE=1 bash scripts/test-cuda.sh $(BUILD) $(SHARED_MODELS) $(CODEGEN_MODELS)
 
 # Per-kernel microbenchmarks (bench/kernels/; needs libbenchmark-dev): build/kiln_kernel_bench.
 kernel-bench: configure

@@ -10,6 +10,8 @@
 #     its hash before and after). Without nvcc this step is skipped with a message, and fails
 #     under CI=true.
 #   scripts/test-cuda.sh BUILD MODELS_DIR MODEL[:FLAGS]...     (FLAGS: comma-separated)
+# KILN_CUDA_SANITIZE=1 builds the host check with AddressSanitizer and UBSan (out-of-bounds
+# indices in the generated kernels; `make test-cuda` sets it).
 set -uo pipefail
 BUILD=$1
 MODELS=$2
@@ -40,11 +42,13 @@ for spec in "$@"; do
     fail "the emitted sources hold kiln internals" "$hits"; continue
   fi
   before=$(sha256sum "$p/model.cu" | cut -d' ' -f1)
+  cxxflags="-Wall -Wextra -Werror"
+  [ "${KILN_CUDA_SANITIZE:-}" = "1" ] && cxxflags="$cxxflags -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
   if ! out=$(cmake -S "$p" -B "$p/build-cpu" -DKILN_MODEL_ON_CPU=ON -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
-      -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" 2>&1 && cmake --build "$p/build-cpu" 2>&1); then
+      -DCMAKE_CXX_FLAGS="$cxxflags" 2>&1 && cmake --build "$p/build-cpu" 2>&1); then
     fail "the host (check-on-cpu) build fails" "$out"; continue
   fi
-  if ! out=$("$p/build-cpu/kiln_model_main" --runs 1 --warmup 0 2>&1) || ! grep -q "check passed" <<<"$out"; then
+  if ! out=$(ASAN_OPTIONS=detect_stack_use_after_return=0 "$p/build-cpu/kiln_model_main" --runs 1 --warmup 0 2>&1) || ! grep -q "check passed" <<<"$out"; then
     fail "the host build's outputs do not match the test data" "$out"; continue
   fi
   nvcc_note="nvcc: skipped, no nvcc"
