@@ -99,7 +99,7 @@ TEST(BadInput, WrongInputShape) {
   save_model(tiny_model({2, 3}, {{"Relu", {"x"}, {"y"}}}), d / "model.onnx");
   onnx_fe::save_tensor_file(Tensor(DType::Float, {3, 2}), "x", d / "x.pb");
   expect_error(run_kiln({"run", (d / "model.onnx").string(), "--input", "x=" + (d / "x.pb").string()}),
-               "input 'x': expected shape float[2,3], got float[3,2]");
+               "input 'x': expected shape float[2,3], got shape [3,2] (dim 0 must be 2)");
 }
 
 TEST(BadInput, WrongInputDtype) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "model_options.h"
 #include "tensor_io.h"
 
 namespace kiln::cli {
@@ -22,37 +23,25 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("bench", "Time a model: session creation, median/min/max latency, arena bytes");
   struct Args {
     LimitOptions limits;
-    std::string model, backend = "cpu";
-    int threads = 1, runs = 20, warmup = 3, level = 3, fusion = 3;
-    bool tune = false;
+    ModelOptions model_options;
+    std::string model;
+    int runs = 20, warmup = 3;
     bool json = false;
-    std::vector<std::string> dims, disable, pair_disable;
+    std::vector<std::string> pair_disable;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("model", args->model, "Model file (.onnx)")->required();
-  cmd->add_option("--threads", args->threads, "Intra-op threads")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--runs", args->runs, "Timed runs")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--level", args->level, "Graph optimization level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
-  cmd->add_flag("--tune", args->tune, "Time the candidate kernels of each node once and keep the fastest (cached)");
-  cmd->add_option("--fusion", args->fusion, "Operator fusion level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
-  cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
-  cmd->add_option("--dim", args->dims, "SYMBOL=N: extent of a symbolic input dim (default 1)");
-  cmd->add_option("--disable", args->disable, kDisableHelp);
+  cmd->add_option("model", args->model, "Model file (.onnx or .kiln)")->required();
+  cmd->add_option("--runs", args->runs, "Timed runs")->check(CLI::Range(1, 1 << 30))->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::Range(0, 1 << 30))->capture_default_str();
+  args->model_options.add_to(cmd, "SYMBOL=N: extent of a symbolic input dim (default 1)");
   cmd->add_option("--pair-disable", args->pair_disable,
                   "Also time a session without this rewrite or kernel, in alternating runs; print the paired ratio");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   args->limits.add_to(cmd);
   cmd->callback([args, &exit_code] {
     LimitsScope limits(args->limits.limits);
-    SessionOptions opts;
+    SessionOptions opts = args->model_options.session();
     args->limits.apply(opts);
-    opts.threads = args->threads;
-    opts.opt_level = args->level;
-    opts.fusion_level = args->fusion;
-    opts.tune = args->tune;
-    opts.backend = args->backend;
-    add_disabled(opts, args->disable);
     auto t0 = std::chrono::steady_clock::now();
     auto session = Session::create(args->model, opts);
     double create_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -60,12 +49,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     // (the session already ran correctly without them).
     session->wait_ready();
     double ready_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    std::map<std::string, int64_t> dims;
-    for (const std::string& d : args->dims) {
-      auto eq = d.find('=');
-      if (eq == std::string::npos) throw Error("--dim expects SYMBOL=N, got '" + d + "'");
-      dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
-    }
+    const std::map<std::string, int64_t> dims = single_dims(args->model_options.dims, session->inputs());
     std::map<std::string, Tensor> feeds;
     uint32_t seed = 1;
     for (const TensorInfo& in : session->inputs()) feeds[in.name] = random_input(in, dims, seed++);
@@ -111,7 +95,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       nlohmann::json j = {{"median_ms", median},          {"min_ms", ms.front()},
                           {"max_ms", ms.back()},          {"session_create_ms", create_ms},
                           {"session_ready_ms", ready_ms},
-                          {"arena_bytes", session->arena_bytes()}, {"threads", args->threads},
+                          {"arena_bytes", session->arena_bytes()}, {"threads", args->model_options.threads},
                           {"runs", args->runs},           {"peak_rss_bytes", static_cast<int64_t>(ru.ru_maxrss) * 1024}};
       const SessionStats st = session->stats();
       j["plans"] = {{"built", st.plans_built}, {"loaded", st.plans_loaded}, {"kernel_choices", st.kernel_choices},
@@ -126,7 +110,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       std::printf("model:          %s\n", args->model.c_str());
       // How OpenMP workers wait between ops changes 2-thread latency (main.cpp).
       const char* wait = std::getenv("OMP_WAIT_POLICY");
-      std::printf("threads:        %d (OMP_WAIT_POLICY=%s)\n", args->threads, wait ? wait : "unset");
+      std::printf("threads:        %d (OMP_WAIT_POLICY=%s)\n", args->model_options.threads, wait ? wait : "unset");
       std::printf("session create: %.1f ms (ready %.1f ms)\n", create_ms, ready_ms);
       const SessionStats st = session->stats();
       if (st.plans_loaded > 0)

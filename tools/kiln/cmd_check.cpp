@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "model_options.h"
 #include "testdata/model_dir.h"
 
 namespace kiln::cli {
@@ -18,26 +19,13 @@ void add_check_command(CLI::App& app, int& exit_code) {
     LimitOptions limits;
     std::string dir;
     double rtol = 1e-3, atol = 1e-4;
-    int level = 3;
-    int fusion = 3;
-    int threads = 1;
-    bool tune = false;
-    std::string backend = "cpu";
-    std::vector<std::string> disable;
+    ModelOptions model_options;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model_dir", args->dir, "Model folder (model.onnx + test_data_set_N/) or the model file in it")->required();
   cmd->add_option("--rtol", args->rtol, "Relative tolerance")->capture_default_str();
   cmd->add_option("--atol", args->atol, "Absolute tolerance")->capture_default_str();
-  cmd->add_option("--level", args->level, "Graph optimization level 0..3")->capture_default_str();
-  cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "Threads of the cpu backend (kernels and lowering differ by count)")
-      ->capture_default_str();
-  cmd->add_flag("--tune", args->tune, "Time the candidate kernels of each node once and keep the fastest (cached)");
-  cmd->add_option("--fusion", args->fusion, "Operator fusion level 0..3 (0 none, 3 all)")
-      ->check(CLI::Range(0, 3))
-      ->capture_default_str();
-  cmd->add_option("--disable", args->disable, kDisableHelp);
+  args->model_options.add_to(cmd, "");
   args->limits.add_to(cmd);
   cmd->callback([args, &exit_code] {
     LimitsScope limits(args->limits.limits);
@@ -49,14 +37,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
       model = dir / "model.onnx";
     }
     if (!fs::exists(model)) throw Error("no model file '" + model.string() + "'");
-    SessionOptions opts;
+    SessionOptions opts = args->model_options.session();
     args->limits.apply(opts);
-    opts.opt_level = args->level;
-    opts.fusion_level = args->fusion;
-    opts.threads = args->threads;
-    opts.tune = args->tune;
-    opts.backend = args->backend;
-    add_disabled(opts, args->disable);
     auto session = Session::create(model.string(), opts);
     auto sets = testdata::find_data_sets(dir);
     if (sets.empty()) throw Error("no test_data_set_* folder in '" + dir.string() + "'");

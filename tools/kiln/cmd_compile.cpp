@@ -13,42 +13,17 @@
 #include "codegen/cpp/cpp_project.h"
 #include "codegen/cuda/cuda_project.h"
 #include "commands.h"
+#include "model_options.h"
 #include "runtime/session_access.h"
 
 namespace kiln::cli {
 
 namespace {
 
-// "batch=1,4" -> {"batch": {1, 4}}.
-std::map<std::string, std::vector<int64_t>> parse_dims(const std::vector<std::string>& specs) {
-  std::map<std::string, std::vector<int64_t>> dims;
-  for (const std::string& d : specs) {
-    const auto eq = d.find('=');
-    if (eq == std::string::npos || eq == 0) throw Error("--dim expects SYMBOL=N[,M...], got '" + d + "'");
-    std::vector<int64_t>& values = dims[d.substr(0, eq)];
-    size_t at = eq + 1;
-    while (at <= d.size()) {
-      const size_t comma = std::min(d.find(',', at), d.size());
-      const std::string n = d.substr(at, comma - at);
-      char* end = nullptr;
-      const long long v = std::strtoll(n.c_str(), &end, 10);
-      if (n.empty() || *end != '\0' || v < 1) throw Error("--dim " + d + ": '" + n + "' is not a positive integer");
-      values.push_back(v);
-      at = comma + 1;
-    }
-  }
-  return dims;
-}
-
 // Every combination of the given symbol values, as one dims vector per input.
 std::vector<std::vector<std::vector<int64_t>>> signatures(const std::vector<TensorInfo>& inputs,
                                                           const std::map<std::string, std::vector<int64_t>>& dims) {
-  for (const auto& [sym, values] : dims) {
-    bool used = false;
-    for (const TensorInfo& in : inputs)
-      for (const std::string& s : in.symbols) used = used || s == sym;
-    if (!used) throw Error("--dim " + sym + ": the model has no input dim named '" + sym + "'");
-  }
+  check_dim_symbols(dims, inputs);
   std::vector<std::map<std::string, int64_t>> bindings{{}};
   for (const auto& [sym, values] : dims) {
     std::vector<std::map<std::string, int64_t>> next;
@@ -86,9 +61,8 @@ std::vector<std::vector<std::vector<int64_t>>> signatures(const std::vector<Tens
 void add_compile_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("compile", "Compile a model ahead of time (.kiln: runs without the source model)");
   struct Args {
-    std::string model, out, target = "kiln", backend = "cpu";
-    std::vector<std::string> dims;
-    int threads = 1, level = 3, fusion = 3;
+    ModelOptions model_options;
+    std::string model, out, target = "kiln";
     bool embed_weights = false, no_onednn = false, check_on_cpu = false;
   };
   auto args = std::make_shared<Args>();
@@ -103,28 +77,18 @@ void add_compile_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-onednn", args->no_onednn, "--target cpp: kiln's portable kernels only, no dependency at all");
   cmd->add_flag("--check-on-cpu", args->check_on_cpu,
                 "--target cuda: the project builds model.cu as host C++ by default (no GPU; checks the kernels)");
-  cmd->add_option("--dim", args->dims, "SYMBOL=N[,M...]: precompile these extents of a symbolic input dim (every combination)");
-  cmd->add_option("--threads", args->threads,
-                  "Intra-op threads the plans' work splits are made for (--target cpp: the emitted model's team)")
-      ->check(CLI::Range(1, 1024))->capture_default_str();
-  cmd->add_option("--level", args->level, "Graph optimization level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
-  cmd->add_option("--fusion", args->fusion, "Operator fusion level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
-  cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
+  args->model_options.add_to(cmd, "SYMBOL=N[,M...]: precompile these extents of a symbolic input dim (every combination)");
   cmd->callback([args, &exit_code] {
     const bool cpp = args->target == "cpp", cuda = args->target == "cuda";
     if (!cpp && (args->embed_weights || args->no_onednn)) throw Error("--embed-weights and --no-onednn go with --target cpp");
     if (!cuda && args->check_on_cpu) throw Error("--check-on-cpu goes with --target cuda");
     if ((cpp || cuda) && args->out.empty()) throw Error("--target " + args->target + " writes a folder: give it with -o DIR");
     const auto t0 = std::chrono::steady_clock::now();
-    SessionOptions o;
-    o.threads = args->threads;
-    o.opt_level = args->level;
-    o.fusion_level = args->fusion;
-    o.backend = args->backend;
-    if (cpp) o.disabled_passes = codegen::cpp_disabled_passes();
-    if (cuda) o.disabled_passes = codegen::cuda_disabled_passes();
+    SessionOptions o = args->model_options.session();
+    const std::vector<std::string>& skip = cpp ? codegen::cpp_disabled_passes() : codegen::cuda_disabled_passes();
+    if (cpp || cuda) o.disabled_passes.insert(o.disabled_passes.end(), skip.begin(), skip.end());
     auto s = Session::create(args->model, o);
-    const auto sigs = signatures(s->inputs(), parse_dims(args->dims));
+    const auto sigs = signatures(s->inputs(), parse_dims(args->model_options.dims));
     for (const auto& sig : sigs) s->prepare(sig);
     std::vector<codegen::PlanSource> plans;
     for (const auto& sig : sigs)
@@ -158,7 +122,7 @@ void add_compile_command(CLI::App& app, int& exit_code) {
       co.source = std::filesystem::path(args->model).filename().string();
       co.test_data = test_data;
       co.isa = plans.front().plan->isa;
-      co.threads = args->threads;
+      co.threads = args->model_options.threads;
       const codegen::CppProjectStats st = codegen::write_cpp_project(plans, co, args->out);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::string kernels;
@@ -178,7 +142,7 @@ void add_compile_command(CLI::App& app, int& exit_code) {
     const SessionStats st = s->stats();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::printf("wrote %s: %lld plan(s) for %d thread(s), %lld bytes, %.0f ms\n", out.c_str(),
-                static_cast<long long>(st.plans_built + st.plans_loaded), args->threads,
+                static_cast<long long>(st.plans_built + st.plans_loaded), args->model_options.threads,
                 static_cast<long long>(std::filesystem::file_size(out)), ms);
     exit_code = 0;
   });

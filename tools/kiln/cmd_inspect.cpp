@@ -119,7 +119,7 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0, 3))->capture_default_str();
   cmd->add_option("--max-group-size", args->fusion.max_group_size, "Most nodes in one fusion group")
       ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->callback([args, &exit_code] {
+  cmd->callback([args, cmd, &exit_code] {
     if (runtime::is_kiln_file(args->model)) {
       // A compiled model: its manifest, every plan with its kernel specs (the plans it holds,
       // as they will run; --json for all of it).
@@ -169,6 +169,8 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       exit_code = 0;
       return;
     }
+    if (args->plan && (args->groups || !args->dot.empty()))
+      throw Error("--plan describes the executable plan; --groups and --dot describe fusion groups: give one or the other");
     auto g = onnx_fe::load_model(args->model);
     ir::verify(*g);
     if (args->plan) {
@@ -180,7 +182,16 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       return;
     }
     const bool fuse = args->groups || args->json || !args->dot.empty();
+    const bool level_given = cmd->get_option("--level")->count() > 0;
+    if (args->no_infer && (fuse || level_given)) throw Error("--no-infer prints the file as declared: no --level, --groups, --json or --dot");
     if (!args->no_infer || fuse) ops::ShapeInference().run(*g);
+    // Fusion groups are those of the graph that runs: after the optimizer (--level); the plain
+    // IR is the file's unless a --level is given.
+    if ((fuse || level_given) && args->level > 0) {
+      passes::OptimizeOptions o;
+      o.level = args->level;
+      passes::optimize(*g, o);
+    }
     if (!fuse) {
       std::cout << ir::print(*g);
       exit_code = 0;
@@ -188,8 +199,8 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
     }
     std::vector<fusion::Group> groups = fusion::partition(*g, args->fusion);
     if (!args->dot.empty()) write_dot(*g, groups, args->dot);
-    if (args->json) std::cout << groups_json(groups).dump(1) << "\n";
-    if (args->groups) print_groups(*g, groups, args->fusion.level);
+    if (args->json) std::cout << groups_json(groups).dump(1) << "\n";  // JSON alone: the table is --groups without --json
+    else if (args->groups) print_groups(*g, groups, args->fusion.level);
     exit_code = 0;
   });
 }

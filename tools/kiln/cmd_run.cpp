@@ -1,4 +1,4 @@
-// kiln run MODEL.onnx [--input NAME=FILE.pb ...]: runs a model once and prints its outputs.
+// kiln run MODEL [--input NAME=FILE.pb ...]: runs a model (once unless --runs) and prints its outputs.
 #include <kiln/session.h>
 
 #include <sys/resource.h>
@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "frontend/onnx/tensor_proto.h"
+#include "model_options.h"
 #include "tensor_io.h"
 
 namespace kiln::cli {
@@ -17,47 +18,32 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("run", "Run a model once (random inputs unless given) and print its outputs");
   struct Args {
     LimitOptions limits;
+    ModelOptions model_options;
     std::string model;
-    std::vector<std::string> inputs, dims, keep;
+    std::vector<std::string> inputs, keep;
     int count = 8;
-    int runs = 1;
+    int runs = 1, warmup = 0;
     uint32_t seed = 1;
-    int level = 3;
-    int fusion = 3;
-    bool tune = false;
-    std::string backend = "cpu";
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("model", args->model, "Model file (.onnx)")->required();
+  cmd->add_option("model", args->model, "Model file (.onnx or .kiln)")->required();
   cmd->add_option("-i,--input", args->inputs, "NAME=FILE.pb: an input from a TensorProto file");
-  cmd->add_option("--dim", args->dims, "SYMBOL=N: extent of a symbolic dim for random inputs (default 1)");
   cmd->add_option("--keep", args->keep, "Also print this intermediate value");
-  cmd->add_option("--values", args->count, "Values to print per output")->capture_default_str();
-  cmd->add_option("--runs", args->runs, "Run this many times and report the median latency")->capture_default_str();
-  cmd->add_option("--seed", args->seed, "Seed for random inputs")->capture_default_str();
-  cmd->add_option("--level", args->level, "Graph optimization level 0..3")->capture_default_str();
-  cmd->add_option("--backend", args->backend, "cpu or reference")->capture_default_str();
-  cmd->add_flag("--tune", args->tune, "Time the candidate kernels of each node once and keep the fastest (cached)");
-  cmd->add_option("--fusion", args->fusion, "Operator fusion level 0..3 (0 none, 3 all)")
-      ->check(CLI::Range(0, 3))
+  cmd->add_option("--values", args->count, "Values to print per output")->check(CLI::Range(1, 1 << 30))->capture_default_str();
+  cmd->add_option("--runs", args->runs, "Run this many times and report the median latency")
+      ->check(CLI::Range(1, 1 << 30))
       ->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::Range(0, 1 << 30))->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed for random inputs")->capture_default_str();
+  args->model_options.add_to(cmd, "SYMBOL=N: extent of a symbolic dim for random inputs (default 1)");
   args->limits.add_to(cmd);
   cmd->callback([args, &exit_code] {
     LimitsScope limits(args->limits.limits);
-    SessionOptions opts;
+    SessionOptions opts = args->model_options.session();
     args->limits.apply(opts);
     opts.keep = args->keep;
-    opts.opt_level = args->level;
-    opts.fusion_level = args->fusion;
-    opts.tune = args->tune;
-    opts.backend = args->backend;
     auto session = Session::create(args->model, opts);
-    std::map<std::string, int64_t> dims;
-    for (const std::string& d : args->dims) {
-      auto eq = d.find('=');
-      if (eq == std::string::npos) throw Error("--dim expects SYMBOL=N, got '" + d + "'");
-      dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
-    }
+    const std::map<std::string, int64_t> dims = single_dims(args->model_options.dims, session->inputs());
     std::map<std::string, Tensor> given;
     for (const std::string& s : args->inputs) {
       auto eq = s.find('=');
@@ -71,10 +57,22 @@ void add_run_command(CLI::App& app, int& exit_code) {
       feeds[in.name] = it != given.end() ? it->second : random_input(in, dims, seed++);
       if (it != given.end()) given.erase(it);
     }
-    if (!given.empty()) throw Error("the model has no input named '" + given.begin()->first + "'");
+    if (!given.empty())
+      throw Error("the model has no input named '" + given.begin()->first + "' (its inputs: " +
+                  names_of(session->inputs()) + ")");
+    // The plan for these shapes compiled before timing: the latency is the run's alone.
+    std::vector<std::vector<int64_t>> shapes;
+    bool tensors = true;
+    for (const TensorInfo& in : session->inputs()) {
+      tensors = tensors && !in.is_sequence;
+      shapes.push_back(feeds.at(in.name).dims());
+    }
+    if (tensors) session->prepare(shapes);
+    session->wait_ready();
     std::map<std::string, Tensor> outs;
+    for (int r = 0; r < args->warmup; ++r) outs = session->run(feeds);
     std::vector<double> times;
-    for (int r = 0; r < std::max(1, args->runs); ++r) {
+    for (int r = 0; r < args->runs; ++r) {
       auto t0 = std::chrono::steady_clock::now();
       outs = session->run(feeds);
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());

@@ -35,6 +35,9 @@ inline constexpr const char* kDisableHelp =
     "A lowering rewrite (channels_last, channel_shuffle, channel_scale, conv_concat, conv_chain, conv_chain_input, blocked_layout) "
     "or a kernel (kiln_pointwise, kiln_depthwise, gemv, onednn_winograd, ...) to skip";
 
+// "kiln 0.1.0 (abc1234), oneDNN 3.0.0, CPU: avx512f avx2 fma" (version.cpp).
+std::string version_text();
+
 // Each sets `exit_code` when its subcommand runs.
 void add_run_command(CLI::App& app, int& exit_code);
 void add_check_command(CLI::App& app, int& exit_code);

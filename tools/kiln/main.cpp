@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   spin_waiting_openmp_threads(argv);
   CLI::App app{"kiln: a deep-learning compiler and inference engine"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", kiln::cli::version_text());
   int exit_code = 0;
   kiln::cli::add_run_command(app, exit_code);
   kiln::cli::add_check_command(app, exit_code);

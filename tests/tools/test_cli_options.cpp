@@ -1,0 +1,107 @@
+// The options every model subcommand shares (tools/kiln/model_options.h) and the CLI defects a new
+// user met: each a regression test, with the command that showed it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_util.h"
+
+namespace kiln::testing {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string squeezenet() { return (source_dir() / "models/squeezenet1_1/model.onnx").string(); }
+
+// A model with a symbolic batch: x [batch, 4] -> Relu.
+std::string symbolic_model() {
+  const fs::path d = temp_dir("symbolic");
+  onnx::ModelProto m = tiny_model({1, 4}, {{"Relu", {"x"}, {"y"}}});
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param(
+      "batch");
+  save_model(m, d / "model.onnx");
+  return (d / "model.onnx").string();
+}
+
+void expect_refused(const std::vector<std::string>& args, const std::string& message) {
+  const CliResult r = run_kiln(args);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+}
+
+}  // namespace
+
+TEST(CliOptions, DimNamingNoSymbolOrNoNumberIsAnError) {
+  const std::string m = symbolic_model();
+  for (const char* sub : {"run", "bench"}) {
+    expect_refused({sub, m, "--dim", "foo=3"}, "the model has no input dim named 'foo' (its symbolic dims: 'batch')");
+    expect_refused({sub, m, "--dim", "batch=abc"}, "--dim batch=abc: 'abc' is not a positive integer");
+    expect_refused({sub, m, "--dim", "batch=0"}, "is not a positive integer");
+  }
+  expect_refused({"compile", m, "--dim", "foo=3", "-o", (temp_dir("dimc") / "m.kiln").string()},
+                 "the model has no input dim named 'foo'");
+  const CliResult r = run_kiln({"run", m, "--dim", "batch=3"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("y: float[3,4]"), std::string::npos) << r.output;
+}
+
+TEST(CliOptions, RangesAreCheckedAlikeEverywhere) {
+  const std::string m = squeezenet();
+  const std::string dir = (source_dir() / "models/squeezenet1_1").string();
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"run", m, "--runs", "0"},
+                                             {"run", m, "--runs", "-5"},
+                                             {"run", m, "--values", "0"},
+                                             {"run", m, "--level", "-1"},
+                                             {"run", m, "--level", "7"},
+                                             {"bench", m, "--runs", "0"},
+                                             {"bench", m, "--threads", "0"},
+                                             {"check", dir, "--threads", "0"},
+                                             {"check", dir, "--level", "4"},
+                                             {"compile", m, "--fusion", "9"}}) {
+    const CliResult r = run_kiln(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << " " << args[2] << " " << args[3] << ": " << r.output;
+    EXPECT_NE(r.output.find("not in range"), std::string::npos) << r.output;
+    EXPECT_LT(r.output.size(), 200u) << "a one-line message: " << r.output;
+  }
+}
+
+TEST(CliOptions, RunTakesThreadsWarmupAndDisableAndNamesTheInputsItHas) {
+  const std::string m = squeezenet();
+  CliResult r = run_kiln({"run", m, "--threads", "2", "--warmup", "1", "--runs", "2", "--disable", "conv_concat"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("median of 2 runs"), std::string::npos) << r.output;
+  expect_refused({"run", m, "--input", "foo=x.pb"}, "cannot open 'x.pb'");
+  const fs::path in = source_dir() / "models/squeezenet1_1/test_data_set_0/input_0.pb";
+  expect_refused({"run", m, "--input", "foo=" + in.string()}, "the model has no input named 'foo' (its inputs: 'input')");
+}
+
+TEST(CliOptions, TooManyThreadsWarns) {
+  const CliResult r = run_kiln({"run", squeezenet(), "--threads", "1024"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: --threads 1024 on a machine with"), std::string::npos) << r.output;
+}
+
+TEST(CliOptions, VersionSaysWhatItIs) {
+  const CliResult r = run_kiln({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("kiln 0.", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("oneDNN "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("CPU:"), std::string::npos) << r.output;
+}
+
+TEST(CliOptions, InspectJsonIsJsonAloneAndFlagsItCannotCombineAreRefused) {
+  const std::string m = squeezenet();
+  const CliResult r = run_kiln({"inspect", m, "--groups", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NO_THROW((void)nlohmann::json::parse(r.output)) << r.output.substr(0, 300);
+  expect_refused({"inspect", m, "--plan", "--groups"}, "give one or the other");
+  expect_refused({"inspect", m, "--plan", "--dot", (temp_dir("dot") / "g.dot").string()}, "give one or the other");
+  // The groups are those of the optimized graph: no group is an Identity on weights.
+  const CliResult g = run_kiln({"inspect", m, "--groups"});
+  EXPECT_EQ(g.exit_code, 0) << g.output;
+  EXPECT_EQ(g.output.find("Identity"), std::string::npos) << g.output;
+}
+
+}  // namespace kiln::testing

@@ -1,0 +1,94 @@
+#include "model_options.h"
+
+#include <kiln/error.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "commands.h"
+
+namespace kiln::cli {
+
+void ModelOptions::add_to(CLI::App* cmd, const std::string& dims_help) {
+  cmd->add_option("--threads", threads, "Intra-op threads")->check(CLI::Range(1, 1024))->capture_default_str();
+  cmd->add_option("--level", level, "Graph optimization level (0-3)")->check(CLI::Range(0, 3))->capture_default_str();
+  cmd->add_option("--fusion", fusion, "Operator fusion level (0 none, 1 elementwise, 2 + broadcast/injective/reduce, 3 all)")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
+  cmd->add_option("--backend", backend, "cpu or reference")->check(CLI::IsMember({"cpu", "reference"}))->capture_default_str();
+  cmd->add_flag("--tune", tune, "Time the candidate kernels of each node once and keep the fastest (cached)");
+  cmd->add_option("--disable", disable, kDisableHelp);
+  if (!dims_help.empty()) cmd->add_option("--dim", dims, dims_help);
+}
+
+SessionOptions ModelOptions::session() const {
+  SessionOptions o;
+  o.threads = threads;
+  o.opt_level = level;
+  o.fusion_level = fusion;
+  o.backend = backend;
+  o.tune = tune;
+  add_disabled(o, disable);
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (cores > 0 && static_cast<unsigned>(threads) > cores)
+    std::cerr << "kiln: warning: --threads " << threads << " on a machine with " << cores
+              << " cores: the threads will share them (slower than --threads " << cores << ")\n";
+  return o;
+}
+
+std::map<std::string, std::vector<int64_t>> parse_dims(const std::vector<std::string>& specs) {
+  std::map<std::string, std::vector<int64_t>> dims;
+  for (const std::string& d : specs) {
+    const auto eq = d.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("--dim expects SYMBOL=N[,M...], got '" + d + "'");
+    std::vector<int64_t>& values = dims[d.substr(0, eq)];
+    size_t at = eq + 1;
+    while (at <= d.size()) {
+      const size_t comma = std::min(d.find(',', at), d.size());
+      const std::string n = d.substr(at, comma - at);
+      char* end = nullptr;
+      errno = 0;
+      const long long v = std::strtoll(n.c_str(), &end, 10);
+      if (n.empty() || *end != '\0' || v < 1 || errno == ERANGE)
+        throw Error("--dim " + d + ": '" + n + "' is not a positive integer");
+      values.push_back(v);
+      at = comma + 1;
+    }
+  }
+  return dims;
+}
+
+std::string names_of(const std::vector<TensorInfo>& infos) {
+  std::string s;
+  for (const TensorInfo& i : infos) s += (s.empty() ? "'" : ", '") + i.name + "'";
+  return s.empty() ? "none" : s;
+}
+
+void check_dim_symbols(const std::map<std::string, std::vector<int64_t>>& dims, const std::vector<TensorInfo>& inputs) {
+  for (const auto& [sym, values] : dims) {
+    bool used = false;
+    std::string symbols;
+    for (const TensorInfo& in : inputs)
+      for (const std::string& s : in.symbols) {
+        used = used || s == sym;
+        if (!s.empty() && s != "?" && symbols.find("'" + s + "'") == std::string::npos) symbols += (symbols.empty() ? "'" : ", '") + s + "'";
+      }
+    if (!used)
+      throw Error("--dim " + sym + ": the model has no input dim named '" + sym + "' (its symbolic dims: " +
+                  (symbols.empty() ? "none" : symbols) + ")");
+  }
+}
+
+std::map<std::string, int64_t> single_dims(const std::vector<std::string>& specs, const std::vector<TensorInfo>& inputs) {
+  const auto dims = parse_dims(specs);
+  check_dim_symbols(dims, inputs);
+  std::map<std::string, int64_t> one;
+  for (const auto& [sym, values] : dims) {
+    if (values.size() != 1) throw Error("--dim " + sym + ": give one extent here (several are for kiln compile)");
+    one[sym] = values.back();
+  }
+  return one;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,37 @@
+// One vocabulary of options across the subcommands that compile or run a model: --threads,
+// --level, --fusion, --backend, --tune, --disable and --dim, with the same ranges and messages
+// everywhere, and the --dim parser that checks its symbols against the model's inputs.
+#pragma once
+#include <kiln/session.h>
+
+#include <CLI/CLI.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+struct ModelOptions {
+  int threads = 1, level = 3, fusion = 3;
+  std::string backend = "cpu";
+  bool tune = false;
+  std::vector<std::string> disable, dims;
+
+  // Adds the options to `cmd`; `dims_help` says what --dim does for this subcommand ("" = no --dim).
+  void add_to(CLI::App* cmd, const std::string& dims_help);
+  // The session options they ask for (warns on stderr when --threads exceeds the cores).
+  SessionOptions session() const;
+};
+
+// "batch=1,4" -> {"batch": {1, 4}}; a kiln::Error for a malformed spec or a value that is not a
+// positive integer.
+std::map<std::string, std::vector<int64_t>> parse_dims(const std::vector<std::string>& specs);
+// A kiln::Error when a --dim names a symbol none of `inputs` has (listing those it has).
+void check_dim_symbols(const std::map<std::string, std::vector<int64_t>>& dims, const std::vector<TensorInfo>& inputs);
+// One extent per symbol (run, bench): the last given.
+std::map<std::string, int64_t> single_dims(const std::vector<std::string>& specs, const std::vector<TensorInfo>& inputs);
+
+// "'input_ids', 'attention_mask'": the names of `infos`, for messages.
+std::string names_of(const std::vector<TensorInfo>& infos);
+
+}  // namespace kiln::cli
