@@ -88,11 +88,15 @@ struct HostCall {
   bool* failed;  // set when fn fails; the run then fails with run->error
 };
 
+)CU";
+  if (!e.host_calls.empty())
+    s += R"CU(
 void host_call(void* p) {
   HostCall* h = static_cast<HostCall*>(p);
   if (!*h->failed && !h->fn(*h->run)) *h->failed = true;
 }
-
+)CU";
+  s += R"CU(
 // One run: where the arena, the weights and the tensors are on the device.
 struct Run {
   unsigned char* arena;
@@ -112,7 +116,9 @@ struct Run {
     error = e;
     return false;
   }
-  // Copies around a CPU instruction, and its call, in stream order.
+)CU";
+  if (!e.host_calls.empty())
+    s += R"CU(  // Copies around a CPU instruction, and its call, in stream order.
   bool to_host(const void* d, void* h, int64_t bytes) {
     return cudaMemcpyAsync(h, d, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream) == cudaSuccess ||
            fail("copying to the host");
@@ -124,7 +130,8 @@ struct Run {
   bool on_host(int call) {
     return cudaLaunchHostFunc(stream, host_call, &host_calls[call]) == cudaSuccess || fail("calling a CPU instruction");
   }
-};
+)CU";
+  s += R"CU(};
 
 // With KILN_MODEL_PROFILE defined (cmake -DKILN_MODEL_PROFILE=ON), runs launch instruction by
 // instruction (no CUDA graph), every instruction timed on the GPU with events; the totals are
