@@ -104,4 +104,21 @@ TEST(CliOptions, InspectJsonIsJsonAloneAndFlagsItCannotCombineAreRefused) {
   EXPECT_EQ(g.output.find("Identity"), std::string::npos) << g.output;
 }
 
+TEST(CliOptions, OptimizeWritesStandardOpsByDefaultAndSaysWhenItWritesNothing) {
+  const std::string m = squeezenet();
+  const fs::path d = temp_dir("optimize");
+  CliResult r = run_kiln({"optimize", m});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("nothing written: give -o"), std::string::npos) << r.output;
+  r = run_kiln({"optimize", m, "-o", (d / "std.onnx").string(), "--ops"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const std::string after = r.output.substr(r.output.find("after:"));
+  EXPECT_EQ(after.find("kiln."), std::string::npos) << "the default writes only standard ops: " << after;
+  expect_refused({"optimize", m, "--level", "3", "-o", (d / "k.onnx").string()}, "add --kiln-ops");
+  r = run_kiln({"optimize", m, "--kiln-ops", "-o", (d / "k.onnx").string(), "--ops"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(level 3)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.substr(r.output.find("after:")).find("kiln."), std::string::npos) << r.output;
+}
+
 }  // namespace kiln::testing

@@ -1,9 +1,12 @@
-// kiln optimize MODEL.onnx -o OUT.onnx [--level N] [--stats]: runs the graph optimizer and
-// writes the result as ONNX (level 1 output uses only standard ops; levels 2-3 may use the
-// "kiln" domain, see docs/optimizer.md).
+// kiln optimize MODEL.onnx -o OUT.onnx [--level N] [--kiln-ops] [--stats]: runs the graph
+// optimizer and writes the result as ONNX. By default a model other runtimes load: level 1,
+// standard ops only; levels 2-3 write "kiln"-domain fused ops (docs/optimizer.md), which only
+// kiln runs, so they need --kiln-ops.
 #include <cstdio>
 #include <iostream>
 #include <map>
+
+#include <kiln/error.h>
 
 #include "commands.h"
 #include "frontend/onnx/exporter.h"
@@ -28,17 +31,26 @@ void add_optimize_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("optimize", "Optimize a model's graph and write it as ONNX");
   struct Args {
     std::string model, out;
-    int level = 3;
-    bool stats = false, verify = false, ops = false;
+    int level = 1;
+    bool stats = false, verify = false, ops = false, kiln_ops = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model", args->model, "Model file (.onnx)")->required();
   cmd->add_option("-o,--output", args->out, "Where to write the optimized model");
-  cmd->add_option("--level", args->level, "0 none, 1 basic (standard ops only), 2 extended, 3 all")->capture_default_str();
+  auto* level = cmd->add_option("--level", args->level, "0 none, 1 basic (standard ops only), 2 extended, 3 all (2-3: with --kiln-ops)")
+                    ->check(CLI::Range(0, 3))
+                    ->capture_default_str();
+  cmd->add_flag("--kiln-ops", args->kiln_ops,
+                "Allow kiln-domain fused ops (levels 2-3; the default level then is 3): only kiln runs the result");
   cmd->add_flag("--stats", args->stats, "Print per-pass statistics");
   cmd->add_flag("--ops", args->ops, "Print the op histogram before and after");
   cmd->add_flag("--verify", args->verify, "Run the IR verifier after every pass");
-  cmd->callback([args, &exit_code] {
+  cmd->callback([args, level, &exit_code] {
+    if (args->kiln_ops && level->count() == 0) args->level = 3;
+    if (args->level > 1 && !args->kiln_ops)
+      throw Error("--level " + std::to_string(args->level) +
+                  " writes kiln-domain ops that other runtimes reject; add --kiln-ops for a model only kiln runs, "
+                  "or use --level 1 (standard ops)");
     auto g = onnx_fe::load_model(args->model);
     ir::verify(*g);
     ops::ShapeInference().run(*g);
@@ -62,6 +74,8 @@ void add_optimize_command(CLI::App& app, int& exit_code) {
     if (!args->out.empty()) {
       onnx_fe::save_model(*g, args->out);
       std::cout << "wrote " << args->out << "\n";
+    } else {
+      std::cout << "nothing written: give -o OUT.onnx to write the optimized model\n";
     }
     exit_code = 0;
   });
