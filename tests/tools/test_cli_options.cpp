@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli_util.h"
 
@@ -78,9 +79,10 @@ TEST(CliOptions, RunTakesThreadsWarmupAndDisableAndNamesTheInputsItHas) {
 }
 
 TEST(CliOptions, TooManyThreadsWarns) {
-  const CliResult r = run_kiln({"run", squeezenet(), "--threads", "1024"});
+  const std::string n = std::to_string(std::thread::hardware_concurrency() + 1);
+  const CliResult r = run_kiln({"run", squeezenet(), "--threads", n});
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("warning: --threads 1024 on a machine with"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("warning: --threads " + n + " on a machine with"), std::string::npos) << r.output;
 }
 
 TEST(CliOptions, VersionSaysWhatItIs) {
@@ -119,6 +121,32 @@ TEST(CliOptions, OptimizeWritesStandardOpsByDefaultAndSaysWhenItWritesNothing) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("(level 3)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.substr(r.output.find("after:")).find("kiln."), std::string::npos) << r.output;
+}
+
+TEST(CliOptions, RunAndBenchTakeAModelFolderAndInputFiles) {
+  const fs::path dir = source_dir() / "models/squeezenet1_1";
+  const std::string in = "input=" + (dir / "test_data_set_0/input_0.pb").string();
+  CliResult folder = run_kiln({"run", dir.string()});
+  CliResult file = run_kiln({"run", (dir / "model.onnx").string(), "--input", in});
+  EXPECT_EQ(folder.exit_code, 0) << folder.output;
+  // The folder's test_data_set_0 input, not a random one: the same outputs as given explicitly.
+  const auto first_line = [](const std::string& s) { return s.substr(0, s.find('\n')); };
+  EXPECT_EQ(first_line(folder.output), first_line(file.output));
+  CliResult b = run_kiln({"bench", dir.string(), "--runs", "2", "--warmup", "0"});
+  EXPECT_EQ(b.exit_code, 0) << b.output;
+  b = run_kiln({"bench", (dir / "model.onnx").string(), "--input", in, "--runs", "2", "--warmup", "0"});
+  EXPECT_EQ(b.exit_code, 0) << b.output;
+  expect_refused({"bench", (dir / "model.onnx").string(), "--input", "nope=" + (dir / "test_data_set_0/input_0.pb").string()},
+                 "the model has no input named 'nope' (its inputs: 'input')");
+  expect_refused({"run", temp_dir("empty").string()}, "is a folder without a model.onnx");
+}
+
+TEST(CliOptions, CheckRefusesATestSetWithoutOutputs) {
+  const fs::path d = temp_dir("no_outputs");
+  fs::copy_file(source_dir() / "models/squeezenet1_1/model.onnx", d / "model.onnx");
+  fs::create_directories(d / "test_data_set_0");
+  fs::copy_file(source_dir() / "models/squeezenet1_1/test_data_set_0/input_0.pb", d / "test_data_set_0/input_0.pb");
+  expect_refused({"check", d.string()}, "test_data_set_0: has no output_N.pb to compare with");
 }
 
 }  // namespace kiln::testing

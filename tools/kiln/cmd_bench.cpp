@@ -27,10 +27,12 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     std::string model;
     int runs = 20, warmup = 3;
     bool json = false;
-    std::vector<std::string> pair_disable;
+    std::vector<std::string> pair_disable, inputs;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("model", args->model, "Model file (.onnx or .kiln)")->required();
+  cmd->add_option("model", args->model, "Model file (.onnx or .kiln), or a model folder (its test_data_set_0 inputs)")
+      ->required();
+  cmd->add_option("-i,--input", args->inputs, "NAME=FILE.pb: an input from a TensorProto file (else random)");
   cmd->add_option("--runs", args->runs, "Timed runs")->check(CLI::Range(1, 1 << 30))->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::Range(0, 1 << 30))->capture_default_str();
   args->model_options.add_to(cmd, "SYMBOL=N: extent of a symbolic input dim (default 1)");
@@ -43,23 +45,22 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     SessionOptions opts = args->model_options.session();
     args->limits.apply(opts);
     auto t0 = std::chrono::steady_clock::now();
-    auto session = Session::create(args->model, opts);
+    const ModelPath path = resolve_model(args->model);
+    auto session = Session::create(path.model, opts);
     double create_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     // Weight transforms some kernels left to a background thread finish before timing starts
     // (the session already ran correctly without them).
     session->wait_ready();
     double ready_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const std::map<std::string, int64_t> dims = single_dims(args->model_options.dims, session->inputs());
-    std::map<std::string, Tensor> feeds;
-    uint32_t seed = 1;
-    for (const TensorInfo& in : session->inputs()) feeds[in.name] = random_input(in, dims, seed++);
+    const std::map<std::string, Tensor> feeds = model_inputs(*session, path, args->inputs, dims, 1);
     for (int i = 0; i < args->warmup; ++i) session->run(feeds);
     session->wait_ready();  // plans first built by the warm-up (dynamic input shapes)
     std::unique_ptr<Session> other;  // --pair-disable: the same model without those rewrites
     if (!args->pair_disable.empty()) {
       SessionOptions o = opts;
       add_disabled(o, args->pair_disable);
-      other = Session::create(args->model, o);
+      other = Session::create(path.model, o);
       other->wait_ready();
       for (int i = 0; i < args->warmup; ++i) other->run(feeds);
       other->wait_ready();

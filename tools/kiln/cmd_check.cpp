@@ -48,6 +48,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
       if (ds.inputs.size() != session->inputs().size())
         throw Error(set.filename().string() + ": has " + std::to_string(ds.inputs.size()) + " inputs, the model takes " +
                     std::to_string(session->inputs().size()));
+      if (ds.outputs.empty())
+        throw Error(set.filename().string() + ": has no output_N.pb to compare with (its inputs alone check nothing)");
       std::vector<Tensor> outs = session->run(ds.inputs);
       if (ds.outputs.size() > outs.size())
         throw Error(set.filename().string() + ": has " + std::to_string(ds.outputs.size()) +

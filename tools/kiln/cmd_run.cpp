@@ -26,7 +26,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
     uint32_t seed = 1;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("model", args->model, "Model file (.onnx or .kiln)")->required();
+  cmd->add_option("model", args->model, "Model file (.onnx or .kiln), or a model folder (its test_data_set_0 inputs)")
+      ->required();
   cmd->add_option("-i,--input", args->inputs, "NAME=FILE.pb: an input from a TensorProto file");
   cmd->add_option("--keep", args->keep, "Also print this intermediate value");
   cmd->add_option("--values", args->count, "Values to print per output")->check(CLI::Range(1, 1 << 30))->capture_default_str();
@@ -42,24 +43,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
     SessionOptions opts = args->model_options.session();
     args->limits.apply(opts);
     opts.keep = args->keep;
-    auto session = Session::create(args->model, opts);
+    const ModelPath path = resolve_model(args->model);
+    auto session = Session::create(path.model, opts);
     const std::map<std::string, int64_t> dims = single_dims(args->model_options.dims, session->inputs());
-    std::map<std::string, Tensor> given;
-    for (const std::string& s : args->inputs) {
-      auto eq = s.find('=');
-      if (eq == std::string::npos) throw Error("--input expects NAME=FILE.pb, got '" + s + "'");
-      given[s.substr(0, eq)] = onnx_fe::load_tensor_file(s.substr(eq + 1));
-    }
-    std::map<std::string, Tensor> feeds;
-    uint32_t seed = args->seed;
-    for (const TensorInfo& in : session->inputs()) {
-      auto it = given.find(in.name);
-      feeds[in.name] = it != given.end() ? it->second : random_input(in, dims, seed++);
-      if (it != given.end()) given.erase(it);
-    }
-    if (!given.empty())
-      throw Error("the model has no input named '" + given.begin()->first + "' (its inputs: " +
-                  names_of(session->inputs()) + ")");
+    const std::map<std::string, Tensor> feeds = model_inputs(*session, path, args->inputs, dims, args->seed);
     // The plan for these shapes compiled before timing: the latency is the run's alone.
     std::vector<std::vector<int64_t>> shapes;
     bool tensors = true;

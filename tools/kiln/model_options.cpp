@@ -3,10 +3,14 @@
 #include <kiln/error.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
 #include "commands.h"
+#include "frontend/onnx/tensor_proto.h"
+#include "tensor_io.h"
+#include "testdata/model_dir.h"
 
 namespace kiln::cli {
 
@@ -57,6 +61,44 @@ std::map<std::string, std::vector<int64_t>> parse_dims(const std::vector<std::st
     }
   }
   return dims;
+}
+
+ModelPath resolve_model(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(path)) return {path, ""};
+  ModelPath p;
+  for (const char* name : {"model.onnx", "model.kiln"})
+    if (fs::exists(fs::path(path) / name)) p.model = (fs::path(path) / name).string();
+  if (p.model.empty()) throw Error("'" + path + "' is a folder without a model.onnx");
+  const auto sets = testdata::find_data_sets(path);
+  if (!sets.empty()) p.data = sets.front().string();
+  return p;
+}
+
+std::map<std::string, Tensor> model_inputs(const Session& s, const ModelPath& path, const std::vector<std::string>& given,
+                                           const std::map<std::string, int64_t>& dims, uint32_t seed) {
+  std::map<std::string, Tensor> from_file;
+  for (const std::string& g : given) {
+    const auto eq = g.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("--input expects NAME=FILE.pb, got '" + g + "'");
+    from_file[g.substr(0, eq)] = onnx_fe::load_tensor_file(g.substr(eq + 1));
+  }
+  for (const auto& [name, t] : from_file) {
+    bool known = false;
+    for (const TensorInfo& in : s.inputs()) known = known || in.name == name;
+    if (!known) throw Error("the model has no input named '" + name + "' (its inputs: " + names_of(s.inputs()) + ")");
+  }
+  std::vector<Tensor> data;
+  if (!path.data.empty()) data = testdata::load_data_set(path.data, s.inputs(), s.outputs()).inputs;
+  std::map<std::string, Tensor> feeds;
+  for (size_t i = 0; i < s.inputs().size(); ++i) {
+    const TensorInfo& in = s.inputs()[i];
+    auto it = from_file.find(in.name);
+    if (it != from_file.end()) feeds[in.name] = it->second;
+    else if (i < data.size()) feeds[in.name] = data[i];
+    else feeds[in.name] = random_input(in, dims, seed++);
+  }
+  return feeds;
 }
 
 std::string names_of(const std::vector<TensorInfo>& infos) {

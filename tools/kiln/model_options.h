@@ -31,6 +31,20 @@ void check_dim_symbols(const std::map<std::string, std::vector<int64_t>>& dims, 
 // One extent per symbol (run, bench): the last given.
 std::map<std::string, int64_t> single_dims(const std::vector<std::string>& specs, const std::vector<TensorInfo>& inputs);
 
+// A model path as run and bench take it: a model file (.onnx, .kiln), or a model-zoo folder
+// (model.onnx and test_data_set_N/), whose test_data_set_0 inputs are then used.
+struct ModelPath {
+  std::string model;  // the file
+  std::string data;   // test_data_set_0 of a folder, "" for a file
+};
+ModelPath resolve_model(const std::string& path);
+
+// The inputs a run feeds: --input NAME=FILE.pb first, then the folder's test data, then random
+// (symbolic dims from --dim, else 1). A kiln::Error naming the input a --input names that the
+// model lacks, listing those it has.
+std::map<std::string, Tensor> model_inputs(const Session& s, const ModelPath& path, const std::vector<std::string>& given,
+                                           const std::map<std::string, int64_t>& dims, uint32_t seed);
+
 // "'input_ids', 'attention_mask'": the names of `infos`, for messages.
 std::string names_of(const std::vector<TensorInfo>& infos);
 
