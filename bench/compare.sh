@@ -7,10 +7,15 @@
 #   bench/compare.sh [--rounds R] [--threads 1,2] [--models "resnet18 mobilenet_v2"] [--out FILE]
 #
 # Needs the peers (bash ../shared/peers/setup.sh, once) and a built kiln (make). The table goes
-# to stdout and to --out (default bench/results/compare-<date>.md).
+# to stdout and to --out (default bench/results/compare-<date>.md). KILN_SHARED=DIR: the shared
+# folder (models/ and peers/) when it is not ../shared beside the checkout.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 shared=${KILN_SHARED:-$here/../shared}
+if [ ! -d "$shared/models" ] || [ ! -f "$shared/peers/interleave.py" ]; then
+  echo "no shared folder at $shared (models/ and peers/interleave.py): set KILN_SHARED=DIR" >&2
+  exit 2
+fi
 rounds=5; threads=1,2; models=""; out=""
 while [ $# -gt 0 ]; do
   case "$1" in

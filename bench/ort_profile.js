@@ -18,7 +18,12 @@ if (!modelDir || !fs.existsSync(path.join(modelDir, 'model.onnx'))) {
   console.error('usage: node bench/ort_profile.js MODEL_DIR [--threads T] [--runs R] [--top N]');
   process.exit(2);
 }
-const shared = path.resolve(__dirname, '..', '..', 'shared');
+// KILN_SHARED: the shared folder (peers/) when it is not ../shared beside the checkout.
+const shared = process.env.KILN_SHARED || path.resolve(__dirname, '..', '..', 'shared');
+if (!fs.existsSync(path.join(shared, 'peers', 'tensorproto.js'))) {
+  console.error(`no shared folder at ${shared} (peers/tensorproto.js): set KILN_SHARED=DIR`);
+  process.exit(2);
+}
 const ORT_MODULE = process.env.ORT_NODE_MODULE ||
   path.join(process.env.PEERS_NPM_PREFIX || '/opt/peers', 'node_modules', 'onnxruntime-node');
 const ort = require(ORT_MODULE);
