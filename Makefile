@@ -4,11 +4,12 @@
 #   make test   install what is missing, build, run every test
 #   make test-codegen  every shared model emitted as C++ (--target cpp), built and checked
 #   make test-cuda     every shared model emitted as CUDA (--target cuda): host check and nvcc build
+#   make python        the Python module (python/), installed into a venv: $(BUILD)/venv
 BUILD ?= build
 JOBS ?= $(shell nproc)
 SHARED_MODELS ?= ../shared/models
 
-.PHONY: all deps configure build demo test test-codegen test-cuda kernel-bench asan tsan fuzz fuzz-run clean
+.PHONY: all deps configure build demo test test-codegen test-cuda python kernel-bench asan tsan fuzz fuzz-run clean
 
 all: build
 
@@ -42,6 +43,12 @@ test-codegen: build
 # no GPU needed).
 test-cuda: build
 	@KILN_CUDA_SANITIZE=1 bash scripts/test-cuda.sh $(BUILD) $(SHARED_MODELS) $(CODEGEN_MODELS)
+
+# The Python module (python/): kiln installed into $(BUILD)/python-prefix, a venv over Debian's
+# Python with its numpy ($(BUILD)/venv), and the module built against the installed library
+# with pip (offline: --no-build-isolation --no-index). Then: $(BUILD)/venv/bin/python.
+python: build
+	@bash scripts/make-python.sh $(BUILD)
 
 # Per-kernel microbenchmarks (bench/kernels/; needs libbenchmark-dev): build/kiln_kernel_bench.
 kernel-bench: configure

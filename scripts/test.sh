@@ -5,6 +5,9 @@ set -uo pipefail
 BUILD=${1:-build}
 SHARED_MODELS=${2:-../shared/models}
 KILN="$BUILD/kiln"
+PWD_REPO=$(pwd)
+BUILD_ABS=$(cd "$BUILD" && pwd)
+SHARED_ABS=$(cd "$SHARED_MODELS" 2>/dev/null && pwd || echo "$SHARED_MODELS")
 passed=0
 failed=0
 failures=()
@@ -128,6 +131,29 @@ else
   passed=$((passed + ok))
   failed=$((failed + bad))
   [ "$bad" -eq 0 ] || failures+=("CUDA code generation ($bad)")
+fi
+
+# The Python module (python/): built against the installed library into a venv outside the
+# repository (as make python does into build/venv), its tests run from a temporary folder, so
+# that only the installed module can be imported.
+echo "== Python module (make python; python/tests)"
+pyt=$(mktemp -d "${TMPDIR:-/tmp}/kiln-pytest-XXXXXX")
+if out=$(bash scripts/make-python.sh "$BUILD" "$pyt/venv" 2>&1); then
+  out=$(cd "$pyt" && KILN_REPO="$PWD_REPO" KILN_SHARED_MODELS="$SHARED_ABS" "$pyt/venv/bin/python" -m pytest -q -p no:cacheprovider -rs "$PWD_REPO/python/tests" 2>&1)
+  rc=$?
+  rm -rf "$pyt"
+  echo "$out" | tail -n 15
+  ok=$(grep -oE '[0-9]+ passed' <<<"$out" | grep -oE '[0-9]+' || echo 0)
+  passed=$((passed + ok))
+  if [ $rc -ne 0 ]; then
+    failed=$((failed + 1))
+    failures+=("Python module tests")
+  fi
+else
+  echo "$out" | tail -n 20
+  rm -rf "$pyt"
+  failed=$((failed + 1))
+  failures+=("Python module build (make python)")
 fi
 
 if [ ${#failures[@]} -gt 0 ]; then
