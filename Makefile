@@ -47,7 +47,8 @@ test-cuda: build
 # The Python module (python/): kiln installed into $(BUILD)/python-prefix, a venv over Debian's
 # Python with its numpy ($(BUILD)/venv), and the module built against the installed library
 # with pip (offline: --no-build-isolation --no-index). Then: $(BUILD)/venv/bin/python.
-python: build
+python: deps
+	@$(MAKE) --no-print-directory build
 	@bash scripts/make-python.sh $(BUILD)
 
 # Per-kernel microbenchmarks (bench/kernels/; needs libbenchmark-dev): build/kiln_kernel_bench.
