@@ -141,6 +141,25 @@ TEST(CliOptions, RunAndBenchTakeAModelFolderAndInputFiles) {
   expect_refused({"run", temp_dir("empty").string()}, "is a folder without a model.onnx");
 }
 
+TEST(CliOptions, BenchReportsPercentilesThroughputAndConcurrency) {
+  const std::string m = squeezenet();
+  CliResult r = run_kiln({"bench", m, "--runs", "5", "--warmup", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("percentiles:    p50 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(5 runs, 1 warmup)"), std::string::npos) << r.output;
+  r = run_kiln({"bench", m, "--duration", "0.3", "--concurrency", "2", "--warmup", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j.at("concurrency"), 2);
+  EXPECT_GE(j.at("runs").get<int>(), 2);
+  EXPECT_GE(j.at("wall_s").get<double>(), 0.3);
+  EXPECT_GT(j.at("throughput_per_s").get<double>(), 0.0);
+  EXPECT_LE(j.at("p50_ms").get<double>(), j.at("p90_ms").get<double>());
+  EXPECT_LE(j.at("p90_ms").get<double>(), j.at("p99_ms").get<double>());
+  EXPECT_LE(j.at("p99_ms").get<double>(), j.at("max_ms").get<double>());
+  expect_refused({"bench", m, "--concurrency", "2", "--pair-disable", "conv_concat"}, "not with --concurrency");
+}
+
 TEST(CliOptions, CheckRefusesATestSetWithoutOutputs) {
   const fs::path d = temp_dir("no_outputs");
   fs::copy_file(source_dir() / "models/squeezenet1_1/model.onnx", d / "model.onnx");

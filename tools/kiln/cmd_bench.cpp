@@ -13,6 +13,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <thread>
+
 #include "commands.h"
 #include "model_options.h"
 #include "tensor_io.h"
@@ -25,7 +30,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     LimitOptions limits;
     ModelOptions model_options;
     std::string model;
-    int runs = 20, warmup = 3;
+    int runs = 20, warmup = 3, concurrency = 1;
+    double duration = 0;
     bool json = false;
     std::vector<std::string> pair_disable, inputs;
   };
@@ -35,6 +41,12 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-i,--input", args->inputs, "NAME=FILE.pb: an input from a TensorProto file (else random)");
   cmd->add_option("--runs", args->runs, "Timed runs")->check(CLI::Range(1, 1 << 30))->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::Range(0, 1 << 30))->capture_default_str();
+  cmd->add_option("--duration", args->duration, "Time runs for this many seconds instead of --runs")
+      ->check(CLI::Range(0.001, 86400.0));
+  cmd->add_option("--concurrency", args->concurrency,
+                  "Requests in flight at once: this many threads run the one session (throughput and latency)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   args->model_options.add_to(cmd, "SYMBOL=N: extent of a symbolic input dim (default 1)");
   cmd->add_option("--pair-disable", args->pair_disable,
                   "Also time a session without this rewrite or kernel, in alternating runs; print the paired ratio");
@@ -70,8 +82,35 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       s.run(feeds);
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     };
+    if (other && (args->concurrency > 1 || args->duration > 0))
+      throw Error("--pair-disable times alternating runs: not with --concurrency or --duration");
     std::vector<double> ms, other_ms, ratios;
-    for (int i = 0; i < args->runs; ++i) {
+    const auto bench_start = std::chrono::steady_clock::now();
+    auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - bench_start).count(); };
+    auto more = [&](size_t done) { return args->duration > 0 ? elapsed_s() < args->duration : done < static_cast<size_t>(args->runs); };
+    if (args->concurrency > 1) {
+      // Requests in parallel on one session: each thread runs until the count or time is spent.
+      std::mutex mu;
+      std::atomic<size_t> started{0};
+      std::vector<std::thread> threads;
+      std::exception_ptr failure;
+      for (int t = 0; t < args->concurrency; ++t)
+        threads.emplace_back([&] {
+          try {
+            while (more(started.fetch_add(1))) {
+              const double v = time_run(*session);
+              std::lock_guard<std::mutex> lock(mu);
+              ms.push_back(v);
+            }
+          } catch (...) {
+            std::lock_guard<std::mutex> lock(mu);
+            failure = std::current_exception();
+          }
+        });
+      for (auto& t : threads) t.join();
+      if (failure) std::rethrow_exception(failure);
+    }
+    for (size_t i = 0; args->concurrency == 1 && more(i); ++i) {
       if (!other) {
         ms.push_back(time_run(*session));
         continue;
@@ -84,12 +123,16 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       other_ms.push_back(b);
       ratios.push_back(b / a);
     }
+    const double wall_s = elapsed_s();
     auto median_of = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
       return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
     };
     const double median = median_of(ms);
     std::sort(ms.begin(), ms.end());
+    // Nearest-rank percentiles of the timed runs (the warm-up excluded).
+    auto pct = [&](double p) { return ms[std::min(ms.size() - 1, static_cast<size_t>(std::ceil(p / 100.0 * ms.size())) - 1)]; };
+    const double throughput = static_cast<double>(ms.size()) / wall_s;
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     if (args->json) {
@@ -97,7 +140,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                           {"max_ms", ms.back()},          {"session_create_ms", create_ms},
                           {"session_ready_ms", ready_ms},
                           {"arena_bytes", session->arena_bytes()}, {"threads", args->model_options.threads},
-                          {"runs", args->runs},           {"peak_rss_bytes", static_cast<int64_t>(ru.ru_maxrss) * 1024}};
+                          {"runs", ms.size()},            {"peak_rss_bytes", static_cast<int64_t>(ru.ru_maxrss) * 1024},
+                          {"p50_ms", pct(50)},            {"p90_ms", pct(90)},
+                          {"p99_ms", pct(99)},            {"warmup", args->warmup},
+                          {"concurrency", args->concurrency}, {"throughput_per_s", throughput},
+                          {"wall_s", wall_s}};
       const SessionStats st = session->stats();
       j["plans"] = {{"built", st.plans_built}, {"loaded", st.plans_loaded}, {"kernel_choices", st.kernel_choices},
                     {"lowering_passes", st.lowering_passes}, {"optimizer_passes", st.optimizer_passes},
@@ -123,8 +170,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       if (st.plans_loaded > 0)
         std::printf("packed weights: %lld buffers loaded%s\n", static_cast<long long>(st.packed_buffers_loaded),
                     st.kernels_repacked ? (", " + std::to_string(st.kernels_repacked) + " kernels packed again").c_str() : "");
-      std::printf("latency:        median %.3f ms, min %.3f ms, max %.3f ms (%d runs, %d warmup)\n", median, ms.front(),
-                  ms.back(), args->runs, args->warmup);
+      std::printf("latency:        median %.3f ms, min %.3f ms, max %.3f ms (%zu runs, %d warmup)\n", median, ms.front(),
+                  ms.back(), ms.size(), args->warmup);
+      std::printf("percentiles:    p50 %.3f ms, p90 %.3f ms, p99 %.3f ms\n", pct(50), pct(90), pct(99));
+      std::printf("throughput:     %.1f runs/s (%d in flight, %.2f s)\n", throughput, args->concurrency, wall_s);
       std::printf("arena:          %lld bytes\n", static_cast<long long>(session->arena_bytes()));
       std::printf("peak RSS:       %.1f MiB\n", ru.ru_maxrss / 1024.0);
       if (other) {
