@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <thread>
 
 #include "cli_util.h"
+#include "frontend/onnx/tensor_proto.h"
 
 namespace kiln::testing {
 
@@ -158,6 +160,37 @@ TEST(CliOptions, BenchReportsPercentilesThroughputAndConcurrency) {
   EXPECT_LE(j.at("p90_ms").get<double>(), j.at("p99_ms").get<double>());
   EXPECT_LE(j.at("p99_ms").get<double>(), j.at("max_ms").get<double>());
   expect_refused({"bench", m, "--concurrency", "2", "--pair-disable", "conv_concat"}, "not with --concurrency");
+}
+
+TEST(CliOptions, NumpyFilesInAndOutAndTopK) {
+  const fs::path d = temp_dir("npy");
+  save_model(tiny_model({2, 3}, {{"Relu", {"x"}, {"y"}}}), d / "model.onnx");
+  onnx_fe::save_tensor_file(Tensor::from_vector<float>({2, 3}, {-1, 5, 2, 7, -3, 4}), "x", d / "x.pb");
+  CliResult r = run_kiln({"run", (d / "model.onnx").string(), "--input", "x=" + (d / "x.pb").string(), "--save-outputs",
+                          (d / "out").string(), "--top-k", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("y top 2: [1: 5, 2: 2]"), std::string::npos) << r.output;  // the first row
+  ASSERT_TRUE(fs::exists(d / "out/y.npy")) << r.output;
+  // y.npy (relu(x)) fed back as x: relu is idempotent, so the same output.
+  r = run_kiln({"run", (d / "model.onnx").string(), "--input", "x=" + (d / "out/y.npy").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("y: float[2,3] = [0, 5, 2, 7, 0, 4]"), std::string::npos) << r.output;
+  // The same array in an .npz (a zip entry x.npy, stored as np.savez stores it).
+  std::ifstream f(d / "out/y.npy", std::ios::binary);
+  const std::string npy((std::istreambuf_iterator<char>(f)), {});
+  std::string zip = std::string("PK\x03\x04", 4) + std::string(4, '\0') + std::string(10, '\0');
+  auto le32 = [](uint32_t v) { return std::string{char(v), char(v >> 8), char(v >> 16), char(v >> 24)}; };
+  zip += le32(static_cast<uint32_t>(npy.size())) + le32(static_cast<uint32_t>(npy.size()));
+  zip += std::string{5, 0, 0, 0} + "x.npy" + npy;
+  std::ofstream(d / "in.npz", std::ios::binary) << zip;
+  r = run_kiln({"run", (d / "model.onnx").string(), "--inputs", (d / "in.npz").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("y: float[2,3] = [0, 5, 2, 7, 0, 4]"), std::string::npos) << r.output;
+  r = run_kiln({"run", (d / "model.onnx").string(), "--save-outputs", (d / "pb").string(), "--save-format", "pb"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(d / "pb/y.pb"));
+  std::ofstream(d / "bad.npy", std::ios::binary) << "not numpy";
+  expect_refused({"run", (d / "model.onnx").string(), "--input", "x=" + (d / "bad.npy").string()}, "not a .npy file");
 }
 
 TEST(CliOptions, CheckRefusesATestSetWithoutOutputs) {

@@ -34,11 +34,13 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     double duration = 0;
     bool json = false;
     std::vector<std::string> pair_disable, inputs;
+    std::string npz;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model", args->model, "Model file (.onnx or .kiln), or a model folder (its test_data_set_0 inputs)")
       ->required();
-  cmd->add_option("-i,--input", args->inputs, "NAME=FILE.pb: an input from a TensorProto file (else random)");
+  cmd->add_option("-i,--input", args->inputs, "NAME=FILE: an input from a .pb (ONNX TensorProto) or .npy file (else random)");
+  cmd->add_option("--inputs", args->npz, "FILE.npz: inputs by name (np.savez)");
   cmd->add_option("--runs", args->runs, "Timed runs")->check(CLI::Range(1, 1 << 30))->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::Range(0, 1 << 30))->capture_default_str();
   cmd->add_option("--duration", args->duration, "Time runs for this many seconds instead of --runs")
@@ -65,7 +67,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     session->wait_ready();
     double ready_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const std::map<std::string, int64_t> dims = single_dims(args->model_options.dims, session->inputs());
-    const std::map<std::string, Tensor> feeds = model_inputs(*session, path, args->inputs, dims, 1);
+    const std::map<std::string, Tensor> feeds = model_inputs(*session, path, args->inputs, args->npz, dims, 1);
     for (int i = 0; i < args->warmup; ++i) session->run(feeds);
     session->wait_ready();  // plans first built by the warm-up (dynamic input shapes)
     std::unique_ptr<Session> other;  // --pair-disable: the same model without those rewrites

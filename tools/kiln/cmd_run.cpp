@@ -4,12 +4,15 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 
 #include "commands.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "model_options.h"
+#include "npy.h"
 #include "tensor_io.h"
 
 namespace kiln::cli {
@@ -21,14 +24,22 @@ void add_run_command(CLI::App& app, int& exit_code) {
     ModelOptions model_options;
     std::string model;
     std::vector<std::string> inputs, keep;
-    int count = 8;
+    std::string npz, save_dir, save_format = "npy";
+    int count = 8, top_k = 0;
     int runs = 1, warmup = 0;
     uint32_t seed = 1;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model", args->model, "Model file (.onnx or .kiln), or a model folder (its test_data_set_0 inputs)")
       ->required();
-  cmd->add_option("-i,--input", args->inputs, "NAME=FILE.pb: an input from a TensorProto file");
+  cmd->add_option("-i,--input", args->inputs, "NAME=FILE: an input from a .pb (ONNX TensorProto) or .npy file");
+  cmd->add_option("--inputs", args->npz, "FILE.npz: inputs by name (np.savez)");
+  cmd->add_option("--save-outputs", args->save_dir, "DIR: write every output there, one file each, named after it");
+  cmd->add_option("--save-format", args->save_format, "npy or pb (ONNX TensorProto)")
+      ->check(CLI::IsMember({"npy", "pb"}))
+      ->capture_default_str();
+  cmd->add_option("--top-k", args->top_k, "Also print each output's K largest values of its last axis, with their indices")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--keep", args->keep, "Also print this intermediate value");
   cmd->add_option("--values", args->count, "Values to print per output")->check(CLI::Range(1, 1 << 30))->capture_default_str();
   cmd->add_option("--runs", args->runs, "Run this many times and report the median latency")
@@ -46,7 +57,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     const ModelPath path = resolve_model(args->model);
     auto session = Session::create(path.model, opts);
     const std::map<std::string, int64_t> dims = single_dims(args->model_options.dims, session->inputs());
-    const std::map<std::string, Tensor> feeds = model_inputs(*session, path, args->inputs, dims, args->seed);
+    const std::map<std::string, Tensor> feeds = model_inputs(*session, path, args->inputs, args->npz, dims, args->seed);
     // The plan for these shapes compiled before timing: the latency is the run's alone.
     std::vector<std::vector<int64_t>> shapes;
     bool tensors = true;
@@ -66,6 +77,20 @@ void add_run_command(CLI::App& app, int& exit_code) {
     }
     for (const TensorInfo& o : session->outputs()) std::cout << o.name << ": " << preview(outs.at(o.name), args->count) << "\n";
     for (const std::string& k : args->keep) std::cout << k << ": " << preview(outs.at(k), args->count) << "\n";
+    if (args->top_k > 0)
+      for (const TensorInfo& o : session->outputs()) std::cout << o.name << " top " << args->top_k << ": " << top_k(outs.at(o.name), args->top_k) << "\n";
+    if (!args->save_dir.empty()) {
+      std::filesystem::create_directories(args->save_dir);
+      for (const TensorInfo& o : session->outputs()) {
+        std::string file = o.name;
+        for (char& ch : file)
+          if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') ch = '_';
+        const std::string path = (std::filesystem::path(args->save_dir) / (file + "." + args->save_format)).string();
+        if (args->save_format == "npy") save_npy(outs.at(o.name), path);
+        else onnx_fe::save_tensor_file(outs.at(o.name), o.name, path);
+        std::cout << "wrote " << path << "\n";
+      }
+    }
     std::sort(times.begin(), times.end());
     std::cout << "latency: " << times[times.size() / 2] << " ms (median of " << times.size() << " runs)\n";
     rusage ru{};

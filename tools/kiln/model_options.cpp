@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "frontend/onnx/tensor_proto.h"
+#include "npy.h"
 #include "tensor_io.h"
 #include "testdata/model_dir.h"
 
@@ -76,12 +77,16 @@ ModelPath resolve_model(const std::string& path) {
 }
 
 std::map<std::string, Tensor> model_inputs(const Session& s, const ModelPath& path, const std::vector<std::string>& given,
-                                           const std::map<std::string, int64_t>& dims, uint32_t seed) {
+                                           const std::string& npz, const std::map<std::string, int64_t>& dims,
+                                           uint32_t seed) {
   std::map<std::string, Tensor> from_file;
+  if (!npz.empty()) from_file = load_npz(npz);
   for (const std::string& g : given) {
     const auto eq = g.find('=');
-    if (eq == std::string::npos || eq == 0) throw Error("--input expects NAME=FILE.pb, got '" + g + "'");
-    from_file[g.substr(0, eq)] = onnx_fe::load_tensor_file(g.substr(eq + 1));
+    if (eq == std::string::npos || eq == 0) throw Error("--input expects NAME=FILE (.pb or .npy), got '" + g + "'");
+    const std::string file = g.substr(eq + 1);
+    const bool npy = file.size() > 4 && file.substr(file.size() - 4) == ".npy";
+    from_file[g.substr(0, eq)] = npy ? load_npy(file) : onnx_fe::load_tensor_file(file);
   }
   for (const auto& [name, t] : from_file) {
     bool known = false;

@@ -39,11 +39,13 @@ struct ModelPath {
 };
 ModelPath resolve_model(const std::string& path);
 
-// The inputs a run feeds: --input NAME=FILE.pb first, then the folder's test data, then random
-// (symbolic dims from --dim, else 1). A kiln::Error naming the input a --input names that the
-// model lacks, listing those it has.
+// The inputs a run feeds: --input NAME=FILE (.pb: an ONNX TensorProto, .npy: numpy) and --inputs
+// FILE.npz (arrays by input name) first, then the folder's test data, then random (symbolic
+// dims from --dim, else 1). A kiln::Error naming an input given that the model lacks, listing
+// those it has.
 std::map<std::string, Tensor> model_inputs(const Session& s, const ModelPath& path, const std::vector<std::string>& given,
-                                           const std::map<std::string, int64_t>& dims, uint32_t seed);
+                                           const std::string& npz, const std::map<std::string, int64_t>& dims,
+                                           uint32_t seed);
 
 // "'input_ids', 'attention_mask'": the names of `infos`, for messages.
 std::string names_of(const std::vector<TensorInfo>& infos);

@@ -1,7 +1,9 @@
 #include "tensor_io.h"
 
+#include <algorithm>
 #include <random>
 #include <sstream>
+#include <vector>
 
 #include "ops/core/dispatch.h"
 
@@ -51,6 +53,21 @@ std::string preview(const Tensor& t, int count) {
     else os << t.as_int64(i);
   }
   if (t.numel() > count) os << ", ...";
+  os << "]";
+  return os.str();
+}
+
+std::string top_k(const Tensor& t, int k) {
+  if (t.kind() != ValueKind::Tensor || t.dtype() == DType::String || t.numel() == 0) return "(not a numeric tensor)";
+  const int64_t n = t.rank() > 0 ? t.dims().back() : 1;
+  std::vector<std::pair<double, int64_t>> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back({dtype_is_float(t.dtype()) ? t.as_double(i) : static_cast<double>(t.as_int64(i)), i});
+  const size_t m = std::min<size_t>(v.size(), static_cast<size_t>(k));
+  std::partial_sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < m; ++i) os << (i ? ", " : "") << v[i].second << ": " << v[i].first;
   os << "]";
   return os.str();
 }

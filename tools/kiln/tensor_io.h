@@ -11,5 +11,8 @@ namespace kiln::cli {
 Tensor random_input(const TensorInfo& info, const std::map<std::string, int64_t>& dims, uint32_t seed);
 // "float[1,1000] = [0.12, -0.5, ...]" with at most `count` values.
 std::string preview(const Tensor& t, int count = 8);
+// "[3: 9.81, 17: 4.2, ...]": the k largest values of the last axis of the first row (a float
+// or integer tensor), with their indices, largest first.
+std::string top_k(const Tensor& t, int k);
 
 }  // namespace kiln::cli
