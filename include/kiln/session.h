@@ -64,6 +64,9 @@ struct SessionOptions {
   int64_t memory_cap_bytes = default_memory_cap_bytes();
   // Iterations one Loop node may run before the run fails (a condition that never turns false).
   int64_t max_loop_iterations = kDefaultMaxLoopIterations;
+  // When set, every instruction of every run is timed into a Chrome trace written to this file
+  // (Perfetto, chrome://tracing) by end_profiling() or when the session ends.
+  std::string profile_file;
 };
 
 // What a session has compiled and what it loaded ready-made (a .kiln file's plans).
@@ -123,6 +126,12 @@ class Session {
   // left to a background thread at creation. A session runs correctly at once; some convs run
   // a slower form until then (for resnet18, a fraction of a second). Benchmarks call this first.
   void wait_ready() const;
+  // Profiling (SessionOptions::profile_file): drop the events so far (the warm-up runs); write
+  // the trace and return its path ("" without profiling); the time per op and backend as a
+  // text table, most time first.
+  void restart_profiling();
+  std::string end_profiling();
+  std::string profile_table() const;
 
   struct Impl;
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <ctime>
 #include <thread>
 #include <vector>
 
@@ -85,8 +86,14 @@ struct PySessionOptions {
   std::string backend = "cpu";
 
   kiln::SessionOptions kiln() const {
-    if (enable_profiling) throw kiln::Error("enable_profiling: kiln writes no profile yet (KILN_PROFILE=1 prints one)");
     kiln::SessionOptions o;
+    if (enable_profiling) {
+      // As ONNX Runtime names it: PREFIX_<date>_<time>.json.
+      char stamp[32];
+      const std::time_t now = std::time(nullptr);
+      std::strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", std::localtime(&now));
+      o.profile_file = profile_file_prefix + "_" + stamp + ".json";
+    }
     const unsigned cores = std::thread::hardware_concurrency();
     o.threads = intra_op_num_threads > 0 ? intra_op_num_threads : static_cast<int>(cores > 0 ? cores : 1);
     switch (graph_optimization_level) {
@@ -177,6 +184,8 @@ class InferenceSession {
   }
 
   const PySessionOptions& options() const { return options_; }
+  // The trace's path ("" when the session was made without enable_profiling).
+  std::string end_profiling() { return session_->end_profiling(); }
 
  private:
   PySessionOptions options_;
@@ -227,6 +236,7 @@ PYBIND11_MODULE(_kiln, m) {
       .def("get_outputs", &InferenceSession::outputs)
       .def("get_providers", [](const InferenceSession&) { return providers(); })
       .def("get_session_options", &InferenceSession::options)
+      .def("end_profiling", &InferenceSession::end_profiling)
       .def("run", &InferenceSession::run, py::arg("output_names"), py::arg("input_feed"),
            py::arg("run_options") = py::none());
 

@@ -131,3 +131,16 @@ def test_compile_writes_a_kiln_file_the_session_loads(tmp_path):
     ins, refs = load_set(d)
     (y,) = sess.run(None, {"input": ins[0]})
     np.testing.assert_allclose(y, refs[0], rtol=1e-3, atol=1e-4)
+
+
+def test_enable_profiling_writes_a_chrome_trace(tmp_path):
+    import json
+    so = kiln.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = str(tmp_path / "prof")
+    sess = kiln.InferenceSession(str(model_dir("squeezenet1_1") / "model.onnx"), so)
+    sess.run(None, {"input": np.zeros((1, 3, 224, 224), np.float32)})
+    path = sess.end_profiling()
+    assert path.startswith(str(tmp_path / "prof_")) and path.endswith(".json")
+    events = json.loads(pathlib.Path(path).read_text())["traceEvents"]
+    assert events and all(e["ph"] == "X" and "op" in e["args"] for e in events)

@@ -27,7 +27,8 @@ Arena::Arena(int64_t bytes) : size_(bytes) {
 }
 
 std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& plan, Arena& arena,
-                            const std::vector<Tensor>& inputs, ValueMap* kept, const backends::Backend* backend) {
+                            const std::vector<Tensor>& inputs, ValueMap* kept, const backends::Backend* backend,
+                            Trace* trace) {
   if (arena.size() < plan.arena_bytes) throw Error("internal: arena smaller than its plan");
   std::vector<Tensor> values(prog.buffers.size());
   for (size_t i = 0; i < prog.graph_inputs.size(); ++i) values[prog.graph_inputs[i]] = inputs.at(i);
@@ -56,7 +57,7 @@ std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& 
   OpProfile* profile = OpProfile::enabled();
   auto run_one = [&](const lower::Instruction& ins) {
     const ir::Node& n = *ins.node;
-    const auto t0 = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto t0 = profile || trace ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     args.clear();
     for (size_t k = 0; k < ins.inputs.size(); ++k) {
       int id = ins.inputs[k];
@@ -115,7 +116,11 @@ std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& 
       }
       values[id] = std::move(t);
     }
-    if (profile) profile->add(n, ins.backend, std::chrono::steady_clock::now() - t0);
+    if (profile || trace) {
+      const auto t1 = std::chrono::steady_clock::now();
+      if (profile) profile->add(n, ins.backend, t1 - t0);
+      if (trace) trace->add(ins, t0, t1);
+    }
   };
   // Stretches of kernels that thread only through the backend's parallel loops run with its
   // team held across them (Backend::hold_team), the others one by one.

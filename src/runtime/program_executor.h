@@ -12,6 +12,7 @@
 #include "backends/backend.h"
 #include "lower/program.h"
 #include "plan/memory_plan.h"
+#include "runtime/trace.h"
 #include "runtime/reference_executor.h"
 
 namespace kiln::runtime {
@@ -35,9 +36,10 @@ class Arena {
 
 // inputs: one per graph input. Returns one tensor per graph output; `kept` receives the
 // values of `keep` buffers (by value pointer). With `backend`, kernels that runs_in_team() run
-// in stretches inside its held team (Backend::hold_team).
+// in stretches inside its held team (Backend::hold_team). With `trace`, every instruction is
+// timed into it.
 std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& plan, Arena& arena,
                             const std::vector<Tensor>& inputs, ValueMap* kept = nullptr,
-                            const backends::Backend* backend = nullptr);
+                            const backends::Backend* backend = nullptr, Trace* trace = nullptr);
 
 }  // namespace kiln::runtime

@@ -20,6 +20,7 @@
 #include "runtime/packed_store.h"
 #include "runtime/plan_loader.h"
 #include "runtime/session_access.h"
+#include "runtime/trace.h"
 #include "runtime/reference_executor.h"
 
 namespace kiln {
@@ -122,7 +123,8 @@ struct Session::Impl {
     std::vector<Tensor> outs;
     try {
       if (backend) backend->enter_run();
-      outs = runtime::execute(cp->program, cp->memory, *arena, ins, kept ? &kept_local : nullptr, backend.get());
+      outs = runtime::execute(cp->program, cp->memory, *arena, ins, kept ? &kept_local : nullptr, backend.get(),
+                              trace.get());
     } catch (...) {
       cp->release_arena(std::move(arena));
       throw;
@@ -275,6 +277,17 @@ struct Session::Impl {
       }
     }
     disabled_passes = opts.disabled_passes;
+    if (!opts.profile_file.empty()) trace = std::make_unique<runtime::Trace>(opts.profile_file);
+  }
+
+  // SessionOptions::profile_file: the trace, written by end_profiling or when the session ends.
+  std::unique_ptr<runtime::Trace> trace;
+  bool trace_written = false;
+  ~Impl() {
+    if (trace && !trace_written) try {
+        trace->write();
+      } catch (const Error&) {  // a destructor cannot report it; end_profiling() does
+      }
   }
 };
 
@@ -380,6 +393,18 @@ int64_t Session::arena_bytes() const {
   for (const auto& [sig, cp] : impl_->plans) most = std::max(most, cp->memory.arena_bytes);
   return most;
 }
+
+void Session::restart_profiling() {
+  if (impl_->trace) impl_->trace->clear();
+}
+
+std::string Session::end_profiling() {
+  if (!impl_->trace) return "";
+  impl_->trace_written = true;
+  return impl_->trace->write();
+}
+
+std::string Session::profile_table() const { return impl_->trace ? impl_->trace->table() : ""; }
 
 void Session::wait_ready() const {
   // Wait outside the lock: a transform takes up to half a second, and runs must not stall on

@@ -193,6 +193,29 @@ TEST(CliOptions, NumpyFilesInAndOutAndTopK) {
   expect_refused({"run", (d / "model.onnx").string(), "--input", "x=" + (d / "bad.npy").string()}, "not a .npy file");
 }
 
+TEST(CliOptions, ProfileWritesAChromeTraceOfTheTimedRunsAndATable) {
+  const fs::path d = temp_dir("profile");
+  const std::string m = squeezenet();
+  CliResult r = run_kiln({"run", m, "--warmup", "2", "--runs", "3", "--profile", (d / "p.json").string(), "--profile-table"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("op [backend]"), std::string::npos) << r.output;
+  std::ifstream f(d / "p.json");
+  const nlohmann::json j = nlohmann::json::parse(f);
+  const auto& events = j.at("traceEvents");
+  ASSERT_FALSE(events.empty());
+  // Every instruction of the 3 timed runs (the warm-up excluded): a multiple of 3 events.
+  EXPECT_EQ(events.size() % 3, 0u) << events.size();
+  for (const auto& e : events) {
+    EXPECT_EQ(e.at("ph"), "X");
+    EXPECT_GE(e.at("dur").get<double>(), 0.0);
+    for (const char* k : {"op", "nodes", "shapes", "backend", "implementation"}) EXPECT_TRUE(e.at("args").contains(k)) << k;
+  }
+  r = run_kiln({"bench", m, "--runs", "2", "--warmup", "1", "--profile-table"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("op [backend]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("kiln.FusedConv"), std::string::npos) << r.output;
+}
+
 TEST(CliOptions, CheckRefusesATestSetWithoutOutputs) {
   const fs::path d = temp_dir("no_outputs");
   fs::copy_file(source_dir() / "models/squeezenet1_1/model.onnx", d / "model.onnx");

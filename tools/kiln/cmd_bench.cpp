@@ -50,6 +50,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   args->model_options.add_to(cmd, "SYMBOL=N: extent of a symbolic input dim (default 1)");
+  args->model_options.add_profile_to(cmd);
   cmd->add_option("--pair-disable", args->pair_disable,
                   "Also time a session without this rewrite or kernel, in alternating runs; print the paired ratio");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
@@ -87,6 +88,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     if (other && (args->concurrency > 1 || args->duration > 0))
       throw Error("--pair-disable times alternating runs: not with --concurrency or --duration");
     std::vector<double> ms, other_ms, ratios;
+    args->model_options.start_profile(*session);
     const auto bench_start = std::chrono::steady_clock::now();
     auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - bench_start).count(); };
     auto more = [&](size_t done) { return args->duration > 0 ? elapsed_s() < args->duration : done < static_cast<size_t>(args->runs); };
@@ -185,6 +187,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                     names.c_str(), median_of(other_ms), median_of(ratios), ratios.size());
       }
     }
+    if (!args->json) args->model_options.end_profile(*session);
+    else if (!args->model_options.profile.empty()) session->end_profiling();
     exit_code = 0;
   });
 }

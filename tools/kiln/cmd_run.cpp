@@ -48,6 +48,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::Range(0, 1 << 30))->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed for random inputs")->capture_default_str();
   args->model_options.add_to(cmd, "SYMBOL=N: extent of a symbolic dim for random inputs (default 1)");
+  args->model_options.add_profile_to(cmd);
   args->limits.add_to(cmd);
   cmd->callback([args, &exit_code] {
     LimitsScope limits(args->limits.limits);
@@ -69,6 +70,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     session->wait_ready();
     std::map<std::string, Tensor> outs;
     for (int r = 0; r < args->warmup; ++r) outs = session->run(feeds);
+    args->model_options.start_profile(*session);
     std::vector<double> times;
     for (int r = 0; r < args->runs; ++r) {
       auto t0 = std::chrono::steady_clock::now();
@@ -96,6 +98,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     std::cout << "peak memory (RSS): " << ru.ru_maxrss / 1024.0 << " MiB\n";
+    args->model_options.end_profile(*session);
     exit_code = 0;
   });
 }

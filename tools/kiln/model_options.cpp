@@ -7,6 +7,8 @@
 #include <iostream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "commands.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "npy.h"
@@ -27,8 +29,27 @@ void ModelOptions::add_to(CLI::App* cmd, const std::string& dims_help) {
   if (!dims_help.empty()) cmd->add_option("--dim", dims, dims_help);
 }
 
+void ModelOptions::add_profile_to(CLI::App* cmd) {
+  cmd->add_option("--profile", profile,
+                  "FILE.json: a Chrome trace of the timed runs, an event per instruction (Perfetto, chrome://tracing)");
+  cmd->add_flag("--profile-table", profile_table, "Print the time per op and backend of the timed runs");
+}
+
+void ModelOptions::start_profile(Session& s) const { s.restart_profiling(); }
+
+void ModelOptions::end_profile(Session& s) const {
+  if (profile.empty() && !profile_table) return;
+  if (profile_table) std::cout << s.profile_table();
+  const std::string path = s.end_profiling();
+  if (!profile.empty()) std::cout << "profile: " << path << "\n";
+  else std::filesystem::remove(path);
+}
+
 SessionOptions ModelOptions::session() const {
   SessionOptions o;
+  o.profile_file = profile;
+  if (profile.empty() && profile_table)  // the table alone: a trace in a file removed at the end
+    o.profile_file = (std::filesystem::temp_directory_path() / ("kiln-profile-" + std::to_string(::getpid()) + ".json")).string();
   o.threads = threads;
   o.opt_level = level;
   o.fusion_level = fusion;

@@ -16,9 +16,16 @@ struct ModelOptions {
   std::string backend = "cpu";
   bool tune = false;
   std::vector<std::string> disable, dims;
+  std::string profile;         // --profile FILE.json: a Chrome trace of the timed runs
+  bool profile_table = false;  // --profile-table: time per op and backend of the timed runs
 
   // Adds the options to `cmd`; `dims_help` says what --dim does for this subcommand ("" = no --dim).
   void add_to(CLI::App* cmd, const std::string& dims_help);
+  // Adds --profile and --profile-table (run, bench).
+  void add_profile_to(CLI::App* cmd);
+  // After the warm-up: the profile starts here. At the end: writes the trace, prints the table.
+  void start_profile(Session& s) const;
+  void end_profile(Session& s) const;
   // The session options they ask for (warns on stderr when --threads exceeds the cores).
   SessionOptions session() const;
 };
