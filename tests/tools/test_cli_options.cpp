@@ -216,6 +216,20 @@ TEST(CliOptions, ProfileWritesAChromeTraceOfTheTimedRunsAndATable) {
   EXPECT_NE(r.output.find("kiln.FusedConv"), std::string::npos) << r.output;
 }
 
+TEST(CliOptions, InspectSvgDrawsTheGraphThatRuns) {
+  const fs::path d = temp_dir("svg");
+  CliResult r = run_kiln({"inspect", squeezenet(), "--svg", (d / "g.svg").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream f(d / "g.svg");
+  const std::string svg((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  // A cluster per instruction labelled with its op and kernel; the fused members inside.
+  EXPECT_NE(svg.find("kiln.FusedConv"), std::string::npos);
+  EXPECT_NE(svg.find("cpu:kiln_pointwise"), std::string::npos);
+  EXPECT_NE(svg.find("float[1,3,224,224]"), std::string::npos);  // the shape on the input's edge
+  expect_refused({"inspect", squeezenet(), "--svg", (d / "h.svg").string(), "--plan"}, "give it alone");
+}
+
 TEST(CliOptions, CheckRefusesATestSetWithoutOutputs) {
   const fs::path d = temp_dir("no_outputs");
   fs::copy_file(source_dir() / "models/squeezenet1_1/model.onnx", d / "model.onnx");

@@ -17,6 +17,7 @@
 #include "ops/core/infer_graph.h"
 #include "passes/pipelines.h"
 #include "plan/kernel_spec.h"
+#include "plan_picture.h"
 #include "plan_report.h"
 #include "runtime/kiln_file.h"
 #include "runtime/session_access.h"
@@ -94,7 +95,7 @@ void print_groups(const ir::Graph& g, const std::vector<fusion::Group>& groups, 
 void add_inspect_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("inspect", "Print the model as kiln's IR, with inferred types, or its fusion groups");
   struct Args {
-    std::string model, dot, target;
+    std::string model, dot, target, svg;
     bool no_infer = false, groups = false, json = false, plan = false;
     int level = 3, threads = 1;
     fusion::FusionOptions fusion;
@@ -115,6 +116,9 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", args->threads, "Intra-op threads the --plan is made for")
       ->check(CLI::Range(1, 1024))->capture_default_str();
   cmd->add_option("--dot", args->dot, "Write the graph as Graphviz, one cluster per fusion group");
+  cmd->add_option("--svg", args->svg,
+                  "Draw the graph that runs (the executable plan: a cluster per instruction with its kernel, shapes on "
+                  "edges) with Graphviz into FILE (.svg, .png, ...)");
   cmd->add_option("--fusion", args->fusion.level, "Fusion level: 0 none, 1 elementwise, 2 + broadcast/injective/reduce, 3 + anchors")
       ->check(CLI::Range(0, 3))->capture_default_str();
   cmd->add_option("--max-group-size", args->fusion.max_group_size, "Most nodes in one fusion group")
@@ -145,15 +149,14 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       exit_code = 0;
       return;
     }
-    if (!args->target.empty()) {
-      if (!args->plan) throw Error("--target goes with --plan");
-      // The plans kiln compile --target cuda walks, placed as it places them.
+    // The plans of the model's fixed input shapes, as a session compiles them.
+    auto compiled = [&](const std::vector<std::string>& skip) {
       SessionOptions o;
       o.threads = args->threads;
       o.opt_level = args->level;
       o.fusion_level = args->fusion.level;
-      o.disabled_passes = codegen::cuda_disabled_passes();
-      auto s = Session::create(args->model, o);
+      o.disabled_passes = skip;
+      std::shared_ptr<Session> s = Session::create(args->model, o);
       std::vector<std::vector<int64_t>> dims;
       for (const TensorInfo& in : s->inputs()) {
         if (in.is_sequence || !in.rank_known) throw Error("input '" + in.name + "' (" + in.str() + ") has no fixed shape");
@@ -165,6 +168,21 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       std::vector<codegen::PlanSource> plans;
       for (const auto& cp : SessionAccess::plans(*s))
         if (cp->input_dims == dims) plans.push_back({cp->graph.get(), &cp->plan, cp->input_dims});
+      return std::make_pair(s, plans);
+    };
+    if (!args->svg.empty()) {
+      if (args->plan || args->groups || !args->dot.empty() || args->json)
+        throw Error("--svg draws the graph that runs; give it alone (with --level, --fusion, --threads)");
+      auto [session, plans] = compiled({});
+      render_dot(plan_dot(*plans.front().graph, *plans.front().plan), args->svg);
+      std::cout << "wrote " << args->svg << " (" << plans.front().plan->instructions.size() << " instructions)\n";
+      exit_code = 0;
+      return;
+    }
+    if (!args->target.empty()) {
+      if (!args->plan) throw Error("--target goes with --plan");
+      // The plans kiln compile --target cuda walks, placed as it places them.
+      auto [session, plans] = compiled(codegen::cuda_disabled_passes());
       std::cout << codegen::placement_report(codegen::cuda_placement(plans), true);
       exit_code = 0;
       return;
