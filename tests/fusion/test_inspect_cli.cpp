@@ -1,4 +1,5 @@
-// kiln inspect --groups / --json / --dot on the in-repo squeezenet model.
+// kiln inspect --groups / --json / --dot on the in-repo squeezenet model: at --level 0 the
+// file's graph, by default the optimized graph (the one that runs).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -36,7 +37,7 @@ std::string model() { return (fs::path(KILN_SOURCE_DIR) / "models/squeezenet1_1/
 TEST(InspectCli, JsonListsEveryNodeOnce) {
   if (!fs::exists(model())) GTEST_SKIP();
   for (int level = 0; level <= 3; ++level) {
-    Result r = kiln("inspect '" + model() + "' --json --fusion " + std::to_string(level));
+    Result r = kiln("inspect '" + model() + "' --level 0 --json --fusion " + std::to_string(level));
     ASSERT_EQ(r.code, 0) << r.out;
     auto j = nlohmann::json::parse(r.out);
     ASSERT_TRUE(j["groups"].is_array());
@@ -70,7 +71,7 @@ TEST(InspectCli, JsonListsEveryNodeOnce) {
 TEST(InspectCli, GroupsAndDot) {
   if (!fs::exists(model())) GTEST_SKIP();
   fs::path dot = fs::temp_directory_path() / ("kiln_fusion_" + std::to_string(::getpid()) + ".dot");
-  Result r = kiln("inspect '" + model() + "' --groups --dot '" + dot.string() + "'");
+  Result r = kiln("inspect '" + model() + "' --level 0 --groups --dot '" + dot.string() + "'");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("Conv+Relu"), std::string::npos);
   EXPECT_NE(r.out.find("kernels: 57 for 83 nodes (fusion level 3)"), std::string::npos) << r.out;
@@ -83,6 +84,20 @@ TEST(InspectCli, GroupsAndDot) {
   for (size_t at = text.find("subgraph cluster_"); at != std::string::npos; at = text.find("subgraph cluster_", at + 1)) ++clusters;
   EXPECT_EQ(clusters, 57u);
   fs::remove(dot);
+}
+
+TEST(InspectCli, GroupsAreThoseOfTheOptimizedGraphByDefault) {
+  if (!fs::exists(model())) GTEST_SKIP();
+  Result r = kiln("inspect '" + model() + "' --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  size_t nodes = 0;
+  for (const auto& g : j["groups"]) {
+    nodes += g["nodes"].size();
+    for (const auto& op : g["ops"]) EXPECT_NE(op, "Identity") << "the optimizer removes the weights' Identity nodes";
+  }
+  EXPECT_LT(nodes, 83u);
+  EXPECT_LT(j["kernels"].get<size_t>(), 57u);
 }
 
 TEST(InspectCli, BadFusionLevelIsAnError) {
