@@ -158,8 +158,11 @@ class InferenceSession {
         for (const auto& i : session_->inputs()) names += (names.empty() ? "'" : ", '") + i.name + "'";
         throw kiln::Error("the model has no input named '" + name + "' (its inputs: " + names + ")");
       }
-      // In place when C-contiguous and of the input's dtype; else converted (a copy), as numpy
-      // converts (a list, another dtype).
+      // An array of another element type is refused, as ONNX Runtime refuses it; a list or
+      // another Python sequence is converted. Read in place when C-contiguous, else copied so.
+      if (py::isinstance<py::array>(value) && !py::reinterpret_borrow<py::array>(value).dtype().equal(numpy_dtype(info->dtype)))
+        throw kiln::Error("input '" + name + "': expected tensor(" + kiln::dtype_name(info->dtype) + "), got an array of " +
+                          py::repr(py::reinterpret_borrow<py::array>(value).dtype()).cast<std::string>());
       py::array a = py::module_::import("numpy").attr("ascontiguousarray")(value, numpy_dtype(info->dtype));
       std::vector<int64_t> dims(a.shape(), a.shape() + a.ndim());
       inputs[name] = kiln::Tensor::wrap(kiln_dtype(a.dtype()), dims, const_cast<void*>(a.data()));

@@ -86,9 +86,13 @@ def test_wrong_name_shape_and_dtype_raise_kiln_errors(tmp_path):
         sess.run(None, {"input": np.zeros((1, 3, 5, 5), np.float32)})
     with pytest.raises(kiln.Error, match="no output named 'nope'"):
         sess.run(["nope"], {"input": x})
-    # Another dtype is converted, as numpy converts (ORT refuses it; kiln takes the values).
-    (y,) = sess.run(None, {"input": x.astype(np.float64)})
+    with pytest.raises(kiln.Error, match=r"input 'input': expected tensor\(float\), got an array of"):
+        sess.run(None, {"input": x.astype(np.float64)})
+    # A nested list is converted; a non-contiguous array is read through a contiguous copy.
+    (y,) = sess.run(None, {"input": x.tolist()})
     assert y.dtype == np.float32
+    (z,) = sess.run(None, {"input": np.asfortranarray(x)})
+    np.testing.assert_array_equal(y, z)
     with pytest.raises(kiln.Error, match="not available"):
         kiln.InferenceSession(str(model_dir("squeezenet1_1") / "model.onnx"), providers=["CUDAExecutionProvider"])
     bad = tmp_path / "bad.onnx"
