@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "cli_util.h"
@@ -228,6 +229,62 @@ TEST(CliOptions, InspectSvgDrawsTheGraphThatRuns) {
   EXPECT_NE(svg.find("cpu:kiln_pointwise"), std::string::npos);
   EXPECT_NE(svg.find("float[1,3,224,224]"), std::string::npos);  // the shape on the input's edge
   expect_refused({"inspect", squeezenet(), "--svg", (d / "h.svg").string(), "--plan"}, "give it alone");
+}
+
+TEST(CliOptions, RandomIntegerInputsFollowHowTheModelUsesThem) {
+  // ids index a Gather over 7 rows; mask is only turned into floats: y = rows[ids] * float(mask).
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("ids_mask");
+  for (const char* name : {"ids", "mask"}) {
+    auto* in = g->add_input();
+    in->set_name(name);
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::INT64);
+    tt->mutable_shape()->add_dim()->set_dim_value(64);
+  }
+  auto* rows = g->add_initializer();
+  rows->set_name("rows");
+  rows->set_data_type(onnx::TensorProto::FLOAT);
+  rows->add_dims(7);
+  for (int i = 0; i < 7; ++i) rows->add_float_data(10.f + static_cast<float>(i));
+  auto node = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const auto& i : ins) n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  node("Gather", {"rows", "ids"}, "picked");
+  auto* cast = node("Cast", {"mask"}, "maskf");
+  auto* to = cast->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+  node("Mul", {"picked", "maskf"}, "y");
+  auto* out = g->add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  const fs::path d = temp_dir("int_inputs");
+  save_model(m, d / "model.onnx");
+  // Ids up to 99 would fail the Gather; a mask up to 99 would scale rows.
+  const CliResult r = run_kiln({"run", (d / "model.onnx").string(), "--values", "64"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const size_t open = r.output.find("= [") + 3;
+  const std::string values = r.output.substr(open, r.output.find(']', open) - open);
+  std::stringstream ss(values);
+  std::string v;
+  bool zero = false, row = false;
+  while (std::getline(ss, v, ',')) {
+    const double x = std::stod(v);
+    zero = zero || x == 0;
+    row = row || (x >= 10 && x <= 16);
+    EXPECT_TRUE(x == 0 || (x >= 10 && x <= 16)) << x << " in " << r.output;
+  }
+  EXPECT_TRUE(zero && row) << r.output;  // both mask values drawn
 }
 
 TEST(CliOptions, CheckRefusesATestSetWithoutOutputs) {

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "frontend/onnx/tensor_proto.h"
+#include "input_ranges.h"
 #include "npy.h"
 #include "tensor_io.h"
 #include "testdata/model_dir.h"
@@ -116,13 +117,20 @@ std::map<std::string, Tensor> model_inputs(const Session& s, const ModelPath& pa
   }
   std::vector<Tensor> data;
   if (!path.data.empty()) data = testdata::load_data_set(path.data, s.inputs(), s.outputs()).inputs;
+  // Random integers where the model's use of them says (input_ranges.h), when any is needed.
+  std::map<std::string, int64_t> bounds;
+  for (size_t i = data.size(); i < s.inputs().size(); ++i)
+    if (!from_file.count(s.inputs()[i].name) && !dtype_is_float(s.inputs()[i].dtype)) {
+      bounds = integer_input_bounds(path.model);
+      break;
+    }
   std::map<std::string, Tensor> feeds;
   for (size_t i = 0; i < s.inputs().size(); ++i) {
     const TensorInfo& in = s.inputs()[i];
     auto it = from_file.find(in.name);
     if (it != from_file.end()) feeds[in.name] = it->second;
     else if (i < data.size()) feeds[in.name] = data[i];
-    else feeds[in.name] = random_input(in, dims, seed++);
+    else feeds[in.name] = random_input(in, dims, seed++, bounds.count(in.name) ? bounds.at(in.name) : 100);
   }
   return feeds;
 }

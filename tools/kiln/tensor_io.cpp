@@ -9,7 +9,8 @@
 
 namespace kiln::cli {
 
-Tensor random_input(const TensorInfo& info, const std::map<std::string, int64_t>& dims, uint32_t seed) {
+Tensor random_input(const TensorInfo& info, const std::map<std::string, int64_t>& dims, uint32_t seed,
+                    int64_t int_bound) {
   if (info.is_sequence || info.is_optional)
     throw Error("input '" + info.name + "' is a " + info.str() + "; pass it with --input");
   if (!info.rank_known) throw Error("input '" + info.name + "' has unknown rank; pass it with --input");
@@ -33,8 +34,7 @@ Tensor random_input(const TensorInfo& info, const std::map<std::string, int64_t>
         if constexpr (ops::is_float_v<T>) {
           p[i] = T(std::uniform_real_distribution<float>(-1.f, 1.f)(rng));
         } else {
-          // Small non-negative integers: usable as indices/ids by most models.
-          p[i] = static_cast<T>(rng() % 100);
+          p[i] = static_cast<T>(rng() % static_cast<uint64_t>(std::max<int64_t>(1, int_bound)));
         }
       }
     });

@@ -8,7 +8,9 @@
 namespace kiln::cli {
 
 // A random tensor of the input's dtype and shape; symbolic dims take `dims[symbol]` or 1.
-Tensor random_input(const TensorInfo& info, const std::map<std::string, int64_t>& dims, uint32_t seed);
+// Integers lie in [0, int_bound) (input_ranges.h says where a model's should).
+Tensor random_input(const TensorInfo& info, const std::map<std::string, int64_t>& dims, uint32_t seed,
+                    int64_t int_bound = 100);
 // "float[1,1000] = [0.12, -0.5, ...]" with at most `count` values.
 std::string preview(const Tensor& t, int count = 8);
 // "[3: 9.81, 17: 4.2, ...]": the k largest values of the last axis of the first row (a float
