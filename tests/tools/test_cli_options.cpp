@@ -287,6 +287,22 @@ TEST(CliOptions, RandomIntegerInputsFollowHowTheModelUsesThem) {
   EXPECT_TRUE(zero && row) << r.output;  // both mask values drawn
 }
 
+TEST(CliOptions, RunAndCheckPrintJson) {
+  const fs::path dir = source_dir() / "models/squeezenet1_1";
+  CliResult r = run_kiln({"run", dir.string(), "--json", "--values", "3", "--runs", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j.at("runs"), 2);
+  EXPECT_EQ(j.at("outputs").at(0).at("name"), "output");
+  EXPECT_EQ(j.at("outputs").at(0).at("values").size(), 3u);
+  EXPECT_GT(j.at("latency_ms").get<double>(), 0.0);
+  r = run_kiln({"check", dir.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  j = nlohmann::json::parse(r.output);
+  EXPECT_TRUE(j.at("passed").get<bool>());
+  EXPECT_EQ(j.at("sets").at(0).at("outputs").at(0).at("ok"), true);
+}
+
 TEST(CliOptions, CheckRefusesATestSetWithoutOutputs) {
   const fs::path d = temp_dir("no_outputs");
   fs::copy_file(source_dir() / "models/squeezenet1_1/model.onnx", d / "model.onnx");

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.h"
 #include "model_options.h"
 #include "testdata/model_dir.h"
@@ -20,12 +22,14 @@ void add_check_command(CLI::App& app, int& exit_code) {
     std::string dir;
     double rtol = 1e-3, atol = 1e-4;
     ModelOptions model_options;
+    bool json = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model_dir", args->dir, "Model folder (model.onnx + test_data_set_N/) or the model file in it")->required();
   cmd->add_option("--rtol", args->rtol, "Relative tolerance")->capture_default_str();
   cmd->add_option("--atol", args->atol, "Absolute tolerance")->capture_default_str();
   args->model_options.add_to(cmd, "");
+  cmd->add_flag("--json", args->json, "Print one JSON object (every set and output compared) instead of text");
   args->limits.add_to(cmd);
   cmd->callback([args, &exit_code] {
     LimitsScope limits(args->limits.limits);
@@ -43,6 +47,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     auto sets = testdata::find_data_sets(dir);
     if (sets.empty()) throw Error("no test_data_set_* folder in '" + dir.string() + "'");
     bool all_ok = true;
+    nlohmann::json report = {{"model", model.string()}, {"rtol", args->rtol}, {"atol", args->atol}, {"sets", nlohmann::json::array()}};
     for (const fs::path& set : sets) {
       testdata::DataSet ds = testdata::load_data_set(set, session->inputs(), session->outputs());
       if (ds.inputs.size() != session->inputs().size())
@@ -54,19 +59,27 @@ void add_check_command(CLI::App& app, int& exit_code) {
       if (ds.outputs.size() > outs.size())
         throw Error(set.filename().string() + ": has " + std::to_string(ds.outputs.size()) +
                     " reference outputs, the model gives " + std::to_string(outs.size()));
-      std::cout << set.filename().string() << ":\n";
+      if (!args->json) std::cout << set.filename().string() << ":\n";
+      nlohmann::json set_json = {{"set", set.filename().string()}, {"outputs", nlohmann::json::array()}};
       for (size_t k = 0; k < ds.outputs.size(); ++k) {
         auto c = testdata::compare(outs[k], ds.outputs[k], args->rtol, args->atol);
+        all_ok = all_ok && c.ok;
+        set_json["outputs"].push_back({{"name", session->outputs()[k].name}, {"type", outs[k].describe()},
+                                       {"max_abs", c.max_abs}, {"max_rel", c.max_rel}, {"ok", c.ok},
+                                       {"mismatches", c.mismatches}, {"problem", c.problem}});
+        if (args->json) continue;
         char line[512];
         std::snprintf(line, sizeof line, "  %-24s %-20s max_abs %.3g  max_rel %.3g  %s", session->outputs()[k].name.c_str(),
                       outs[k].describe().c_str(), c.max_abs, c.max_rel, c.ok ? "ok" : "MISMATCH");
         std::cout << line;
         if (!c.ok) std::cout << " (" << c.mismatches << " elements; " << c.problem << ")";
         std::cout << "\n";
-        all_ok = all_ok && c.ok;
       }
+      report["sets"].push_back(std::move(set_json));
     }
-    std::cout << (all_ok ? "check passed" : "check FAILED") << " (rtol " << args->rtol << ", atol " << args->atol << ")\n";
+    report["passed"] = all_ok;
+    if (args->json) std::cout << report.dump() << "\n";
+    else std::cout << (all_ok ? "check passed" : "check FAILED") << " (rtol " << args->rtol << ", atol " << args->atol << ")\n";
     exit_code = all_ok ? 0 : 1;
   });
 }

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "model_options.h"
@@ -26,6 +28,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     std::vector<std::string> inputs, keep;
     std::string npz, save_dir, save_format = "npy";
     int count = 8, top_k = 0;
+    bool json = false;
     int runs = 1, warmup = 0;
     uint32_t seed = 1;
   };
@@ -47,6 +50,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::Range(0, 1 << 30))->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed for random inputs")->capture_default_str();
+  cmd->add_flag("--json", args->json, "Print one JSON object (outputs' types and first values, latency, memory) instead of text");
   args->model_options.add_to(cmd, "SYMBOL=N: extent of a symbolic dim for random inputs (default 1)");
   args->model_options.add_profile_to(cmd);
   args->limits.add_to(cmd);
@@ -77,9 +81,27 @@ void add_run_command(CLI::App& app, int& exit_code) {
       outs = session->run(feeds);
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
-    for (const TensorInfo& o : session->outputs()) std::cout << o.name << ": " << preview(outs.at(o.name), args->count) << "\n";
-    for (const std::string& k : args->keep) std::cout << k << ": " << preview(outs.at(k), args->count) << "\n";
-    if (args->top_k > 0)
+    std::sort(times.begin(), times.end());
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    if (args->json) {
+      nlohmann::json j = {{"latency_ms", times[times.size() / 2]}, {"runs", times.size()}, {"warmup", args->warmup},
+                          {"peak_rss_bytes", static_cast<int64_t>(ru.ru_maxrss) * 1024}, {"outputs", nlohmann::json::array()}};
+      auto add = [&](const std::string& name, const Tensor& t) {
+        nlohmann::json values = nlohmann::json::array();
+        if (t.kind() == ValueKind::Tensor && t.dtype() != DType::String)
+          for (int64_t i = 0; i < t.numel() && i < args->count; ++i)
+            values.push_back(dtype_is_float(t.dtype()) ? nlohmann::json(t.as_double(i)) : nlohmann::json(t.as_int64(i)));
+        j["outputs"].push_back({{"name", name}, {"type", t.describe()}, {"values", values}});
+      };
+      for (const TensorInfo& o : session->outputs()) add(o.name, outs.at(o.name));
+      for (const std::string& k : args->keep) add(k, outs.at(k));
+      std::cout << j.dump() << "\n";
+    } else {
+      for (const TensorInfo& o : session->outputs()) std::cout << o.name << ": " << preview(outs.at(o.name), args->count) << "\n";
+      for (const std::string& k : args->keep) std::cout << k << ": " << preview(outs.at(k), args->count) << "\n";
+    }
+    if (args->top_k > 0 && !args->json)
       for (const TensorInfo& o : session->outputs()) std::cout << o.name << " top " << args->top_k << ": " << top_k(outs.at(o.name), args->top_k) << "\n";
     if (!args->save_dir.empty()) {
       std::filesystem::create_directories(args->save_dir);
@@ -90,15 +112,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
         const std::string path = (std::filesystem::path(args->save_dir) / (file + "." + args->save_format)).string();
         if (args->save_format == "npy") save_npy(outs.at(o.name), path);
         else onnx_fe::save_tensor_file(outs.at(o.name), o.name, path);
-        std::cout << "wrote " << path << "\n";
+        if (!args->json) std::cout << "wrote " << path << "\n";
       }
     }
-    std::sort(times.begin(), times.end());
-    std::cout << "latency: " << times[times.size() / 2] << " ms (median of " << times.size() << " runs)\n";
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    std::cout << "peak memory (RSS): " << ru.ru_maxrss / 1024.0 << " MiB\n";
-    args->model_options.end_profile(*session);
+    if (!args->json) {
+      std::cout << "latency: " << times[times.size() / 2] << " ms (median of " << times.size() << " runs)\n";
+      std::cout << "peak memory (RSS): " << ru.ru_maxrss / 1024.0 << " MiB\n";
+    }
+    if (!args->json) args->model_options.end_profile(*session);
+    else if (!args->model_options.profile.empty()) session->end_profiling();
     exit_code = 0;
   });
 }
