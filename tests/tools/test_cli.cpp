@@ -120,6 +120,7 @@ TEST(Cli, ConformanceRunsFilteredNodeTests) {
   auto r = run_kiln({"conformance", "--filter", "test_relu", "--tsv", (d / "out.tsv").string()});
   EXPECT_NE(r.output.find("1 passed, 0 failed, 0 skipped"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::exists(d / "out.tsv"));
+  EXPECT_EQ(r.output.find('\r'), std::string::npos) << "no progress line into a pipe";
 }
 
 }  // namespace kiln::testing

@@ -14,6 +14,7 @@
 #include "codegen/cuda/cuda_project.h"
 #include "commands.h"
 #include "model_options.h"
+#include "progress.h"
 #include "runtime/session_access.h"
 
 namespace kiln::cli {
@@ -89,7 +90,13 @@ void add_compile_command(CLI::App& app, int& exit_code) {
     if (cpp || cuda) o.disabled_passes.insert(o.disabled_passes.end(), skip.begin(), skip.end());
     auto s = Session::create(args->model, o);
     const auto sigs = signatures(s->inputs(), parse_dims(args->model_options.dims));
-    for (const auto& sig : sigs) s->prepare(sig);
+    {
+      Progress progress("compiling plan");
+      for (size_t k = 0; k < sigs.size(); ++k) {
+        progress.update(k + 1, sigs.size(), "");
+        s->prepare(sigs[k]);
+      }
+    }
     std::vector<codegen::PlanSource> plans;
     for (const auto& sig : sigs)
       for (const auto& cp : SessionAccess::plans(*s))

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "commands.h"
+#include "progress.h"
 #include "testdata/model_dir.h"
 
 namespace kiln::cli {
@@ -155,9 +156,13 @@ void add_conformance_command(CLI::App& app, int& exit_code) {
     int passed = 0, failed = 0, skipped = 0;
     std::set<std::string> passing;
     std::map<std::string, std::string> not_passing;
+    Progress progress("conformance");
+    size_t done = 0;
     for (const fs::path& t : tests) {
       std::string name = t.filename().string();
+      progress.update(done++, tests.size(), name);
       Outcome o = run_isolated(t, args->rtol, args->atol, args->timeout);
+      if (o.status != "pass") progress.clear();
       if (o.status == "pass") {
         ++passed;
         passing.insert(name);
@@ -173,6 +178,7 @@ void add_conformance_command(CLI::App& app, int& exit_code) {
       }
       if (tsv) tsv << name << "\t" << o.status << "\t" << o.reason << "\n";
     }
+    progress.clear();
     int regressions = 0;
     if (!args->expect.empty()) {
       for (const std::string& name : read_list(args->expect)) {
