@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kiln {
@@ -56,7 +57,8 @@ class Tensor {
 
   void* raw() { return data_; }
   const void* raw() const { return data_; }
-  // Typed access; throws kiln::Error when T does not match the dtype.
+  // Typed access; throws kiln::Error when T does not match the dtype. The narrow types
+  // (dtype_is_narrow) are read and written as their stored bytes, uint8_t.
   template <typename T>
   T* data();
   template <typename T>
@@ -105,12 +107,14 @@ void throw_dtype_mismatch(DType have, DType want);
 
 template <typename T>
 T* Tensor::data() {
-  if (dtype_of<T>::value != dtype_) throw_dtype_mismatch(dtype_, dtype_of<T>::value);
+  if (dtype_of<T>::value != dtype_ && !(std::is_same_v<T, uint8_t> && dtype_is_narrow(dtype_)))
+    throw_dtype_mismatch(dtype_, dtype_of<T>::value);
   return static_cast<T*>(data_);
 }
 template <typename T>
 const T* Tensor::data() const {
-  if (dtype_of<T>::value != dtype_) throw_dtype_mismatch(dtype_, dtype_of<T>::value);
+  if (dtype_of<T>::value != dtype_ && !(std::is_same_v<T, uint8_t> && dtype_is_narrow(dtype_)))
+    throw_dtype_mismatch(dtype_, dtype_of<T>::value);
   return static_cast<const T*>(data_);
 }
 template <typename T>

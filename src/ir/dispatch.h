@@ -77,9 +77,11 @@ decltype(auto) dispatch_numeric_bool(DType t, F&& f) {
 
 // Every type including string; data movement ops (Gather, Concat, Transpose...) use this and
 // copy elements with plain assignment.
+// The narrow types (dtype_is_narrow) come as their byte storage, uint8_t.
 template <typename F>
 decltype(auto) dispatch_all(DType t, F&& f) {
   if (t == DType::String) return f(std::string{});
+  if (dtype_is_narrow(t)) return f(uint8_t{});
   return dispatch_numeric_bool(t, std::forward<F>(f));
 }
 

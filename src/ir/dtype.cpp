@@ -11,6 +11,9 @@ size_t dtype_size(DType t) {
   switch (t) {
     case DType::Float: case DType::Int32: case DType::UInt32: return 4;
     case DType::UInt8: case DType::Int8: case DType::Bool: return 1;
+    case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
+    case DType::UInt4: case DType::Int4: case DType::Float4E2M1: case DType::Float8E8M0: case DType::UInt2:
+    case DType::Int2: return 1;
     case DType::UInt16: case DType::Int16: case DType::Float16: case DType::BFloat16: return 2;
     case DType::Int64: case DType::Double: case DType::UInt64: case DType::Complex64: return 8;
     case DType::Complex128: return 16;
@@ -39,6 +42,16 @@ std::string dtype_name(DType t) {
     case DType::Complex64: return "complex64";
     case DType::Complex128: return "complex128";
     case DType::BFloat16: return "bfloat16";
+    case DType::Float8E4M3FN: return "float8e4m3fn";
+    case DType::Float8E4M3FNUZ: return "float8e4m3fnuz";
+    case DType::Float8E5M2: return "float8e5m2";
+    case DType::Float8E5M2FNUZ: return "float8e5m2fnuz";
+    case DType::UInt4: return "uint4";
+    case DType::Int4: return "int4";
+    case DType::Float4E2M1: return "float4e2m1";
+    case DType::Float8E8M0: return "float8e8m0";
+    case DType::UInt2: return "uint2";
+    case DType::Int2: return "int2";
   }
   return "dtype(" + std::to_string(static_cast<int>(t)) + ")";
 }
@@ -57,8 +70,22 @@ bool dtype_is_signed(DType t) {
   return t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64 || dtype_is_float(t);
 }
 
+bool dtype_is_narrow(DType t) {
+  const auto v = static_cast<int32_t>(t);
+  return v >= static_cast<int32_t>(DType::Float8E4M3FN) && v <= static_cast<int32_t>(DType::Int2);
+}
+
+int dtype_bits(DType t) {
+  switch (t) {
+    case DType::UInt4: case DType::Int4: case DType::Float4E2M1: return 4;
+    case DType::UInt2: case DType::Int2: return 2;
+    case DType::String: case DType::Undefined: return 0;
+    default: return static_cast<int>(8 * dtype_size(t));
+  }
+}
+
 DType dtype_from_onnx(int32_t v) {
-  if (v < 0 || v > 16) throw Error("unknown tensor data type " + std::to_string(v));
+  if (v < 0 || v > static_cast<int32_t>(DType::Int2)) throw Error("unknown tensor data type " + std::to_string(v));
   return static_cast<DType>(v);
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -12,6 +13,7 @@
 
 #include "ir/zeroed_memory.h"
 #include "ir/dispatch.h"
+#include "ir/narrow_types.h"
 
 namespace kiln {
 
@@ -142,6 +144,7 @@ Tensor Tensor::clone() const {
 
 double Tensor::as_double(int64_t i) const {
   if (dtype_ == DType::Bool) return static_cast<const bool*>(data_)[i] ? 1.0 : 0.0;
+  if (dtype_is_narrow(dtype_)) return ir::narrow_to_double(dtype_, static_cast<const uint8_t*>(data_)[i]);
   return ir::dispatch_numeric(dtype_, [&](auto tag) -> double {
     using T = decltype(tag);
     return static_cast<double>(static_cast<ir::compute_t<T>>(static_cast<const T*>(data_)[i]));
@@ -150,6 +153,10 @@ double Tensor::as_double(int64_t i) const {
 
 int64_t Tensor::as_int64(int64_t i) const {
   if (dtype_ == DType::Bool) return static_cast<const bool*>(data_)[i] ? 1 : 0;
+  if (dtype_is_narrow(dtype_)) {
+    const double v = ir::narrow_to_double(dtype_, static_cast<const uint8_t*>(data_)[i]);
+    return std::isfinite(v) ? static_cast<int64_t>(v) : 0;
+  }
   return ir::dispatch_numeric(dtype_, [&](auto tag) -> int64_t {
     using T = decltype(tag);
     return static_cast<int64_t>(static_cast<ir::compute_t<T>>(static_cast<const T*>(data_)[i]));

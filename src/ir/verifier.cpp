@@ -16,7 +16,7 @@ std::string q(const std::string& s) { return "'" + s + "'"; }
 
 bool valid_dtype(DType t) {
   int v = static_cast<int>(t);
-  return v >= static_cast<int>(DType::Undefined) && v <= static_cast<int>(DType::BFloat16);
+  return v >= static_cast<int>(DType::Undefined) && v <= static_cast<int>(DType::Int2);
 }
 
 // One graph on the path from the verified root to the graph being checked. `avail` is what

@@ -5,10 +5,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
 
+#include "ir/narrow_types.h"
 #include "ops/core/dispatch.h"
 #include "ops/core/registry.h"
 #include "ops/core/shape_util.h"
@@ -146,7 +148,7 @@ DType dtype_from_name(const std::string& name) {
 }
 
 bool castable(DType t) {
-  return t == DType::String || t == DType::Bool || dtype_is_float(t) || dtype_is_integer(t);
+  return t == DType::String || t == DType::Bool || dtype_is_float(t) || dtype_is_integer(t) || dtype_is_narrow(t);
 }
 
 // The 'to' dtype of a Cast node; throws (naming the node) for unknown or unsupported types.
@@ -159,9 +161,7 @@ DType cast_target(const ir::Node& n) {
     return t;
   }
   int64_t v = n.attr_int("to", 0);
-  if (v >= 17 && v <= 23)
-    throw UnsupportedError(n.describe() + ": cast to ONNX type " + std::to_string(v) + " (float8/int4/float4) is not supported");
-  if (v < 1 || v > 16) throw Error(n.describe() + ": 'to' = " + std::to_string(v) + " is not a tensor element type");
+  if (v < 1 || v > static_cast<int64_t>(DType::Int2)) throw Error(n.describe() + ": 'to' = " + std::to_string(v) + " is not a tensor element type");
   DType t = dtype_from_onnx(static_cast<int32_t>(v));
   if (!castable(t)) throw UnsupportedError(n.describe() + ": cast to " + dtype_name(t) + " is not supported");
   return t;
@@ -172,9 +172,52 @@ void check_source(const ir::Node& n, DType from) {
     throw UnsupportedError(n.describe() + ": cast from " + dtype_name(from) + " is not supported");
 }
 
+// Opset 19's saturate (float8 targets) and opset 25's round_mode (float8e8m0).
+struct NarrowCast {
+  bool saturate = true;
+  ir::PowerRounding rounding = ir::PowerRounding::Up;
+};
+
+NarrowCast narrow_cast_attrs(const KernelContext& ctx) {
+  NarrowCast c;
+  c.saturate = ctx.node().attr_int("saturate", 1) != 0;
+  try {
+    c.rounding = ir::power_rounding_from_name(ctx.node().attr_string("round_mode", "up"));
+  } catch (const Error& e) {
+    ctx.fail(e.what());
+  }
+  return c;
+}
+
+Tensor cast_tensor(const KernelContext& ctx, const Tensor& x, DType to);
+
+// Casts from a narrow type go through its value as float (the integers through int8/uint8,
+// which hold them exactly); casts to one go through double.
+Tensor cast_narrow(const KernelContext& ctx, const Tensor& x, DType to) {
+  const int64_t n = x.numel();
+  if (dtype_is_narrow(x.dtype())) {
+    const DType from = x.dtype();
+    if (from == DType::Int4 || from == DType::Int2 || from == DType::UInt4 || from == DType::UInt2) {
+      const DType wide = from == DType::Int4 || from == DType::Int2 ? DType::Int8 : DType::UInt8;
+      Tensor w(wide, x.dims());
+      std::memcpy(w.raw(), x.raw(), x.nbytes());
+      return cast_tensor(ctx, w, to);
+    }
+    Tensor f(DType::Float, x.dims());
+    for (int64_t i = 0; i < n; ++i) f.data<float>()[i] = static_cast<float>(x.as_double(i));
+    return cast_tensor(ctx, f, to);
+  }
+  const Tensor d = cast_tensor(ctx, x, DType::Double);
+  const NarrowCast c = narrow_cast_attrs(ctx);
+  Tensor o(to, x.dims());
+  for (int64_t i = 0; i < n; ++i) o.data<uint8_t>()[i] = ir::narrow_from_double(to, d.data<double>()[i], c.saturate, c.rounding);
+  return o;
+}
+
 Tensor cast_tensor(const KernelContext& ctx, const Tensor& x, DType to) {
   check_source(ctx.node(), x.dtype());
   if (x.dtype() == to) return x;
+  if (dtype_is_narrow(x.dtype()) || dtype_is_narrow(to)) return cast_narrow(ctx, x, to);
   Tensor o(to, x.dims());
   const int64_t n = x.numel();
   if (x.dtype() == DType::String) {

@@ -1,6 +1,5 @@
-// Linear quantization: QuantizeLinear / DequantizeLinear (opset 10 per-tensor, opset 13
-// per-axis), DynamicQuantizeLinear (opset 11), and the quantized products QLinearMatMul and
-// QLinearConv (opset 10).
+// DynamicQuantizeLinear (opset 11) and the quantized products QLinearMatMul and QLinearConv
+// (opset 10). QuantizeLinear and DequantizeLinear are in quantize_linear.cpp.
 //
 // Rounding is round-half-to-even (std::nearbyint in the default rounding mode) and results
 // saturate to the output integer type, as the ONNX reference does. Requantization multiplies
@@ -36,152 +35,6 @@ void dispatch_quant(DType t, const ir::Node& node, Q&& f) {
   if (t == DType::UInt8) return f(uint8_t{});
   if (t == DType::Int8) return f(int8_t{});
   throw UnsupportedError(node.describe() + ": quantized type must be uint8 or int8, got " + dtype_name(t));
-}
-
-// ---------------------------------------------------------------- QuantizeLinear / DequantizeLinear
-
-// Scale/zero-point layout: one value for the whole tensor, or (opset >= 13) one per slice
-// along `axis`. channel(i) gives the parameter index of flat element i.
-struct QuantParams {
-  bool per_axis = false;
-  int64_t inner = 1, channels = 1;
-  int64_t channel(int64_t i) const { return per_axis ? (i / inner) % channels : 0; }
-};
-
-template <typename Ctx>
-QuantParams quant_params(const Ctx& ctx, const std::vector<int64_t>& xd, const Tensor& scale, const Tensor* zp) {
-  QuantParams p;
-  if (zp && zp->dims() != scale.dims())
-    ctx.fail("zero point " + zp->describe() + " must have the scale's shape " + scale.describe());
-  // A one-element 1-D scale is per-tensor too (exporters emit [1]-shaped scales).
-  if (scale.rank() == 0 || (scale.rank() == 1 && scale.numel() == 1)) return p;
-  if (ctx.opset() < 13) ctx.fail("scale must be a scalar before opset 13, got " + scale.describe());
-  if (scale.rank() != 1) ctx.fail("scale must be a scalar or 1-D, got " + scale.describe());
-  const int64_t axis = normalize_axis(ctx.node().attr_int("axis", 1), static_cast<int64_t>(xd.size()), ctx.node());
-  if (scale.numel() != xd[axis])
-    ctx.fail("per-axis scale " + scale.describe() + " must have " + std::to_string(xd[axis]) + " elements (axis " +
-             std::to_string(axis) + ")");
-  p.per_axis = true;
-  p.channels = xd[axis];
-  p.inner = product(xd, axis + 1);
-  return p;
-}
-
-// Opset 21's block quantization is refused by name.
-void check_block_size(const ir::Node& n, int64_t opset) {
-  if (opset >= 21 && n.attr_int("block_size", 0) != 0)
-    throw UnsupportedError(n.describe() + ": block quantization (block_size) is not supported");
-}
-
-// QuantizeLinear's output type: the zero point's, else (opset 21) output_dtype, else uint8.
-template <typename Ctx>
-DType quantize_output_type(const Ctx& ctx, std::optional<DType> zp) {
-  DType out = zp ? *zp : DType::UInt8;
-  if (ctx.opset() >= 21)
-    if (const int64_t od = ctx.node().attr_int("output_dtype", 0); od != 0) {
-      const DType d = static_cast<DType>(od);
-      if (d != DType::UInt8 && d != DType::Int8)
-        throw UnsupportedError(ctx.node().describe() + ": output_dtype " + std::to_string(od) +
-                               " is not supported (kiln quantizes to uint8 and int8)");
-      if (zp && *zp != d) ctx.fail("output_dtype " + dtype_name(d) + " differs from y_zero_point's " + dtype_name(*zp));
-      out = d;
-    }
-  if (!is_quant_type(out))
-    throw UnsupportedError(ctx.node().describe() + ": quantized type " + dtype_name(out) +
-                           " is not supported (kiln quantizes to uint8 and int8)");
-  // Opset 23's precision: kiln divides in float32, which is what it names or (absent) what a
-  // float32 scale gives.
-  if (ctx.opset() >= 23)
-    if (const int64_t prec = ctx.node().attr_int("precision", 0); prec != 0 && prec != static_cast<int64_t>(DType::Float))
-      throw UnsupportedError(ctx.node().describe() + ": precision " + std::to_string(prec) +
-                             " is not supported (kiln quantizes in float32)");
-  return out;
-}
-
-// DequantizeLinear's output type: (opset 23) output_dtype when given, else the scale's.
-template <typename Ctx>
-DType dequantize_output_type(const Ctx& ctx, DType scale) {
-  DType out = scale;
-  if (ctx.opset() >= 23)
-    if (const int64_t od = ctx.node().attr_int("output_dtype", 0); od != 0) out = static_cast<DType>(od);
-  if (out != DType::Float && out != DType::Float16 && out != DType::BFloat16 && out != DType::Double)
-    ctx.fail("the output type must be floating-point, got " + std::to_string(static_cast<int>(out)));
-  return out;
-}
-
-void check_param_type(InferContext& ctx, int i, const char* what) {
-  if (!ctx.has_input(i)) return;
-  const ir::TensorType& t = ctx.input(i);
-  if (t.rank_known && t.rank() > 1) ctx.fail(std::string(what) + " must be a scalar or 1-D, got " + t.str());
-}
-
-void infer_quantize(InferContext& ctx) {
-  check_block_size(ctx.node(), ctx.opset());
-  check_param_type(ctx, 1, "y_scale");
-  check_param_type(ctx, 2, "y_zero_point");
-  const DType out =
-      quantize_output_type(ctx, ctx.has_input(2) ? std::optional<DType>(ctx.input(2).dtype) : std::nullopt);
-  if (!dtype_is_float(ctx.input(1).dtype)) ctx.fail("y_scale must be floating-point, got " + ctx.input(1).str());
-  infer_same_shape(ctx, out);
-}
-
-void quantize_kernel(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  const Tensor& scale = ctx.input(1);
-  const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  check_block_size(ctx.node(), ctx.opset());
-  const QuantParams p = quant_params(ctx, x.dims(), scale, zp);
-  const DType out = quantize_output_type(ctx, zp ? std::optional<DType>(zp->dtype()) : std::nullopt);
-  dispatch_quant(out, ctx.node(), [&](auto qtag) {
-    using Q = decltype(qtag);
-    Tensor& y = ctx.make_output(0, out, x.dims());
-    Q* py = y.data<Q>();
-    dispatch_numeric(x.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      const T* px = x.data<T>();
-      for (int64_t i = 0; i < x.numel(); ++i) {
-        const int64_t c = p.channel(i);
-        const float s = static_cast<float>(scale.as_double(c));
-        const float z = zp ? static_cast<float>(zp->as_double(c)) : 0.f;
-        py[i] = saturate<Q>(std::nearbyint(static_cast<float>(px[i]) / s) + z);
-      }
-    });
-  });
-}
-
-void infer_dequantize(InferContext& ctx) {
-  check_block_size(ctx.node(), ctx.opset());
-  check_param_type(ctx, 1, "x_scale");
-  check_param_type(ctx, 2, "x_zero_point");
-  const DType x = ctx.input(0).dtype;
-  if (!is_quant_type(x) && x != DType::Int32)
-    throw UnsupportedError(ctx.node().describe() + ": x of " + ctx.input(0).str() +
-                           " is not supported (kiln dequantizes uint8, int8 and int32)");
-  if (ctx.has_input(2) && ctx.input(2).dtype != x)
-    ctx.fail("x_zero_point must have x's dtype, got " + ctx.input(2).str());
-  if (!dtype_is_float(ctx.input(1).dtype)) ctx.fail("x_scale must be floating-point, got " + ctx.input(1).str());
-  infer_same_shape(ctx, dequantize_output_type(ctx, ctx.input(1).dtype));
-}
-
-void dequantize_kernel(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  const Tensor& scale = ctx.input(1);
-  const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  check_block_size(ctx.node(), ctx.opset());
-  if (!is_quant_type(x.dtype()) && x.dtype() != DType::Int32) ctx.fail("x must be uint8, int8 or int32, got " + x.describe());
-  if (zp && zp->dtype() != x.dtype()) ctx.fail("x_zero_point must have x's dtype, got " + zp->describe());
-  const QuantParams p = quant_params(ctx, x.dims(), scale, zp);
-  const DType out = dequantize_output_type(ctx, scale.dtype());
-  dispatch_float(out, [&](auto tag) {
-    using F = decltype(tag);
-    Tensor& y = ctx.make_output(0, out, x.dims());
-    F* py = y.data<F>();
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      const int64_t c = p.channel(i);
-      const float z = zp ? static_cast<float>(zp->as_double(c)) : 0.f;
-      py[i] = static_cast<F>((static_cast<float>(x.as_double(i)) - z) * static_cast<float>(scale.as_double(c)));
-    }
-  });
 }
 
 // ---------------------------------------------------------------- DynamicQuantizeLinear
@@ -475,11 +328,6 @@ void qlinear_conv_kernel(KernelContext& ctx) {
 }  // namespace
 
 KILN_REGISTER_OPS(quantize) {
-  // Opsets 19-23: float8, float4 and int4/int16 types are refused by name, block_size too.
-  reg.add({.name = "QuantizeLinear", .since_version = 10, .max_version = 23, .min_inputs = 2, .max_inputs = 3,
-           .pattern = PatternKind::ElemWise, .infer = infer_quantize, .kernel = quantize_kernel});
-  reg.add({.name = "DequantizeLinear", .since_version = 10, .max_version = 23, .min_inputs = 2, .max_inputs = 3,
-           .pattern = PatternKind::ElemWise, .infer = infer_dequantize, .kernel = dequantize_kernel});
   reg.add({.name = "DynamicQuantizeLinear", .since_version = 11, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
            .max_outputs = 3, .pattern = PatternKind::Opaque, .infer = infer_dynamic_quantize,
            .kernel = dynamic_quantize_kernel});

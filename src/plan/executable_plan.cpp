@@ -144,7 +144,7 @@ lower::BufferKind kind_named(const std::string& s, const Reader& r) {
 }
 
 DType dtype_named(const std::string& s, const Reader& r) {
-  for (int code = 0; code < 64; ++code) {
+  for (int code = 0; code <= static_cast<int>(DType::Int2); ++code) {
     DType t = dtype_from_onnx(code);
     if (t != DType::Undefined && dtype_name(t) == s) return t;
   }

@@ -50,7 +50,10 @@ TEST(DType, Classification) {
 TEST(DType, FromOnnx) {
   EXPECT_EQ(dtype_from_onnx(1), DType::Float);
   EXPECT_EQ(dtype_from_onnx(16), DType::BFloat16);
-  EXPECT_THROW(dtype_from_onnx(17), Error);
+  EXPECT_EQ(dtype_from_onnx(17), DType::Float8E4M3FN);
+  EXPECT_EQ(dtype_from_onnx(22), DType::Int4);
+  EXPECT_EQ(dtype_from_onnx(26), DType::Int2);
+  EXPECT_THROW(dtype_from_onnx(27), Error);
   EXPECT_THROW(dtype_from_onnx(-1), Error);
 }
 

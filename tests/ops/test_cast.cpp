@@ -105,8 +105,85 @@ TEST(Cast, InferAndBadAttributes) {
   EXPECT_EQ(t[0].dtype, DType::Bool);
   EXPECT_THROW(infer_op("Cast", {T(DType::Float, {1})}), kiln::Error);
   EXPECT_THROW(infer_op("Cast", {T(DType::Float, {1})}, {{"to", ir::Attribute::of_int(99)}}), kiln::Error);
-  EXPECT_THROW(infer_op("Cast", {T(DType::Float, {1})}, {{"to", ir::Attribute::of_int(17)}}), kiln::UnsupportedError);
+  t = infer_op("Cast", {T(DType::Float, {2})}, to(DType::Float8E4M3FN));
+  EXPECT_EQ(t[0].str(), "float8e4m3fn[2]");
   EXPECT_THROW(infer_op("Cast", {T(DType::Float, {1})}, to(DType::Complex64)), kiln::UnsupportedError);
+}
+
+// The stored bytes of a narrow-typed result.
+std::vector<int> bytes_of(const Tensor& t) {
+  std::vector<int> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.data<uint8_t>()[i]);
+  return v;
+}
+
+std::vector<Tensor> cast_attrs(const Tensor& x, DType t, ir::Attributes extra) {
+  ir::Attributes a = to(t);
+  for (auto& kv : extra) a.insert(kv);
+  return run_op({.op = "Cast", .inputs = {x}, .attrs = a, .opset = 25});
+}
+
+// Round to nearest even on each format's grid; saturation to the largest finite value or, with
+// saturate = 0, infinity (e5m2) and NaN (the finite-only formats); no negative zero in *fnuz.
+TEST(Cast, Float8RoundingAndSaturation) {
+  const float inf = std::numeric_limits<float>::infinity();
+  auto x = V<float>({9}, {0.f, -0.f, 1.f, 464.f, 470.f, 1e6f, -inf, NAN, 0.001f});
+  EXPECT_EQ(bytes_of(cast_attrs(x, DType::Float8E4M3FN, {})[0]),
+            (std::vector<int>{0x00, 0x80, 0x38, 0x7e, 0x7e, 0x7e, 0xfe, 0x7f, 0x01}));
+  EXPECT_EQ(bytes_of(cast_attrs(x, DType::Float8E4M3FN, {{"saturate", ir::Attribute::of_int(0)}})[0]),
+            (std::vector<int>{0x00, 0x80, 0x38, 0x7e, 0x7f, 0x7f, 0xff, 0x7f, 0x01}));
+  EXPECT_EQ(bytes_of(cast_attrs(x, DType::Float8E4M3FNUZ, {})[0]),
+            (std::vector<int>{0x00, 0x00, 0x40, 0x7f, 0x7f, 0x7f, 0xff, 0x80, 0x01}));
+  EXPECT_EQ(bytes_of(cast_attrs(x, DType::Float8E5M2, {{"saturate", ir::Attribute::of_int(0)}})[0]),
+            (std::vector<int>{0x00, 0x80, 0x3c, 0x5f, 0x5f, 0x7c, 0xfc, 0x7f, 0x14}));
+  EXPECT_EQ(bytes_of(cast_attrs(x, DType::Float8E5M2FNUZ, {{"saturate", ir::Attribute::of_int(0)}})[0]),
+            (std::vector<int>{0x00, 0x00, 0x40, 0x63, 0x63, 0x80, 0x80, 0x80, 0x18}));
+  // Every byte of every float8 format goes to float and back unchanged (NaNs stay NaN).
+  for (DType t : {DType::Float8E4M3FN, DType::Float8E4M3FNUZ, DType::Float8E5M2, DType::Float8E5M2FNUZ}) {
+    Tensor all(t, {256});
+    for (int b = 0; b < 256; ++b) all.data<uint8_t>()[b] = static_cast<uint8_t>(b);
+    Tensor f = cast(all, DType::Float, 25)[0];
+    Tensor back = cast_attrs(f, t, {{"saturate", ir::Attribute::of_int(0)}})[0];
+    for (int b = 0; b < 256; ++b) {
+      if (std::isnan(f.data<float>()[b])) EXPECT_TRUE(std::isnan(back.as_double(b))) << dtype_name(t) << " " << b;
+      else EXPECT_EQ(back.data<uint8_t>()[b], b) << dtype_name(t) << " " << b;
+    }
+  }
+}
+
+TEST(Cast, Float4AndFloat8E8M0) {
+  auto x = V<float>({8}, {0.25f, 0.3f, -3.5f, 2.5f, 9.f, -1e9f, 0.f, 1.75f});
+  Tensor f4 = cast(x, DType::Float4E2M1, 25)[0];
+  EXPECT_EQ(bytes_of(f4), (std::vector<int>{0x0, 0x1, 0xe, 0x4, 0x7, 0xf, 0x0, 0x4}));
+  expect_near(cast(f4, DType::Float, 25)[0], V<float>({8}, {0, 0.5f, -4, 2, 6, -6, 0, 2}));
+  auto p = V<float>({5}, {0.124f, 1.f, 1.1f, 1.6f, 3e38f});
+  EXPECT_EQ(bytes_of(cast_attrs(p, DType::Float8E8M0, {})[0]), (std::vector<int>{0x7c, 0x7f, 0x80, 0x80, 0xfe}));
+  EXPECT_EQ(bytes_of(cast_attrs(p, DType::Float8E8M0, {{"round_mode", ir::Attribute::of_string("down")}})[0]),
+            (std::vector<int>{0x7b, 0x7f, 0x7f, 0x7f, 0xfe}));
+  EXPECT_EQ(bytes_of(cast_attrs(p, DType::Float8E8M0, {{"round_mode", ir::Attribute::of_string("nearest")}})[0]),
+            (std::vector<int>{0x7c, 0x7f, 0x7f, 0x80, 0xfe}));
+  Tensor e(DType::Float8E8M0, {3});
+  e.data<uint8_t>()[0] = 0x7f, e.data<uint8_t>()[1] = 0x85, e.data<uint8_t>()[2] = 0xff;
+  Tensor back = cast(e, DType::Float, 25)[0];
+  EXPECT_EQ(back.data<float>()[0], 1.f);
+  EXPECT_EQ(back.data<float>()[1], 64.f);
+  EXPECT_TRUE(std::isnan(back.data<float>()[2]));
+  EXPECT_THROW(cast_attrs(p, DType::Float8E8M0, {{"round_mode", ir::Attribute::of_string("sideways")}}), kiln::Error);
+}
+
+// The sub-byte integers wrap like the other integer casts and come back sign- or zero-extended.
+TEST(Cast, SubByteIntegers) {
+  auto x = V<float>({6}, {-9.f, -8.f, 7.9f, 8.f, 15.f, 16.f});
+  Tensor i4 = cast(x, DType::Int4, 25)[0];
+  expect_near(cast(i4, DType::Int32, 25)[0], V<int32_t>({6}, {7, -8, 7, -8, -1, 0}));
+  Tensor u4 = cast(x, DType::UInt4, 25)[0];
+  expect_near(cast(u4, DType::Float, 25)[0], V<float>({6}, {7, 8, 7, 8, 15, 0}));
+  Tensor i2 = cast(V<int64_t>({4}, {-3, -2, 1, 2}), DType::Int2, 25)[0];
+  expect_near(cast(i2, DType::Int8, 25)[0], V<int8_t>({4}, {1, -2, 1, -2}));
+  Tensor u2 = cast(V<int64_t>({4}, {-1, 0, 3, 4}), DType::UInt2, 25)[0];
+  expect_near(cast(u2, DType::Float16, 25)[0], Tensor::from_vector<Float16>({4}, {Float16(3.f), Float16(0.f), Float16(3.f), Float16(0.f)}));
+  // Between two narrow types, through the value.
+  expect_near(cast(cast(i4, DType::Float8E4M3FN, 25)[0], DType::Float, 25)[0], V<float>({6}, {7, -8, 7, -8, -1, 0}));
 }
 
 }  // namespace kiln::testing

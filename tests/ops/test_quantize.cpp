@@ -11,62 +11,6 @@ template <typename T>
 Tensor scalar_of(T v) { return Tensor::scalar<T>(v); }
 }  // namespace
 
-TEST(QuantizeLinear, RoundHalfToEvenAndSaturate) {
-  Tensor x = Tensor::from_vector<float>({7}, {0, 2, 3, 5, 1000, -254, -1000});
-  auto out = run_op({.op = "QuantizeLinear", .inputs = {x, scalar_of(2.f), scalar_of<uint8_t>(128)}});
-  expect_near(out[0], Tensor::from_vector<uint8_t>({7}, {128, 129, 130, 130, 255, 1, 0}));
-  // int8 zero point selects int8 output; -1.5 -> -2, 0.5 -> 0, 2.5 -> 2.
-  Tensor y = Tensor::from_vector<float>({5}, {1, -3, 5, 300, -300});
-  out = run_op({.op = "QuantizeLinear", .inputs = {y, scalar_of(2.f), scalar_of<int8_t>(-1)}});
-  expect_near(out[0], Tensor::from_vector<int8_t>({5}, {-1, -3, 1, 127, -128}));
-  // No zero point: uint8 with zero point 0.
-  out = run_op({.op = "QuantizeLinear", .inputs = {y, scalar_of(1.f)}, .opset = 10});
-  expect_near(out[0], Tensor::from_vector<uint8_t>({5}, {1, 0, 5, 255, 0}));
-}
-
-TEST(QuantizeLinear, PerAxisAndNegativeAxis) {
-  Tensor x = Tensor::from_vector<float>({2, 3}, {1, 2, 4, -1, 5, 8});
-  Tensor s = Tensor::from_vector<float>({3}, {1, 2, 4});
-  Tensor z = Tensor::from_vector<uint8_t>({3}, {0, 10, 20});
-  const Tensor want = Tensor::from_vector<uint8_t>({2, 3}, {1, 11, 21, 0, 12, 22});
-  expect_near(run_op({.op = "QuantizeLinear", .inputs = {x, s, z}})[0], want);  // axis defaults to 1
-  expect_near(run_op({.op = "QuantizeLinear", .inputs = {x, s, z}, .attrs = {{"axis", Attribute::of_int(-1)}}})[0], want);
-  // Per-axis needs opset 13, and the scale must match the axis.
-  EXPECT_THROW(run_op({.op = "QuantizeLinear", .inputs = {x, s, z}, .opset = 10}), kiln::Error);
-  EXPECT_THROW(run_op({.op = "QuantizeLinear", .inputs = {x, s, z}, .attrs = {{"axis", Attribute::of_int(0)}}}), kiln::Error);
-  EXPECT_THROW(run_op({.op = "QuantizeLinear", .inputs = {x, s, z}, .attrs = {{"axis", Attribute::of_int(2)}}}), kiln::Error);
-  // Zero point shape must match the scale's.
-  EXPECT_THROW(run_op({.op = "QuantizeLinear", .inputs = {x, s, scalar_of<uint8_t>(0)}}), kiln::Error);
-}
-
-TEST(QuantizeLinear, Inference) {
-  auto t = infer_op("QuantizeLinear", {T(DType::Float, {S("n"), 3, 5}), T(DType::Float, {}), T(DType::Int8, {})});
-  EXPECT_EQ(t[0].str(), "int8[n,3,5]");
-  t = infer_op("QuantizeLinear", {T(DType::Float, {S("n"), 7}), T(DType::Float, {})});
-  EXPECT_EQ(t[0].str(), "uint8[n,7]");
-  EXPECT_THROW(infer_op("QuantizeLinear", {T(DType::Float, {3}), T(DType::Float, {}), T(DType::Int32, {})}), kiln::Error);
-  EXPECT_THROW(infer_op("QuantizeLinear", {T(DType::Float, {3}), T(DType::Float, {3, 1})}), kiln::Error);
-}
-
-TEST(DequantizeLinear, PerTensorPerAxisInt32) {
-  Tensor x = Tensor::from_vector<uint8_t>({4}, {0, 3, 128, 255});
-  auto out = run_op({.op = "DequantizeLinear", .inputs = {x, scalar_of(2.f), scalar_of<uint8_t>(128)}});
-  expect_near(out[0], Tensor::from_vector<float>({4}, {-256, -250, 0, 254}));
-  Tensor q = Tensor::from_vector<int8_t>({2, 2}, {-128, 127, 0, 5});
-  out = run_op({.op = "DequantizeLinear",
-                .inputs = {q, Tensor::from_vector<float>({2}, {0.5f, 2.f}), Tensor::from_vector<int8_t>({2}, {0, 1})},
-                .attrs = {{"axis", Attribute::of_int(0)}}});
-  expect_near(out[0], Tensor::from_vector<float>({2, 2}, {-64, 63.5f, -2, 8}));
-  Tensor i32 = Tensor::from_vector<int32_t>({2}, {1000, -5});
-  out = run_op({.op = "DequantizeLinear", .inputs = {i32, scalar_of(0.1f)}});
-  expect_near(out[0], Tensor::from_vector<float>({2}, {100.f, -0.5f}));
-  // Zero point dtype must match x's.
-  EXPECT_THROW(run_op({.op = "DequantizeLinear", .inputs = {x, scalar_of(2.f), scalar_of<int8_t>(0)}}), kiln::Error);
-  auto t = infer_op("DequantizeLinear", {T(DType::Int8, {S("b"), 4}), T(DType::Float, {4}), T(DType::Int8, {4})});
-  EXPECT_EQ(t[0].str(), "float[b,4]");
-  EXPECT_THROW(infer_op("DequantizeLinear", {T(DType::Float, {4}), T(DType::Float, {})}), kiln::Error);
-}
-
 TEST(DynamicQuantizeLinear, MixedSignsAndPositiveOnly) {
   Tensor x = Tensor::from_vector<float>({6}, {0, 2, -3, -2.5f, 1.34f, 0.5f});
   auto out = run_op({.op = "DynamicQuantizeLinear", .inputs = {x}, .num_outputs = 3, .opset = 11});
@@ -162,46 +106,6 @@ TEST(QLinearConv, PerChannelWeightsInt8Conv1D) {
                        .inputs = {x, scalar_of(1.f), scalar_of<int8_t>(0), w3, scalar_of(1.f), scalar_of<int8_t>(0),
                                   scalar_of(1.f), scalar_of<int8_t>(0)}}),
                kiln::Error);
-}
-
-}  // namespace kiln::testing
-
-namespace kiln::testing {
-
-// Opset 21: output_dtype names the type when there is no zero point; block quantization is
-// refused by name.
-TEST(QuantizeLinear, Opset21OutputDtypeAndBlockSize) {
-  Tensor y = Tensor::from_vector<float>({3}, {1, -3, 300});
-  auto out = run_op({.op = "QuantizeLinear", .inputs = {y, scalar_of(1.f)},
-                     .attrs = {{"output_dtype", ir::Attribute::of_int(static_cast<int64_t>(DType::Int8))}}, .opset = 21});
-  expect_near(out[0], Tensor::from_vector<int8_t>({3}, {1, -3, 127}));
-  EXPECT_THROW(run_op({.op = "QuantizeLinear", .inputs = {y, scalar_of(1.f), scalar_of<uint8_t>(0)},
-                       .attrs = {{"output_dtype", ir::Attribute::of_int(static_cast<int64_t>(DType::Int8))}}, .opset = 21}),
-               kiln::Error);  // disagrees with the zero point
-  EXPECT_THROW(run_op({.op = "QuantizeLinear", .inputs = {y, scalar_of(1.f)},
-                       .attrs = {{"output_dtype", ir::Attribute::of_int(static_cast<int64_t>(DType::Int16))}}, .opset = 21}),
-               kiln::UnsupportedError);
-  EXPECT_THROW(run_op({.op = "QuantizeLinear", .inputs = {y, scalar_of(1.f)},
-                       .attrs = {{"block_size", ir::Attribute::of_int(2)}}, .opset = 21}),
-               kiln::UnsupportedError);
-  EXPECT_THROW(run_op({.op = "DequantizeLinear", .inputs = {Tensor::from_vector<uint8_t>({2}, {1, 2}), scalar_of(1.f)},
-                       .attrs = {{"block_size", ir::Attribute::of_int(2)}}, .opset = 21}),
-               kiln::UnsupportedError);
-}
-
-// Opset 23: DequantizeLinear's output_dtype; QuantizeLinear's precision (kiln's is float32).
-TEST(DequantizeLinear, Opset23OutputDtypeAndPrecision) {
-  auto out = run_op({.op = "DequantizeLinear", .inputs = {Tensor::from_vector<uint8_t>({3}, {0, 2, 255}), scalar_of(0.5f)},
-                     .attrs = {{"output_dtype", ir::Attribute::of_int(static_cast<int64_t>(DType::Float16))}},
-                     .opset = 23});
-  ASSERT_EQ(out[0].dtype(), DType::Float16);
-  EXPECT_EQ(out[0].as_double(2), 127.5);
-  Tensor y = Tensor::from_vector<float>({2}, {1, 3});
-  EXPECT_NO_THROW(run_op({.op = "QuantizeLinear", .inputs = {y, scalar_of(1.f)},
-                          .attrs = {{"precision", ir::Attribute::of_int(static_cast<int64_t>(DType::Float))}}, .opset = 23}));
-  EXPECT_THROW(run_op({.op = "QuantizeLinear", .inputs = {y, scalar_of(1.f)},
-                       .attrs = {{"precision", ir::Attribute::of_int(static_cast<int64_t>(DType::Float16))}}, .opset = 23}),
-               kiln::UnsupportedError);
 }
 
 }  // namespace kiln::testing

@@ -39,7 +39,7 @@ void emit_conv(EmitContext& ctx) {
   const int64_t G = n.attr_int("group", 1);
   if (w.dtype() != DType::Float || w.rank() != 4 || w.dim(0) != M || C % G || M % G || w.dim(1) != C / G)
     throw ctx.unsupported("weights do not match");
-  const int64_t KH = w.dim(2), KW = w.dim(3), Cg = C / G, Mg = M / G;
+  const int64_t KH = w.dim(2), KW = w.dim(3), Cg = C / G;
   const cpp::Window2d g = cpp::window_of(ctx, n, H, W, KH, KW);
   const bool has_bias = ctx.has_input(2);
   if (has_bias && !ctx.is_constant(2)) throw ctx.unsupported("a bias computed at run time is not emitted");

@@ -22,8 +22,9 @@ uint64_t hash_bytes(const char* p, size_t n) {
 }  // namespace
 
 bool ExternalSectionWriter::takes(const Tensor& t) const {
+  // Sub-byte types stay inline: files hold them packed, memory a byte per element.
   return t.kind() == ValueKind::Tensor && t.dtype() != DType::String && t.dtype() != DType::Undefined &&
-         t.nbytes() >= min_bytes_;
+         dtype_bits(t.dtype()) == 8 * static_cast<int>(dtype_size(t.dtype())) && t.nbytes() >= min_bytes_;
 }
 
 uint64_t ExternalSectionWriter::add(const void* data, size_t n) {

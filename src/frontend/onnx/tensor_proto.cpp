@@ -3,6 +3,8 @@
 #include <kiln/error.h>
 #include <onnx/onnx_pb.h>
 
+#include "ir/narrow_types.h"
+
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -92,6 +94,12 @@ void copy_field(Tensor& t, const Field& field, const std::string& what) {
   for (int64_t i = 0; i < t.numel(); ++i) out[i] = static_cast<T>(field.Get(static_cast<int>(i)));
 }
 
+// Sub-byte types, packed in files and unpacked in memory.
+bool is_packed(DType t) { return dtype_bits(t) > 0 && dtype_bits(t) < 8; }
+int64_t stored_bytes(const Tensor& t) {
+  return is_packed(t.dtype()) ? ir::packed_bytes(t.dtype(), t.numel()) : static_cast<int64_t>(t.nbytes());
+}
+
 }  // namespace
 
 Tensor tensor_from_proto(const onnx::TensorProto& p, const fs::path& base_dir, const std::string& what,
@@ -122,7 +130,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const fs::path& base_dir, c
                   ") lies outside its section (" + std::to_string(size) + " bytes)");
     in_section = section->bytes.substr(static_cast<size_t>(ref.offset), static_cast<size_t>(ref.length));
     const char* at = in_section->data();
-    if (section->owner && reinterpret_cast<uintptr_t>(at) % 64 == 0) {
+    if (section->owner && reinterpret_cast<uintptr_t>(at) % 64 == 0 && dtype_bits(dt) == 8 * static_cast<int>(dtype_size(dt))) {
       Tensor t;
       try {
         t = Tensor::wrap(dt, dims, nullptr);
@@ -153,10 +161,13 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const fs::path& base_dir, c
                                  : in_section ? *in_section
                                  : external   ? std::string_view(ext = external_bytes(ref, base_dir, what, t.nbytes()))
                                               : std::string_view(p.raw_data());
-    if (raw.size() != t.nbytes())
+    const size_t want = static_cast<size_t>(stored_bytes(t));
+    if (raw.size() != want)
       throw Error(what + ": raw data has " + std::to_string(raw.size()) + " bytes but " + t.describe() + " needs " +
-                  std::to_string(t.nbytes()));
-    if (!raw.empty()) std::memcpy(t.raw(), raw.data(), raw.size());
+                  std::to_string(want));
+    if (raw.empty()) return t;
+    if (is_packed(dt)) ir::unpack_narrow(dt, reinterpret_cast<const uint8_t*>(raw.data()), t.numel(), t.data<uint8_t>());
+    else std::memcpy(t.raw(), raw.data(), raw.size());
     return t;
   }
   switch (dt) {
@@ -171,8 +182,17 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const fs::path& base_dir, c
     case DType::UInt16: copy_field<uint16_t>(t, p.int32_data(), what); break;
     case DType::UInt8: copy_field<uint8_t>(t, p.int32_data(), what); break;
     case DType::Bool: copy_field<bool>(t, p.int32_data(), what); break;
-    // 16-bit floats keep their bit patterns in int32_data.
+    // 16-bit floats and float8 keep their bit patterns in int32_data.
     case DType::Float16: case DType::BFloat16: copy_field<uint16_t>(t, p.int32_data(), what); break;
+    case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
+    case DType::Float8E8M0: copy_field<uint8_t>(t, p.int32_data(), what); break;
+    // Sub-byte types: one packed byte per int32_data element.
+    case DType::Int4: case DType::UInt4: case DType::Float4E2M1: case DType::Int2: case DType::UInt2: {
+      check_count(p.int32_data_size(), ir::packed_bytes(dt, t.numel()), what + " (packed bytes)");
+      std::vector<uint8_t> packed(p.int32_data().begin(), p.int32_data().end());
+      ir::unpack_narrow(dt, packed.data(), t.numel(), t.data<uint8_t>());
+      break;
+    }
     default: throw UnsupportedError(what + ": dtype " + dtype_name(dt) + " is not supported");
   }
   return t;
@@ -185,6 +205,10 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
   for (int64_t d : t.dims()) p->add_dims(d);
   if (t.dtype() == DType::String) {
     for (int64_t i = 0; i < t.numel(); ++i) p->add_string_data(t.data<std::string>()[i]);
+  } else if (is_packed(t.dtype())) {
+    std::string packed(static_cast<size_t>(stored_bytes(t)), '\0');
+    ir::pack_narrow(t.dtype(), t.data<uint8_t>(), t.numel(), reinterpret_cast<uint8_t*>(packed.data()));
+    p->set_raw_data(std::move(packed));
   } else {
     p->set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
   }
@@ -204,7 +228,7 @@ void tensor_to_proto(const Tensor& t, const std::string& name, ExternalSectionWr
   };
   entry("location", kSectionLocation);
   entry("offset", std::to_string(section.add(t)));
-  entry("length", std::to_string(t.nbytes()));
+  entry("length", std::to_string(stored_bytes(t)));
 }
 
 Tensor load_tensor_file(const fs::path& path, std::string* name) {
