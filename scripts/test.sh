@@ -38,7 +38,7 @@ fi
 
 # ONNX 1.20's node tests (opsets up to 25), from Debian's libonnx-testdata 1.20 package in
 # ../shared/onnx-tests, unpacked into the build tree once.
-echo "== ONNX 1.20 test data: node, pytorch-converted, pytorch-operator, simple (ratchets: tests/conformance/expected_pass_1_20*.txt)"
+echo "== ONNX 1.20 test data: node, pytorch-converted, pytorch-operator, simple, real (light models) (ratchets: tests/conformance/expected_pass_1_20*.txt)"
 deb=$(ls "$(dirname "$SHARED_MODELS")"/onnx-tests/libonnx-testdata_1.20*_all.deb 2>/dev/null | head -n 1)
 data120="$BUILD/onnx-testdata-1.20/usr/share/libonnx-testdata/data"
 if [ -z "$deb" ] && [ ! -d "$data120/node" ]; then
@@ -50,7 +50,7 @@ if [ -z "$deb" ] && [ ! -d "$data120/node" ]; then
   fi
 else
   [ -d "$data120/node" ] || dpkg-deb -x "$deb" "$BUILD/onnx-testdata-1.20"
-  for set in node pytorch-converted pytorch-operator simple; do
+  for set in node pytorch-converted pytorch-operator simple real; do
     list=tests/conformance/expected_pass_1_20.txt
     [ "$set" = node ] || list=tests/conformance/expected_pass_1_20_$set.txt
     expected=$(grep -cv '^#' "$list")

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 
 #include "cli_util.h"
 #include "frontend/onnx/tensor_proto.h"
@@ -121,6 +122,35 @@ TEST(Cli, ConformanceRunsFilteredNodeTests) {
   EXPECT_NE(r.output.find("1 passed, 0 failed, 0 skipped"), std::string::npos) << r.output;
   EXPECT_TRUE(fs::exists(d / "out.tsv"));
   EXPECT_EQ(r.output.find('\r'), std::string::npos) << "no progress line into a pipe";
+}
+
+TEST(Cli, ConformanceRunsLightModelTestsOnOnnxsRamp) {
+  // ONNX's layout: real/<test>/data.json names light/<model>.onnx, whose expected outputs lie
+  // beside it; the input is arange(n) / n.
+  fs::path d = temp_dir("conf_light");
+  fs::create_directories(d / "real/test_tiny");
+  fs::create_directories(d / "real/test_remote");
+  fs::create_directories(d / "light");
+  save_model(tiny_model({2, 3}, {{"Add", {"x", "x"}, {"y"}}}), d / "light/light_tiny.onnx");
+  std::ofstream(d / "real/test_tiny/data.json")
+      << R"({"atol": 1e-07, "model_name": "tiny", "rtol": 0.001, "url": "onnx/backend/test/data/light/light_tiny.onnx"})";
+  std::ofstream(d / "real/test_remote/data.json") << R"({"model_name": "remote", "url": "https://example.org/m.tar.gz"})";
+  onnx_fe::save_tensor_file(Tensor::from_vector<float>({2, 3}, {0, 2 / 6.f, 4 / 6.f, 1, 8 / 6.f, 10 / 6.f}), "y",
+                            d / "light/light_tiny_output_0.pb");
+  auto r = run_kiln({"conformance", (d / "real").string(), "-v"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 passed, 0 failed, 1 skipped"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("downloads its model"), std::string::npos) << r.output;
+  // A wrong expectation fails: the ramp really is compared.
+  onnx_fe::save_tensor_file(Tensor::from_vector<float>({2, 3}, {0, 1 / 6.f, 2 / 6.f, 3 / 6.f, 4 / 6.f, 5 / 6.f}), "y",
+                            d / "light/light_tiny_output_0.pb");
+  r = run_kiln({"conformance", (d / "real").string(), "-f", "tiny"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("FAIL test_tiny: output 0: element 1"), std::string::npos) << r.output;
+  // A data.json that is not one is a failure naming the file.
+  std::ofstream(d / "real/test_tiny/data.json") << "{";
+  r = run_kiln({"conformance", (d / "real").string(), "-f", "tiny"});
+  EXPECT_NE(r.output.find("data.json' is not JSON"), std::string::npos) << r.output;
 }
 
 }  // namespace kiln::testing

@@ -1,5 +1,7 @@
-// kiln conformance [DIR]: runs the ONNX backend node tests. Each test runs in a forked child,
-// so a crash or hang in one kernel is reported as that test's failure, not the runner's death.
+// kiln conformance [DIR]: runs the ONNX backend tests of a folder: node, simple and pytorch-*
+// tests (model.onnx + test_data_set_N/) and model tests (data.json; the light models are run on
+// the inputs ONNX's runner feeds them). Each test runs in a forked child, so a crash or hang in
+// one kernel is reported as that test's failure, not the runner's death.
 #include <kiln/session.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,6 +18,7 @@
 #include "commands.h"
 #include "progress.h"
 #include "testdata/model_dir.h"
+#include "testdata/model_test.h"
 
 namespace kiln::cli {
 
@@ -28,19 +31,33 @@ struct Outcome {
   std::string reason;
 };
 
+// "" when the outputs match the expected ones, else what differs.
+std::string mismatch(const std::vector<Tensor>& outs, const std::vector<Tensor>& expected, double rtol, double atol) {
+  if (outs.size() < expected.size())
+    return "model gives " + std::to_string(outs.size()) + " outputs, test expects " + std::to_string(expected.size());
+  for (size_t k = 0; k < expected.size(); ++k) {
+    auto c = testdata::compare(outs[k], expected[k], rtol, atol);
+    if (!c.ok) return "output " + std::to_string(k) + ": " + c.problem;
+  }
+  return "";
+}
+
 Outcome run_one(const fs::path& dir, double rtol, double atol) {
   std::unique_ptr<Session> s;
   try {
-    s = Session::create((dir / "model.onnx").string());
-    for (const fs::path& set : testdata::find_data_sets(dir)) {
-      testdata::DataSet ds = testdata::load_data_set(set, s->inputs(), s->outputs());
-      std::vector<Tensor> outs = s->run(ds.inputs);
-      if (outs.size() < ds.outputs.size())
-        return {"fail", "model gives " + std::to_string(outs.size()) + " outputs, test expects " +
-                            std::to_string(ds.outputs.size())};
-      for (size_t k = 0; k < ds.outputs.size(); ++k) {
-        auto c = testdata::compare(outs[k], ds.outputs[k], rtol, atol);
-        if (!c.ok) return {"fail", "output " + std::to_string(k) + ": " + c.problem};
+    if (auto mt = testdata::read_model_test(dir)) {
+      // A model test names its model by url; only the light models are stored locally.
+      if (!mt->light_model) return {"skip", "model test '" + mt->model_name + "' downloads its model (" + mt->url + ")"};
+      s = Session::create(mt->light_model->string());
+      std::vector<Tensor> outs = s->run(testdata::ramp_inputs(s->inputs()));
+      std::string problem = mismatch(outs, testdata::load_light_outputs(*mt->light_model), mt->rtol, mt->atol);
+      if (!problem.empty()) return {"fail", problem};
+    } else {
+      s = Session::create((dir / "model.onnx").string());
+      for (const fs::path& set : testdata::find_data_sets(dir)) {
+        testdata::DataSet ds = testdata::load_data_set(set, s->inputs(), s->outputs());
+        std::string problem = mismatch(s->run(ds.inputs), ds.outputs, rtol, atol);
+        if (!problem.empty()) return {"fail", problem};
       }
     }
     // Every passing test also proves its memory plan sound.
@@ -119,7 +136,7 @@ std::set<std::string> read_list(const fs::path& p) {
 }  // namespace
 
 void add_conformance_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("conformance", "Run the ONNX backend node tests and report pass/fail/skip");
+  auto* cmd = app.add_subcommand("conformance", "Run the ONNX backend tests (node, simple, pytorch-*, real/light) and report pass/fail/skip");
   struct Args {
     std::string dir = "/usr/share/libonnx-testdata/data/node";
     std::string tsv, expect, write_expect;
@@ -129,7 +146,7 @@ void add_conformance_command(CLI::App& app, int& exit_code) {
     bool verbose = false;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("dir", args->dir, "Folder of test folders (each model.onnx + test_data_set_N/)")->capture_default_str();
+  cmd->add_option("dir", args->dir, "Folder of test folders (each model.onnx + test_data_set_N/, or a model test's data.json)")->capture_default_str();
   cmd->add_option("--tsv", args->tsv, "Write test<TAB>status<TAB>reason per test to this file");
   cmd->add_option("-f,--filter", args->filters, "Only tests whose name contains this (repeatable)");
   cmd->add_option("--expect", args->expect, "File of tests that must pass; exit 1 if any does not");
@@ -141,7 +158,7 @@ void add_conformance_command(CLI::App& app, int& exit_code) {
   cmd->callback([args, &exit_code] {
     std::vector<fs::path> tests;
     for (const auto& e : fs::directory_iterator(args->dir)) {
-      if (!fs::exists(e.path() / "model.onnx")) continue;
+      if (!fs::exists(e.path() / "model.onnx") && !fs::exists(e.path() / "data.json")) continue;
       std::string name = e.path().filename().string();
       bool keep = args->filters.empty();
       for (const std::string& f : args->filters) keep = keep || name.find(f) != std::string::npos;
