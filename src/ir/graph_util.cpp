@@ -20,6 +20,15 @@ std::optional<double> uniform_const(const Value* v) {
   return first;
 }
 
+std::optional<std::vector<int64_t>> reduction_axes(const Node& n) {
+  if (n.has_attr("axes")) return n.attr_ints("axes");
+  if (n.num_inputs() < 2 || !n.input(1)) return std::vector<int64_t>{};
+  const Tensor* t = const_of(n.input(1));
+  if (!t || !t->defined() || t->kind() != ValueKind::Tensor || !dtype_is_integer(t->dtype()) || t->rank() > 1)
+    return std::nullopt;
+  return t->to_int64_vector();
+}
+
 bool is_graph_output(const Graph& g, const Value* v) {
   return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
 }

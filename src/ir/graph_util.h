@@ -22,6 +22,11 @@ Node* producer_of(const Value* v, const std::string& op);
 bool has_subgraph(const Node& n);
 // True when input i of n is a constant, or absent.
 bool all_inputs_constant(const Node& n);
+// The axes a Reduce* node reduces over as written, whichever form its opset uses: the `axes`
+// attribute, or (ReduceSum from opset 13, the others from 18) a constant second input. An
+// empty list when neither is given (every axis, or none with noop_with_empty_axes); nullopt
+// when the axes input is not a constant.
+std::optional<std::vector<int64_t>> reduction_axes(const Node& n);
 
 // A new constant with a name derived from `hint`.
 Value* add_const(Graph& g, const std::string& hint, Tensor t);

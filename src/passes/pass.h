@@ -47,6 +47,7 @@ std::unique_ptr<Pass> make_fold_batchnorm();
 std::unique_ptr<Pass> make_fold_scale_bias();
 std::unique_ptr<Pass> make_matmul_add_to_gemm();
 std::unique_ptr<Pass> make_pattern_substitution();
+std::unique_ptr<Pass> make_onnx_attention();
 std::unique_ptr<Pass> make_fuse_residual_add();
 std::unique_ptr<Pass> make_fuse_matmul_bias();
 std::unique_ptr<Pass> make_fuse_activation();

@@ -47,7 +47,7 @@ class Parser {
   std::string word() {
     size_t b = i_;
     while (i_ < s_.size() && !std::isspace(static_cast<unsigned char>(s_[i_])) && s_[i_] != '(' && s_[i_] != ')' &&
-           s_[i_] != ':')
+           s_[i_] != ':' && s_[i_] != '?')
       ++i_;
     if (b == i_) fail("expected a name");
     return s_.substr(b, i_ - b);
@@ -70,6 +70,12 @@ class Parser {
         if (i_ >= s_.size()) fail("missing ')'");
         if (s_[i_] == ')') { ++i_; break; }
         t.args.push_back(term());
+        if (i_ < s_.size() && s_[i_] == '?') {
+          ++i_;
+          t.args.back().optional = true;
+        } else if (t.args.size() > 1 && t.args[t.args.size() - 2].optional) {
+          fail("only trailing operands may be optional");
+        }
       }
     } else if (c == '$' || c == '#') {
       ++i_;
@@ -107,6 +113,8 @@ bool match_term(const Term& t, ir::Value* v, State s, const Cont& k);
 
 bool match_args(const Term& t, ir::Node* n, const std::vector<int>& order, size_t i, State s, const Cont& k) {
   if (i == t.args.size()) return k(s);
+  if (t.args[i].optional && (order[i] >= n->num_inputs() || !n->input(order[i])))
+    return match_args(t, n, order, i + 1, std::move(s), k);
   return match_term(t.args[i], n->input(order[i]), std::move(s),
                [&](State& s2) { return match_args(t, n, order, i + 1, s2, k); });
 }
@@ -125,7 +133,8 @@ bool match_term(const Term& t, ir::Value* v, State s, const Cont& k) {
   }
   ir::Node* n = v->producer();
   if (!n || n->op_type() != t.op || !n->domain().empty() || v->producer_output() != 0) return false;
-  if (n->num_inputs() != static_cast<int>(t.args.size())) return false;
+  const auto required = std::count_if(t.args.begin(), t.args.end(), [](const Term& a) { return !a.optional; });
+  if (n->num_inputs() < required || n->num_inputs() > static_cast<int>(t.args.size())) return false;
   if (!t.name.empty()) {
     if (!bind(s, t.name, v)) return false;
     s.nodes[t.name] = n;

@@ -11,6 +11,8 @@
 //   #name           a constant value
 //   2.0             a constant whose elements all equal this number
 //   _               anything
+//   term?           (an operand) an optional trailing input: the node may lack it, so
+//                   "(ReduceMean $x #axes?)" matches axes as an attribute or as an input
 //
 // A match also requires that every matched node except the root is read only by other
 // matched nodes, so replacing the root's output makes them all dead.
@@ -44,6 +46,7 @@ class Pattern {
     enum class Kind { Op, Any, Const, Literal, Wildcard } kind = Kind::Any;
     std::string op, name;
     double literal = 0;
+    bool optional = false;  // an operand that may be absent (only trailing ones)
     std::vector<Term> args;
   };
 

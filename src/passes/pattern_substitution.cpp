@@ -41,11 +41,12 @@ bool is_float(const ir::Value* v, bool f32_only = false) {
   return f32_only ? v->type.dtype == DType::Float : dtype_is_float(v->type.dtype);
 }
 
-// ReduceMean over exactly the last axis, keeping it.
+// ReduceMean over exactly the last axis, keeping it (axes as an attribute or, from opset 18,
+// a constant input).
 bool reduces_last_axis(const ir::Node* n, int rank) {
   if (n->attr_int("keepdims", 1) == 0) return false;
-  std::vector<int64_t> axes = n->attr_ints("axes");
-  return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
+  std::optional<std::vector<int64_t>> axes = ir::reduction_axes(*n);
+  return axes && axes->size() == 1 && ((*axes)[0] == -1 || (*axes)[0] == rank - 1);
 }
 
 // A [D] copy of a constant that broadcasts as a vector over the last axis.
@@ -120,8 +121,8 @@ ir::Value* attention(ir::Graph& g, const Match& m, const std::string& scale_op, 
 #define ERF_DIV "(Add (Erf (Div $x 1.4142135)) 1)"
 #define ERF_MUL "(Add (Erf (Mul $x 0.70710678)) 1)"
 #define TANH_ARG "(Add (Tanh (Mul (Add $x (Mul (Pow $x 3) 0.044715)) 0.7978845608)) 1)"
-#define LN_CORE "(Div (Sub:d $x (ReduceMean:m1 $x)) (Sqrt (Add (ReduceMean:m2 (Pow $d 2)) #eps)))"
-#define LN_CORE_SQ "(Div (Sub:d $x (ReduceMean:m1 $x)) (Sqrt (Add (ReduceMean:m2 (Mul $d $d)) #eps)))"
+#define LN_CORE "(Div (Sub:d $x (ReduceMean:m1 $x #a1?)) (Sqrt (Add (ReduceMean:m2 (Pow $d 2) #a2?) #eps)))"
+#define LN_CORE_SQ "(Div (Sub:d $x (ReduceMean:m1 $x #a1?)) (Sqrt (Add (ReduceMean:m2 (Mul $d $d) #a2?) #eps)))"
 #define SCORES "(MatMul $q $k)"
 
 const std::vector<Rewrite>& table() {

@@ -3,7 +3,8 @@
 //   0  none
 //   1  basic     standard ONNX ops only: folding, CSE, DCE, no-op removal, reshape/transpose
 //                folding, BatchNorm and scale/bias folding, MatMul+Add -> Gemm
-//   2  extended  + pattern substitution (LayerNormalization, Gelu, kiln SiLU, kiln Attention)
+//   2  extended  + pattern substitution (LayerNormalization, Gelu, kiln SiLU, kiln Attention),
+//                the ONNX Attention op as kiln Attention where it means the same
 //   3  all       + activation epilogues (kiln FusedConv/FusedGemm/FusedMatMul), op fission
 #pragma once
 #include <vector>

@@ -1,4 +1,4 @@
-// The cpu backend's LayerNormalization against the reference kernel.
+// The cpu backend's LayerNormalization and RMSNormalization against the reference kernels.
 #include "kernel_check.h"
 
 namespace kiln {
@@ -41,6 +41,30 @@ TEST(CpuLayerNorm, Declines) {
   ir::Attributes stash = ln(-1);
   stash["stash_type"] = ir::Attribute::of_int(11);  // double statistics
   check({"LayerNormalization", "", {{3, 7}, {7}}, {false, true}, {{3, 7}}, stash}, false);
+}
+
+Case rms(std::vector<std::vector<int64_t>> dims, std::vector<bool> constant, std::vector<int64_t> out, int64_t axis,
+         float eps = 1e-5f) {
+  Case c{"RMSNormalization", "", std::move(dims), std::move(constant), {std::move(out)}, ln(axis, eps)};
+  c.opset = 23;
+  return c;
+}
+
+TEST(CpuRmsNorm, LastAndEarlierAxes) {
+  check(rms({{3, 5, 37}, {37}}, {false, true}, {3, 5, 37}, -1));
+  check(rms({{3, 5, 7}, {5, 7}}, {false, true}, {3, 5, 7}, 1));
+  check(rms({{2, 3, 5, 7}, {1, 5, 7}}, {false, false}, {2, 3, 5, 7}, -2, 1e-6f));
+  Case c = rms({{41, 300}, {300}}, {false, true}, {41, 300}, -1);
+  c.threads = 2;
+  c.concurrent = true;
+  check(c);
+}
+
+TEST(CpuRmsNorm, Declines) {
+  check(rms({{3, 5, 7}, {1}}, {false, true}, {3, 5, 7}, -1), false);  // a scale broadcast from one value
+  Case stash = rms({{3, 7}, {7}}, {false, true}, {3, 7}, -1);
+  stash.attrs["stash_type"] = ir::Attribute::of_int(11);
+  check(stash, false);
 }
 
 }  // namespace

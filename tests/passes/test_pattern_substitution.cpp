@@ -20,6 +20,33 @@ TEST(PatternSubstitution, LayerNorm) {
   EXPECT_EQ(g->num_nodes(), 1u);
 }
 
+TEST(PatternSubstitution, LayerNormAtOpset18WithAxesAsInputs) {
+  auto g = check_rewrite(
+      [](Builder& b) {
+        b.g->opsets[""] = 18;
+        ir::Value* x = b.in("x", {3, 5, 11});
+        ir::Value* mean = b.op("ReduceMean", {x, b.ints({-1})});
+        ir::Value* dev = b.op("Sub", {x, mean});
+        ir::Value* var = b.op("ReduceMean", {b.op("Mul", {dev, dev}), b.ints({2})});
+        ir::Value* norm = b.op("Div", {dev, b.op("Sqrt", {b.op("Add", {var, b.scalar(1e-6f)})})});
+        b.out(b.op("Add", {b.op("Mul", {norm, b.rand({11})}), b.rand({11})}));
+      },
+      passes_of(make_pattern_substitution()), 1e-4);
+  EXPECT_EQ(count(*g, "LayerNormalization"), 1);
+  EXPECT_EQ(g->num_nodes(), 1u);
+  // Axes that are not the last one are left alone, as in the attribute form.
+  g = check_rewrite(
+      [](Builder& b) {
+        b.g->opsets[""] = 18;
+        ir::Value* x = b.in("x", {3, 5, 11});
+        ir::Value* dev = b.op("Sub", {x, b.op("ReduceMean", {x, b.ints({1})})});
+        ir::Value* var = b.op("ReduceMean", {b.op("Mul", {dev, dev}), b.ints({1})});
+        b.out(b.op("Div", {dev, b.op("Sqrt", {b.op("Add", {var, b.scalar(1e-6f)})})}));
+      },
+      passes_of(make_pattern_substitution()), 1e-4);
+  EXPECT_EQ(count(*g, "LayerNormalization"), 0);
+}
+
 TEST(PatternSubstitution, LayerNormWithSharedMeanIsLeftAlone) {
   auto g = check_rewrite(
       [](Builder& b) {
@@ -98,6 +125,25 @@ TEST(Pattern, ParsesAndRejects) {
   EXPECT_THROW(Pattern("$x"), Error);
   EXPECT_THROW(Pattern("(Add $x) extra"), Error);
   EXPECT_THROW(Pattern("(Add 1.5x)"), Error);
+  EXPECT_NO_THROW(Pattern("(ReduceMean $x #axes?)"));
+  EXPECT_THROW(Pattern("(Clip $x #lo? #hi)"), Error);  // only trailing operands are optional
+}
+
+TEST(Pattern, OptionalTrailingOperand) {
+  Builder b(18);
+  ir::Value* x = b.in("x", {2, 3});
+  ir::Value* with = b.op("ReduceMean", {x, b.ints({1})});
+  ir::Value* without = b.op("ReduceMean", {x}, {{"axes", Is({1})}});
+  b.out(b.op("Add", {with, without}));
+  Pattern p("(ReduceMean $x #axes?)");
+  auto m = p.match(*b.g, with->producer());
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->value("x"), x);
+  EXPECT_TRUE(m->value("axes")->is_constant());
+  m = p.match(*b.g, without->producer());
+  ASSERT_TRUE(m);
+  EXPECT_THROW(m->value("axes"), Error);
+  EXPECT_FALSE(Pattern("(ReduceMean $x)").match(*b.g, with->producer()));  // an extra input still fails
 }
 
 TEST(Pattern, RepeatedNameMustBeSameValue) {
