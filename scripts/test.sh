@@ -12,6 +12,14 @@ passed=0
 failed=0
 failures=()
 
+# The ONNX Runtime comparisons (a unit test and the Python module's) need the peer
+# (onnxruntime-node): under CI, installed first when missing.
+peers_setup="$SHARED_ABS/../peers/setup.sh"
+if [ "${CI:-}" = "true" ] && [ -f "$peers_setup" ] &&
+   [ ! -d "${PEERS_NPM_PREFIX:-/opt/peers}/node_modules/onnxruntime-node" ]; then
+  bash "$peers_setup" --no-check 2>&1 | tail -n 3
+fi
+
 echo "== unit tests"
 ctest_log="$BUILD/ctest.log"
 ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" 2>&1 | tee "$ctest_log"
@@ -137,12 +145,6 @@ fi
 # repository (as make python does into build/venv), its tests run from a temporary folder, so
 # that only the installed module can be imported.
 echo "== Python module (make python; python/tests)"
-# Its ONNX Runtime comparison needs the peer (onnxruntime-node): under CI, installed when missing.
-peers_setup="$SHARED_ABS/../peers/setup.sh"
-if [ "${CI:-}" = "true" ] && [ -f "$peers_setup" ] &&
-   [ ! -d "${PEERS_NPM_PREFIX:-/opt/peers}/node_modules/onnxruntime-node" ]; then
-  bash "$peers_setup" --no-check 2>&1 | tail -n 3
-fi
 pyt=$(mktemp -d "${TMPDIR:-/tmp}/kiln-pytest-XXXXXX")
 if out=$(bash scripts/make-python.sh "$BUILD" "$pyt/venv" 2>&1); then
   out=$(cd "$pyt" && KILN_REPO="$PWD_REPO" KILN_SHARED_MODELS="$SHARED_ABS" "$pyt/venv/bin/python" -m pytest -q -p no:cacheprovider -rs "$PWD_REPO/python/tests" 2>&1)
