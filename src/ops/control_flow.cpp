@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "ops/core/infer_graph.h"
 #include "ops/core/registry.h"
@@ -180,11 +181,45 @@ void infer_loop(InferContext& ctx) {
   }
   std::vector<ir::TensorType> ins = {ir::TensorType(DType::Int64, {}), ir::TensorType(DType::Bool, {})};
   for (int j = 0; j < n; ++j) ins.push_back(ctx.input(2 + j));
+  // A body whose shapes do not work out (for a trip count that may be zero, or for the wider
+  // types of later trips) leaves the loop's outputs unknown until run time, where a trip that
+  // really fails is the error. Only a loop known to run its first trip must infer it.
+  auto unknown_outputs = [&] {
+    for (int j = 0; j < n; ++j) {
+      ir::TensorType t = ins[2 + j];
+      t.rank_known = false;
+      t.dims.clear();
+      ctx.set_output(j, t);
+    }
+    for (int s = 0; s < k; ++s) ctx.set_output(n + s, ir::TensorType());
+  };
+  auto known_flag = [&](int i, bool if_absent) -> std::optional<bool> {
+    if (!ctx.has_input(i)) return if_absent;
+    const Tensor* t = ctx.value(i);
+    if (!t || t->numel() != 1) return std::nullopt;
+    return i == 0 ? t->as_int64(0) > 0 : t->as_int64(0) != 0;
+  };
+  const std::optional<bool> has_trips = known_flag(0, true), starts = known_flag(1, true);
+  const bool runs = has_trips && *has_trips && starts && *starts;
   // A trial pass shows which carried values change shape between iterations; the real pass
   // then starts from types that cover every iteration.
-  std::vector<ir::TensorType> trial = infer_subgraph(ctx, *body, ins, /*keep=*/false);
+  std::vector<ir::TensorType> trial, outs;
+  try {
+    trial = infer_subgraph(ctx, *body, ins, /*keep=*/false);
+  } catch (const UnsupportedError&) {
+    throw;
+  } catch (const Error&) {
+    if (runs) throw;
+    return unknown_outputs();
+  }
   for (int j = 0; j < n; ++j) ins[2 + j] = unify(ctx, ins[2 + j], trial[1 + j]);
-  std::vector<ir::TensorType> outs = infer_subgraph(ctx, *body, ins);
+  try {
+    outs = infer_subgraph(ctx, *body, ins);
+  } catch (const UnsupportedError&) {
+    throw;
+  } catch (const Error&) {
+    return unknown_outputs();
+  }
   for (int j = 0; j < n; ++j) {
     ir::TensorType t = unify(ctx, ins[2 + j], outs[1 + j]);
     t.is_optional = outs[1 + j].is_optional;  // an optional that held a value is the value

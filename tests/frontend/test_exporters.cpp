@@ -218,6 +218,50 @@ TEST(ControlFlowModels, LoopTripCounts) {
   }
 }
 
+// A Loop body that cannot infer for these shapes (it squeezes axis 0 of the outer x, [2, 2]):
+// with a trip count given at run time the model loads, runs zero trips, and a trip is a clear
+// error naming the node; with a constant trip count of 1, loading fails naming it.
+TEST(ControlFlowModels, ALoopBodyThatCannotInferFailsOnlyWhenItRuns) {
+  auto build = [](bool constant_trips) {
+    auto m = model(13);
+    auto* g = m.mutable_graph();
+    if (constant_trips) ints(g->add_initializer(), "M", {}, {1});
+    else io(g->add_input(), "M", I64, {});
+    io(g->add_input(), "x", F, {2, 2});
+    io(g->add_output(), "y", F, {-1, -1});
+    GraphProto body;
+    body.set_name("body");
+    io(body.add_input(), "i", I64, {});
+    io(body.add_input(), "c_in", B, {});
+    io(body.add_input(), "v_in", F, {});
+    ints(body.add_initializer(), "axes", {1}, {0});
+    node(&body, "Squeeze", {"x", "axes"}, {"sq"})->set_name("squeeze_outer");
+    node(&body, "Add", {"v_in", "sq"}, {"v_out"});
+    node(&body, "Identity", {"c_in"}, {"c_out"});
+    for (const char* o : {"c_out", "v_out"}) body.add_output()->set_name(o);
+    graph_attr(node(g, "Loop", {"M", "", "x"}, {"y"}), "body", body);
+    return m;
+  };
+  for (int level : {0, 3}) {
+    auto s = session(build(false), level);
+    Tensor x = f32({2, 2}, {1, 2, 3, 4});
+    auto out = s->run(std::vector<Tensor>{Tensor::scalar<int64_t>(0), x});
+    EXPECT_EQ(values(out[0]), (std::vector<float>{1, 2, 3, 4}));
+    try {
+      s->run(std::vector<Tensor>{Tensor::scalar<int64_t>(1), x});
+      ADD_FAILURE() << "the bad body ran";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("squeeze_outer"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    session(build(true));
+    ADD_FAILURE() << "a loop known to run its bad body loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("squeeze_outer"), std::string::npos) << e.what();
+  }
+}
+
 // No M: the loop stops when the body's cond (i < 3) turns false, after 4 iterations; a value
 // of the outer graph (step) is read inside the body.
 TEST(ControlFlowModels, LoopEndsOnCondAndReadsOuterScope) {
