@@ -1,4 +1,6 @@
-// Optimizer steps of the ai.onnx.preview.training domain (version 1): Adagrad, Momentum, Adam.
+// Optimizer steps of the ai.onnx.preview.training domain (version 1): Adagrad, Momentum, Adam;
+// and Gradient's shape inference (its computation is the backward ops the importer expands it
+// into, frontend/onnx/expand_gradient.h).
 //
 // Each takes the learning rate R and the step count T (scalars), then groups of n tensors
 // each: the parameters X1..Xn, their gradients G1..Gn and the optimizer state (H for Adagrad,
@@ -178,6 +180,14 @@ void adam_kernel(KernelContext& ctx) {
   });
 }
 
+// Each output is the gradient with respect to the tensor whose value the input of the same
+// position gives (xs come first among the inputs), so it has that input's type. The expansion
+// checks the attributes; it runs this inference on the graph it reads.
+void infer_gradient(InferContext& ctx) {
+  for (int i = 0; i < ctx.num_outputs() && i < ctx.num_inputs(); ++i)
+    if (ctx.has_output(i)) ctx.set_output(i, ctx.input(i));
+}
+
 }  // namespace
 
 KILN_REGISTER_OPS(training) {
@@ -197,6 +207,9 @@ KILN_REGISTER_OPS(training) {
   reg.add({.name = "Adam", .domain = kDomain, .since_version = 1, .min_inputs = 6, .max_inputs = -1,
            .min_outputs = 3, .max_outputs = -1, .pattern = PatternKind::Opaque,
            .infer = [](InferContext& ctx) { infer_optimizer(ctx, kAdam); }, .kernel = adam_kernel});
+  // No kernel: nothing runs a Gradient node, the importer replaces it.
+  reg.add({.name = "Gradient", .domain = kDomain, .since_version = 1, .min_inputs = 1, .max_inputs = -1,
+           .min_outputs = 1, .max_outputs = -1, .pattern = PatternKind::Opaque, .infer = infer_gradient});
 }
 
 }  // namespace kiln::ops

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "frontend/onnx/expand_gradient.h"
 #include "frontend/onnx/raw_data_split.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "ops/core/onnx_versions.h"
@@ -299,6 +300,7 @@ std::unique_ptr<ir::Graph> load_model_view(std::string_view bytes, const fs::pat
                            std::to_string(ops::kMaxOnnxOpset));
   Importer(model_dir, opts, split ? &split->raw : nullptr).import_graph(model.graph(), *g, 0);
   if (g->outputs().empty()) throw Error("not a valid ONNX model: the graph has no outputs");
+  expand_gradients(*g);
   return g;
 }
 

@@ -17,7 +17,8 @@ struct ImportOptions {
   const ExternalSection* section = nullptr;
 };
 
-// Parses and imports a model file; external data is resolved inside the file's folder.
+// Parses and imports a model file; external data is resolved inside the file's folder. Gradient
+// nodes (ai.onnx.preview.training) come back expanded into backward ops (expand_gradient.h).
 std::unique_ptr<ir::Graph> load_model(const std::filesystem::path& path, const ImportOptions& opts = {});
 // Same from bytes already in memory; `model_dir` is where external data may be read from.
 std::unique_ptr<ir::Graph> load_model_bytes(std::string_view bytes, const std::filesystem::path& model_dir,
