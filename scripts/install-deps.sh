@@ -7,6 +7,7 @@ PKGS=(cmake ninja-build g++ make pkg-config python3
       libdnnl-dev ocl-icd-opencl-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       libcli11-dev libfmt-dev nlohmann-json3-dev zlib1g-dev graphviz
+      libre2-dev libjpeg-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev
       pybind11-dev python3-dev python3-numpy python3-venv python3-setuptools python3-wheel
       python3-pytest python3-onnx)
 missing=()

@@ -1,11 +1,14 @@
-// Text ops: StringNormalizer (opset 10), TfIdfVectorizer (opset 9), StringConcat and
-// StringSplit (opset 20).
+// Text ops: StringNormalizer (opset 10), TfIdfVectorizer (opset 9), StringConcat, StringSplit
+// and RegexFullMatch (opset 20).
 //
 // Casing is ASCII-only (the C locale): bytes outside A-Z/a-z, including every byte of a
 // multi-byte UTF-8 sequence, pass through unchanged, so UTF-8 text stays valid. Only locales
 // whose ASCII casing is the C locale's are accepted.
+#include <re2/re2.h>
+
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -299,6 +302,34 @@ void string_split_kernel(KernelContext& ctx) {
     for (size_t j = 0; j < parts[i].size(); ++j) y.data<std::string>()[i * most + static_cast<int64_t>(j)] = parts[i][j];
 }
 
+// ---------------------------------------------------------------- RegexFullMatch
+
+// RE2 syntax, as the spec names it (the reference runs Google's re2 too), on UTF-8 text. RE2
+// reports a bad pattern through ok() and error(); its own logging to stderr is turned off.
+std::unique_ptr<RE2> compile_pattern(const ir::Node& node) {
+  if (!node.has_attr("pattern")) throw Error(node.describe() + ": the pattern attribute is required");
+  RE2::Options options;
+  options.set_log_errors(false);
+  auto re = std::make_unique<RE2>(node.attr_string("pattern", ""), options);
+  if (!re->ok()) throw Error(node.describe() + ": invalid pattern '" + re->pattern() + "': " + re->error());
+  return re;
+}
+
+void infer_regex_full_match(InferContext& ctx) {
+  compile_pattern(ctx.node());
+  const ir::TensorType& x = ctx.input(0);
+  if (x.dtype != DType::String) ctx.fail("input must be strings, got " + x.str());
+  ctx.set_output(0, x.rank_known ? ir::TensorType(DType::Bool, x.dims) : ir::TensorType::unranked(DType::Bool));
+}
+
+void regex_full_match_kernel(KernelContext& ctx) {
+  const std::unique_ptr<RE2> re = compile_pattern(ctx.node());
+  const Tensor& x = ctx.input(0);
+  if (x.dtype() != DType::String) ctx.fail("input must be strings, got " + x.describe());
+  Tensor& y = ctx.make_output(0, DType::Bool, x.dims());
+  for (int64_t i = 0; i < x.numel(); ++i) y.data<bool>()[i] = RE2::FullMatch(x.data<std::string>()[i], *re);
+}
+
 }  // namespace
 
 KILN_REGISTER_OPS(string_ops) {
@@ -310,6 +341,8 @@ KILN_REGISTER_OPS(string_ops) {
            .max_outputs = 2, .pattern = PatternKind::Opaque, .infer = infer_string_split, .kernel = string_split_kernel});
   reg.add({.name = "TfIdfVectorizer", .since_version = 9, .min_inputs = 1, .max_inputs = 1,
            .pattern = PatternKind::Opaque, .infer = infer_tfidf, .kernel = tfidf_kernel});
+  reg.add({.name = "RegexFullMatch", .since_version = 20, .min_inputs = 1, .max_inputs = 1,
+           .pattern = PatternKind::Opaque, .infer = infer_regex_full_match, .kernel = regex_full_match_kernel});
 }
 
 }  // namespace kiln::ops

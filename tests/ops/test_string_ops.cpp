@@ -162,3 +162,39 @@ TEST(StringSplit, DelimiterWhitespaceAndMaxsplit) {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+namespace {
+Tensor text(std::vector<int64_t> dims, std::vector<std::string> v) { return Tensor::from_vector<std::string>(dims, v); }
+ir::Attributes pattern(const std::string& p) { return {{"pattern", ir::Attribute::of_string(p)}}; }
+}  // namespace
+
+// The whole string must match (RE2 syntax); '.' is one UTF-8 character, not one byte.
+TEST(RegexFullMatch, WholeStringsUtf8AndShapes) {
+  auto out = run_op({.op = "RegexFullMatch", .inputs = {text({2, 2}, {"www.bbc.com", "www.bbc.com.au", "xwww.a.com", "café"})},
+                     .attrs = pattern(R"(www\.[\w.-]+\.com|caf.)"), .opset = 20});
+  expect_near(out[0], Tensor::from_vector<bool>({2, 2}, {true, false, false, true}));
+  out = run_op({.op = "RegexFullMatch", .inputs = {text({3}, {"", "a", "aa"})}, .attrs = pattern("a?"), .opset = 20});
+  expect_near(out[0], Tensor::from_vector<bool>({3}, {true, true, false}));
+  out = run_op({.op = "RegexFullMatch", .inputs = {text({2, 0}, {})}, .attrs = pattern("x"), .opset = 20});
+  expect_near(out[0], Tensor::from_vector<bool>({2, 0}, {}));
+}
+
+TEST(RegexFullMatch, InferenceAndErrors) {
+  auto t = infer_op("RegexFullMatch", {T(DType::String, {S("n"), 3})}, pattern("a+"), 1, 20);
+  EXPECT_EQ(t[0].str(), "bool[n,3]");
+  try {
+    infer_op("RegexFullMatch", {T(DType::String, {3})}, pattern("(a"), 1, 20);
+    ADD_FAILURE() << "an unbalanced pattern was accepted";
+  } catch (const kiln::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("invalid pattern '(a'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("RegexFullMatch"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(run_op({.op = "RegexFullMatch", .inputs = {text({1}, {"a"})}, .attrs = pattern("a{2,1}"), .opset = 20}),
+               kiln::Error);
+  EXPECT_THROW(infer_op("RegexFullMatch", {T(DType::String, {3})}, {}, 1, 20), kiln::Error);
+  EXPECT_THROW(infer_op("RegexFullMatch", {T(DType::Int64, {3})}, pattern("a"), 1, 20), kiln::Error);
+}
+
+}  // namespace kiln::testing
