@@ -160,7 +160,7 @@ void infer_deform_conv(InferContext& ctx) {
     if (x.dtype != DType::Undefined && t.dtype != x.dtype)
       ctx.fail(std::string(names[i]) + " is " + t.str() + " but X is " + x.str() + "; they must share a dtype");
   }
-  // X, W, offset and mask share one rank; with none of them ranked, so is Y.
+  // X, W, offset and mask share one rank; when none of them has a known rank, Y has none.
   size_t rank = 0;
   for (int i : {0, 1, 2, 4})
     if (ctx.has_input(i) && ctx.input(i).rank_known) rank = ctx.input(i).dims.size();
@@ -205,7 +205,10 @@ void deform_conv_compute(const Layout& L, int64_t N, int64_t Cin, int64_t M, con
   const int nsp = g.nsp;
   const int64_t IS = product(g.in), OS = product(g.out), KS = product(g.kernel);
   const int64_t Cg = Cin / L.group, Mg = M / L.group, Co = Cin / L.offset_group;
-  std::vector<C> col(static_cast<size_t>(Cin * KS * OS));
+  // A tensor, not a vector: its size comes from the model, and a Tensor over the memory cap is
+  // a kiln::Error.
+  Tensor col_buffer(dtype_of<C>::value, {mul_dims(Cin, KS), OS});
+  C* col = col_buffer.data<C>();
   std::vector<GridPoint<C>> points;
   Dims k(nsp), o(nsp), lo(nsp);
   std::vector<double> frac(nsp);
@@ -259,7 +262,7 @@ void deform_conv_compute(const Layout& L, int64_t N, int64_t Cin, int64_t M, con
     }
     // Each group: y[Mg, OS] = w[Mg, Cg * KS] x its rows of col, plus the bias.
     for (int64_t grp = 0; grp < L.group; ++grp) {
-      const C* cg = col.data() + grp * Cg * KS * OS;
+      const C* cg = col + grp * Cg * KS * OS;
       for (int64_t m = grp * Mg; m < (grp + 1) * Mg; ++m) {
         C* ym = y + (n * M + m) * OS;
         std::fill(ym, ym + OS, b ? b[m] : C(0));

@@ -311,10 +311,12 @@ void tree_ensemble_kernel(KernelContext& ctx) {
   const int64_t rows = x.dim(0), features = x.dim(1), targets = e.n_targets;
   check_features(ctx, e, features);
   const double start = e.aggregate == kMin ? dtype_max(x.dtype()) : e.aggregate == kMax ? -dtype_max(x.dtype()) : 0.0;
-  std::vector<double> row(static_cast<size_t>(features)), score(static_cast<size_t>(targets));
   dispatch_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    // Y first: n_targets comes from the model, and an output over the memory cap is a
+    // kiln::Error before any scratch of that size exists.
     T* y = ctx.make_output(0, x.dtype(), {rows, targets}).template data<T>();
+    std::vector<double> row(static_cast<size_t>(features)), score(static_cast<size_t>(targets));
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t f = 0; f < features; ++f) row[f] = x.as_double(r * features + f);
       std::fill(score.begin(), score.end(), start);
