@@ -1,5 +1,7 @@
 #include "op_test_util.h"
 
+#include <kiln/error.h>
+
 #include <cmath>
 #include <random>
 
@@ -13,10 +15,10 @@ struct Built {
   ir::Node* node = nullptr;
 };
 
-void build(Built& b, const std::string& op, const std::string& domain, int opset, int num_outputs,
+void build(Built& b, const std::string& op, const std::string& domain, int opset, int domain_opset, int num_outputs,
            const ir::Attributes& attrs, const std::vector<ir::Value*>& ins) {
   b.g.opsets[""] = opset;
-  if (!domain.empty()) b.g.opsets[domain] = 1;
+  if (!domain.empty()) b.g.opsets[domain] = domain_opset;
   std::vector<ir::Value*> outs;
   for (int i = 0; i < num_outputs; ++i) outs.push_back(b.g.add_value("out" + std::to_string(i)));
   b.node = b.g.add_node(op, ins, outs, attrs, "test_" + op, domain);
@@ -36,7 +38,7 @@ std::vector<kiln::Tensor> run_op(const OpCall& call) {
     ins.push_back(c ? b.g.add_constant(name, t) : b.g.add_input(name, ir::TensorType::from_dims(t.dtype(), t.dims())));
     ptrs.push_back(&call.inputs[i]);
   }
-  build(b, call.op, call.domain, call.opset, call.num_outputs, call.attrs, ins);
+  build(b, call.op, call.domain, call.opset, call.domain_opset, call.num_outputs, call.attrs, ins);
   ops::ShapeInference si(/*max_fold_elements=*/0);
   si.infer_node(*b.node);
   std::vector<kiln::Tensor> outs = ops::run_reference(*b.node, ptrs);
@@ -55,7 +57,8 @@ std::vector<kiln::Tensor> run_op(const OpCall& call) {
 
 std::vector<ir::TensorType> infer_op(const std::string& op, const std::vector<ir::TensorType>& inputs,
                                      const ir::Attributes& attrs, int num_outputs, int opset,
-                                     const std::vector<kiln::Tensor>& values) {
+                                     const std::vector<kiln::Tensor>& values, const std::string& domain,
+                                     int domain_opset) {
   Built b;
   std::vector<ir::Value*> ins;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -68,7 +71,7 @@ std::vector<ir::TensorType> infer_op(const std::string& op, const std::vector<ir
       ins.push_back(b.g.add_input(name, inputs[i]));
     }
   }
-  build(b, op, "", opset, num_outputs, attrs, ins);
+  build(b, op, domain, opset, domain_opset, num_outputs, attrs, ins);
   ops::ShapeInference si(/*max_fold_elements=*/0);
   si.infer_node(*b.node);
   std::vector<ir::TensorType> out;
@@ -100,6 +103,16 @@ void expect_near(const kiln::Tensor& actual, const kiln::Tensor& expected, doubl
       ++bad;
     }
   }
+}
+
+void expect_error(const std::function<void()>& f, const std::string& what) {
+  try {
+    f();
+  } catch (const kiln::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << "error '" << e.what() << "' lacks '" << what << "'";
+    return;
+  }
+  ADD_FAILURE() << "no error; expected one saying '" << what << "'";
 }
 
 kiln::Tensor random_float(std::vector<int64_t> dims, float lo, float hi, uint32_t seed) {
