@@ -59,7 +59,10 @@ onnx::ModelProto tiny_model(const std::vector<int64_t>& dims,
     auto* tt = vi->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(onnx::TensorProto::FLOAT);
     if (shaped)
-      for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+      for (int64_t d : dims) {
+        if (d >= 0) tt->mutable_shape()->add_dim()->set_dim_value(d);
+        else tt->mutable_shape()->add_dim()->set_dim_param("N");
+      }
   };
   add_vi(g->add_input(), "x", true);
   add_vi(g->add_output(), "y", false);

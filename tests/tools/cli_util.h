@@ -20,8 +20,8 @@ CliResult run_kiln(const std::vector<std::string>& args);
 // A fresh temporary folder for one test.
 std::filesystem::path temp_dir(const std::string& name);
 
-// A minimal model: one float input "x" of `dims`, nodes given as (op, inputs, outputs), one
-// float output "y".
+// A minimal model: one float input "x" of `dims` (a negative one: the symbol "N"), nodes given
+// as (op, inputs, outputs), one float output "y".
 onnx::ModelProto tiny_model(const std::vector<int64_t>& dims,
                             const std::vector<std::tuple<std::string, std::vector<std::string>, std::vector<std::string>>>& nodes,
                             int opset = 13);

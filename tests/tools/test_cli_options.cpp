@@ -100,13 +100,45 @@ TEST(CliOptions, InspectJsonIsJsonAloneAndFlagsItCannotCombineAreRefused) {
   const std::string m = squeezenet();
   const CliResult r = run_kiln({"inspect", m, "--groups", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NO_THROW((void)nlohmann::json::parse(r.output)) << r.output.substr(0, 300);
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.output)) << r.output.substr(0, 300);
   expect_refused({"inspect", m, "--plan", "--groups"}, "give one or the other");
   expect_refused({"inspect", m, "--plan", "--dot", (temp_dir("dot") / "g.dot").string()}, "give one or the other");
-  // The groups are those of the optimized graph: no group is an Identity on weights.
+  // The groups are the plan's instructions: no group is an Identity on weights, and there are
+  // as many as --plan counts kernels per run; --dot writes what --svg draws.
   const CliResult g = run_kiln({"inspect", m, "--groups"});
   EXPECT_EQ(g.exit_code, 0) << g.output;
   EXPECT_EQ(g.output.find("Identity"), std::string::npos) << g.output;
+  const CliResult p = run_kiln({"inspect", m, "--plan"});
+  auto kernels = [](const std::string& out, const std::string& prefix) {
+    const size_t at = out.find(prefix);
+    return at == std::string::npos ? -1L : std::stol(out.substr(at + prefix.size()));
+  };
+  const long per_run = kernels(p.output, "kernels:     ");
+  EXPECT_GT(per_run, 0) << p.output;
+  EXPECT_EQ(kernels(g.output, "kernels: "), per_run) << g.output;
+  EXPECT_EQ(j["kernels"].get<long>(), per_run);
+  long not_views = 0;
+  for (const auto& e : j["groups"]) not_views += !e["view"].get<bool>();
+  EXPECT_EQ(not_views, per_run);
+  const fs::path dot = temp_dir("dot") / "plan.dot";
+  const CliResult d = run_kiln({"inspect", m, "--dot", dot.string()});
+  EXPECT_EQ(d.exit_code, 0) << d.output;
+  std::ifstream in(dot);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text.rfind("digraph plan", 0), 0u) << text.substr(0, 200);
+  const size_t instructions = j["groups"].size();
+  EXPECT_NE(text.find("subgraph cluster_" + std::to_string(instructions - 1) + " "), std::string::npos);
+  EXPECT_EQ(text.find("subgraph cluster_" + std::to_string(instructions) + " "), std::string::npos);
+}
+
+TEST(CliOptions, InspectGroupsOfASymbolicModelTakeDim) {
+  const fs::path d = temp_dir("symbolic");
+  save_model(tiny_model({-1, 4}, {{"Relu", {"x"}, {"h"}}, {"Sigmoid", {"h"}, {"y"}}}), d / "m.onnx");
+  expect_refused({"inspect", (d / "m.onnx").string(), "--groups"}, "--dim");
+  const CliResult r = run_kiln({"inspect", (d / "m.onnx").string(), "--groups", "--dim", "N=3"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("kernels: 1 per run for 2 graph nodes"), std::string::npos) << r.output;
 }
 
 TEST(CliOptions, OptimizeWritesStandardOpsByDefaultAndSaysWhenItWritesNothing) {

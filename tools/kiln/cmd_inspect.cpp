@@ -1,6 +1,7 @@
 // kiln inspect MODEL.onnx: prints the imported IR after shape inference (symbolic dims shown),
-// so a user can see what kiln made of the model. With --groups / --json / --dot it prints the
-// fusion groups instead: which nodes run as one kernel, and what that saves.
+// so a user can see what kiln made of the model. --groups, --json, --dot, --svg and --plan all
+// describe the graph that runs: the executable plan's instructions (after optimization, fusion
+// and lowering), each with the graph nodes it stands for.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -11,7 +12,7 @@
 #include "codegen/cuda/cuda_project.h"
 #include "commands.h"
 #include "frontend/onnx/importer.h"
-#include "fusion/partitioner.h"
+#include "model_options.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "ops/core/infer_graph.h"
@@ -26,68 +27,45 @@ namespace kiln::cli {
 
 namespace {
 
-std::string dot_quote(const std::string& s) {
-  std::string r = "\"";
-  for (char c : s) r += c == '\n' ? std::string("\\n") : (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-  return r + "\"";
-}
-
-// One cluster per group; graph inputs as ellipses, constants left out.
-void write_dot(const ir::Graph& g, const std::vector<fusion::Group>& groups, const std::string& path) {
-  std::ofstream os(path);
-  if (!os) throw Error("cannot write " + path);
-  std::map<const ir::Node*, std::string> id;
-  os << "digraph " << dot_quote(g.name.empty() ? "model" : g.name) << " {\n  node [shape=box, fontsize=10];\n";
-  for (size_t gi = 0; gi < groups.size(); ++gi) {
-    const fusion::Group& grp = groups[gi];
-    std::string label = std::to_string(gi) + ": " + ops::pattern_kind_name(grp.pattern);
-    if (grp.anchor) label += " (anchor " + grp.anchor->name() + ")";
-    os << "  subgraph cluster_" << gi << " {\n    label=" << dot_quote(label) << "; style=filled; color=\"#e8e8f0\";\n";
-    for (const ir::Node* n : grp.nodes) {
-      id[n] = "n" + std::to_string(id.size());
-      os << "    " << id[n] << " [label=" << dot_quote(n->name() + "\n" + n->op_type()) << "];\n";
-    }
-    os << "  }\n";
-  }
-  for (const ir::Value* v : g.inputs()) os << "  " << dot_quote("in:" + v->name()) << " [shape=ellipse, label=" << dot_quote(v->name()) << "];\n";
-  for (const ir::Node* n : g.nodes())
-    for (const ir::Value* v : n->inputs()) {
-      if (!v || v->is_constant()) continue;
-      if (v->producer() && id.count(v->producer())) os << "  " << id[v->producer()] << " -> " << id[n] << ";\n";
-      else if (v->is_graph_input()) os << "  " << dot_quote("in:" + v->name()) << " -> " << id[n] << ";\n";
-    }
-  os << "}\n";
-}
-
-nlohmann::ordered_json groups_json(const std::vector<fusion::Group>& groups) {
+// The instructions of the executable plan, each with the graph nodes it stands for: the kernels
+// a run launches, the same graph --plan and --svg describe.
+nlohmann::ordered_json groups_json(const ir::Graph& g, const plan::ExecutablePlan& p, int fusion_level) {
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-  for (const fusion::Group& grp : groups) {
+  int64_t nodes = 0, kernels = 0;
+  for (const plan::PlanInstruction& ins : p.instructions) {
+    const bool view = is_view(p, ins);
+    kernels += !view;
     nlohmann::ordered_json names = nlohmann::ordered_json::array(), ops = nlohmann::ordered_json::array();
-    for (const ir::Node* n : grp.nodes) {
-      names.push_back(n->name());
-      ops.push_back(n->op_type());
+    for (const Member& m : instruction_members(g, ins)) {
+      names.push_back(m.name);
+      ops.push_back(m.op);
+      ++nodes;
     }
-    arr.push_back({{"nodes", names},
-                   {"ops", ops},
-                   {"pattern", ops::pattern_kind_name(grp.pattern)},
-                   {"anchor", grp.anchor ? nlohmann::ordered_json(grp.anchor->name()) : nlohmann::ordered_json(nullptr)},
-                   {"bytes_saved", grp.bytes_saved}});
+    arr.push_back({{"op", (ins.domain.empty() ? "" : ins.domain + ".") + ins.op},
+                   {"kernel", ins.spec.str()},
+                   {"view", view},
+                   {"nodes", names},
+                   {"ops", ops}});
   }
-  return {{"groups", arr}, {"kernels", groups.size()}};
+  return {{"groups", arr}, {"kernels", kernels}, {"nodes", nodes}, {"fusion_level", fusion_level}};
 }
 
-void print_groups(const ir::Graph& g, const std::vector<fusion::Group>& groups, int level) {
-  int64_t saved = 0;
-  std::printf("group pattern          saved bytes  ops\n");
-  for (size_t gi = 0; gi < groups.size(); ++gi) {
-    const fusion::Group& grp = groups[gi];
-    saved += grp.bytes_saved;
-    std::printf("%4zu  %-15s %10lld B  %-28s %s\n", gi, ops::pattern_kind_name(grp.pattern),
-                static_cast<long long>(grp.bytes_saved), fusion::group_ops(grp).c_str(),
-                grp.anchor ? ("anchor " + grp.anchor->name()).c_str() : "");
+void print_groups(const ir::Graph& g, const plan::ExecutablePlan& p, int fusion_level) {
+  std::printf("instr  op                    implementation                      nodes\n");
+  int64_t nodes = 0, kernels = 0;
+  for (size_t i = 0; i < p.instructions.size(); ++i) {
+    const plan::PlanInstruction& ins = p.instructions[i];
+    const std::vector<Member> ms = instruction_members(g, ins);
+    nodes += static_cast<int64_t>(ms.size());
+    const bool view = is_view(p, ins);
+    kernels += !view;
+    std::string list;
+    for (const Member& m : ms) list += (list.empty() ? "" : ", ") + (ms.size() > 1 ? m.op + " " : "") + m.name;
+    std::printf("%5zu  %-21s %-35s %s\n", i, ((ins.domain.empty() ? "" : ins.domain + ".") + ins.op).c_str(),
+                view ? "(a view: no kernel)" : ins.spec.str().c_str(), list.c_str());
   }
-  std::printf("kernels: %zu for %zu nodes (fusion level %d), intermediates not written: %lld bytes\n", groups.size(),
-              g.num_nodes(), level, static_cast<long long>(saved));
+  std::printf("kernels: %lld per run for %lld graph nodes (fusion level %d)\n", static_cast<long long>(kernels),
+              static_cast<long long>(nodes), fusion_level);
 }
 
 }  // namespace
@@ -97,14 +75,15 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   struct Args {
     std::string model, dot, target, svg;
     bool no_infer = false, groups = false, json = false, plan = false;
-    int level = 3, threads = 1;
-    fusion::FusionOptions fusion;
+    int level = 3, threads = 1, fusion = 3;
+    std::vector<std::string> dims;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model", args->model, "Model file (.onnx)")->required();
   cmd->add_flag("--no-infer", args->no_infer, "Print the types as declared in the file, without kiln's shape inference");
-  cmd->add_flag("--groups", args->groups, "List the fusion groups (one kernel each): ops, pattern, anchor, bytes saved");
-  cmd->add_flag("--json", args->json, "Print the fusion groups (or with --plan, the memory plan) as JSON");
+  cmd->add_flag("--groups", args->groups,
+                "List the kernels a run launches (the plan's instructions), each with its implementation and the graph nodes it stands for");
+  cmd->add_flag("--json", args->json, "Print the --groups list (or with --plan, the whole plan) as JSON");
   cmd->add_flag("--plan", args->plan,
                 "Print the executable plan: kernels, lowering passes, arena bytes, lower bound, naive sum, checker verdict, per-buffer table");
   cmd->add_option("--target", args->target,
@@ -115,14 +94,13 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0, 3))->capture_default_str();
   cmd->add_option("--threads", args->threads, "Intra-op threads the --plan is made for")
       ->check(CLI::Range(1, 1024))->capture_default_str();
-  cmd->add_option("--dot", args->dot, "Write the graph as Graphviz, one cluster per fusion group");
+  cmd->add_option("--dot", args->dot, "Write the graph that runs as Graphviz text (what --svg draws): a cluster per instruction");
+  cmd->add_option("--dim", args->dims, "SYMBOL=N: the extent of a symbolic input dim for the plan (repeatable)");
   cmd->add_option("--svg", args->svg,
                   "Draw the graph that runs (the executable plan: a cluster per instruction with its kernel, shapes on "
                   "edges) with Graphviz into FILE (.svg, .png, ...)");
-  cmd->add_option("--fusion", args->fusion.level, "Fusion level: 0 none, 1 elementwise, 2 + broadcast/injective/reduce, 3 + anchors")
+  cmd->add_option("--fusion", args->fusion, "Fusion level: 0 none, 1 elementwise, 2 + broadcast/injective/reduce, 3 + anchors")
       ->check(CLI::Range(0, 3))->capture_default_str();
-  cmd->add_option("--max-group-size", args->fusion.max_group_size, "Most nodes in one fusion group")
-      ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->callback([args, cmd, &exit_code] {
     if (runtime::is_kiln_file(args->model)) {
       // A compiled model: its manifest, every plan with its kernel specs (the plans it holds,
@@ -154,15 +132,23 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       SessionOptions o;
       o.threads = args->threads;
       o.opt_level = args->level;
-      o.fusion_level = args->fusion.level;
+      o.fusion_level = args->fusion;
       o.disabled_passes = skip;
       std::shared_ptr<Session> s = Session::create(args->model, o);
+      const std::map<std::string, int64_t> given = single_dims(args->dims, s->inputs());
       std::vector<std::vector<int64_t>> dims;
       for (const TensorInfo& in : s->inputs()) {
         if (in.is_sequence || !in.rank_known) throw Error("input '" + in.name + "' (" + in.str() + ") has no fixed shape");
-        for (int64_t d : in.dims)
-          if (d < 0) throw Error("input '" + in.name + "' (" + in.str() + ") has a symbolic dim: compile it with --dim");
-        dims.push_back(in.dims);
+        std::vector<int64_t> d = in.dims;
+        for (size_t k = 0; k < d.size(); ++k) {
+          if (d[k] >= 0) continue;
+          auto it = given.find(in.symbols[k]);
+          if (it == given.end())
+            throw Error("input '" + in.name + "' (" + in.str() + ") has a symbolic dim: give its extent with --dim " +
+                        (in.symbols[k] == "?" ? std::string("SYMBOL") : in.symbols[k]) + "=N");
+          d[k] = it->second;
+        }
+        dims.push_back(d);
       }
       s->prepare(dims);
       std::vector<codegen::PlanSource> plans;
@@ -172,7 +158,7 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
     };
     if (!args->svg.empty()) {
       if (args->plan || args->groups || !args->dot.empty() || args->json)
-        throw Error("--svg draws the graph that runs; give it alone (with --level, --fusion, --threads)");
+        throw Error("--svg draws the graph that runs; give it alone (with --level, --fusion, --threads, --dim)");
       auto [session, plans] = compiled({});
       render_dot(plan_dot(*plans.front().graph, *plans.front().plan), args->svg);
       std::cout << "wrote " << args->svg << " (" << plans.front().plan->instructions.size() << " instructions)\n";
@@ -188,7 +174,22 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       return;
     }
     if (args->plan && (args->groups || !args->dot.empty()))
-      throw Error("--plan describes the executable plan; --groups and --dot describe fusion groups: give one or the other");
+      throw Error("--plan prints the whole plan; --groups and --dot its instructions: give one or the other");
+    const bool describe_plan = args->groups || (args->json && !args->plan) || !args->dot.empty();
+    if (describe_plan) {
+      if (args->no_infer) throw Error("--no-infer prints the file as declared: no --groups, --json or --dot");
+      auto [session, plans] = compiled({});
+      const ir::Graph& g = *plans.front().graph;
+      const plan::ExecutablePlan& p = *plans.front().plan;
+      if (!args->dot.empty()) {
+        std::ofstream(args->dot) << plan_dot(g, p);
+        if (!args->groups && !args->json) std::cout << "wrote " << args->dot << " (" << p.instructions.size() << " instructions)\n";
+      }
+      if (args->json) std::cout << groups_json(g, p, args->fusion).dump(1) << "\n";  // JSON alone
+      else if (args->groups) print_groups(g, p, args->fusion);
+      exit_code = 0;
+      return;
+    }
     auto g = onnx_fe::load_model(args->model);
     ir::verify(*g);
     if (args->plan) {
@@ -196,29 +197,19 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       passes::OptimizeOptions o;
       o.level = args->level;
       if (o.level > 0) passes::optimize(*g, o);
-      exit_code = print_plan(*g, args->json, args->fusion.level, args->threads) ? 0 : 1;
+      exit_code = print_plan(*g, args->json, args->fusion, args->threads) ? 0 : 1;
       return;
     }
-    const bool fuse = args->groups || args->json || !args->dot.empty();
     const bool level_given = cmd->get_option("--level")->count() > 0;
-    if (args->no_infer && (fuse || level_given)) throw Error("--no-infer prints the file as declared: no --level, --groups, --json or --dot");
-    if (!args->no_infer || fuse) ops::ShapeInference().run(*g);
-    // Fusion groups are those of the graph that runs: after the optimizer (--level); the plain
-    // IR is the file's unless a --level is given.
-    if ((fuse || level_given) && args->level > 0) {
+    if (args->no_infer && level_given) throw Error("--no-infer prints the file as declared: no --level");
+    if (!args->no_infer) ops::ShapeInference().run(*g);
+    // The plain IR is the file's unless a --level is given.
+    if (level_given && args->level > 0) {
       passes::OptimizeOptions o;
       o.level = args->level;
       passes::optimize(*g, o);
     }
-    if (!fuse) {
-      std::cout << ir::print(*g);
-      exit_code = 0;
-      return;
-    }
-    std::vector<fusion::Group> groups = fusion::partition(*g, args->fusion);
-    if (!args->dot.empty()) write_dot(*g, groups, args->dot);
-    if (args->json) std::cout << groups_json(groups).dump(1) << "\n";  // JSON alone: the table is --groups without --json
-    else if (args->groups) print_groups(*g, groups, args->fusion.level);
+    std::cout << ir::print(*g);
     exit_code = 0;
   });
 }

@@ -31,8 +31,27 @@ const char* colour(const std::string& op) {
 
 }  // namespace
 
-std::string plan_dot(const ir::Graph& g, const plan::ExecutablePlan& p) {
+std::vector<Member> instruction_members(const ir::Graph& g, const plan::PlanInstruction& ins) {
   const std::vector<ir::Node*> nodes = g.nodes();
+  std::vector<Member> out;
+  if (ins.node_index >= 0 && ins.node_index < static_cast<int>(nodes.size())) {
+    const ir::Node& n = *nodes[static_cast<size_t>(ins.node_index)];
+    auto body = n.attrs.find("body");
+    if (body != n.attrs.end() && body->second.g)
+      for (const ir::Node* m : body->second.g->nodes()) out.push_back({m->op_type(), m->name()});
+  }
+  if (out.empty()) out.push_back({(ins.domain.empty() ? "" : ins.domain + ".") + ins.op, ins.node});
+  return out;
+}
+
+bool is_view(const plan::ExecutablePlan& p, const plan::PlanInstruction& ins) {
+  bool view = !ins.outputs.empty();
+  for (int id : ins.outputs)
+    view = view && id >= 0 && p.buffers.at(static_cast<size_t>(id)).alias_of >= 0 && !p.buffers[static_cast<size_t>(id)].in_place;
+  return view;
+}
+
+std::string plan_dot(const ir::Graph& g, const plan::ExecutablePlan& p) {
   std::string s = "digraph plan {\n  rankdir=TB;\n  node [shape=box, fontsize=9, style=filled, fillcolor=white];\n"
                   "  edge [fontsize=8];\n";
   std::map<int, std::string> producer;  // buffer -> the node id writing it (following aliases to their root)
@@ -53,14 +72,10 @@ std::string plan_dot(const ir::Graph& g, const plan::ExecutablePlan& p) {
     s += "  subgraph cluster_" + std::to_string(i) + " {\n    label=" + quote(std::to_string(i) + ": " + op + "\n" + ins.spec.str()) +
          "; fontsize=9; style=filled; color=" + quote(colour(ins.op)) + ";\n";
     // The nodes it stands for: a fused op's body, else itself.
-    std::string members;
-    if (ins.node_index >= 0 && ins.node_index < static_cast<int>(nodes.size())) {
-      const ir::Node& n = *nodes[static_cast<size_t>(ins.node_index)];
-      auto body = n.attrs.find("body");
-      if (body != n.attrs.end() && body->second.g)
-        for (const ir::Node* m : body->second.g->nodes()) members += (members.empty() ? "" : "\n") + m->op_type() + " " + m->name();
-    }
-    if (members.empty()) members = ins.node;
+    const std::vector<Member> ms = instruction_members(g, ins);
+    std::string members = ms.size() == 1 ? ms[0].name : "";
+    if (ms.size() > 1)
+      for (const Member& m : ms) members += (members.empty() ? "" : "\n") + m.op + " " + m.name;
     s += "    " + id + " [label=" + quote(members) + "];\n  }\n";
     for (int in : ins.inputs) {
       if (in < 0) continue;

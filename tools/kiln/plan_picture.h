@@ -3,11 +3,21 @@
 // kernel, holding the nodes it stands for (a fused group's members); edges carry the shapes.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "plan/executable_plan.h"
 #include "ir/graph.h"
 
 namespace kiln::cli {
+
+// The graph nodes an instruction stands for, as {op, name}: a fused op's body, else its node.
+struct Member {
+  std::string op, name;
+};
+std::vector<Member> instruction_members(const ir::Graph& g, const plan::PlanInstruction& ins);
+// True when the instruction only renames storage (a Reshape whose outputs alias its input):
+// no kernel runs for it.
+bool is_view(const plan::ExecutablePlan& p, const plan::PlanInstruction& ins);
 
 // The plan as Graphviz dot text.
 std::string plan_dot(const ir::Graph& g, const plan::ExecutablePlan& p);
