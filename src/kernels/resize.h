@@ -9,7 +9,7 @@
 namespace kiln_kernels {
 
 struct ResizeAxis {
-  int taps;            // 1 nearest, 2 linear, 4 cubic
+  int taps;            // 1 nearest, 2 linear, 4 cubic, more for antialiased downscales
   int64_t in, out;     // extents
   const int64_t* idx;  // out * taps input indices
   const float* w;      // out * taps weights

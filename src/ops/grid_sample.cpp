@@ -1,10 +1,13 @@
-// GridSample (opset 16): samples a 4-D X [N, C, H, W] at the normalized (x, y) locations of a
-// grid [N, H_out, W_out, 2], giving Y [N, C, H_out, W_out].
+// GridSample (opset 16; N-D from opset 20): samples X [N, C, D1, ..., Dk] at the normalized
+// locations of a grid [N, O1, ..., Ok, k] (the last dim lists the coordinates innermost axis
+// first: x, y[, z]), giving Y [N, C, O1, ..., Ok]. Opset 16 has only the 4-D form.
 //
 // Follows the ONNX reference / onnxruntime formulation (itself PyTorch's): a grid point is
 // denormalized to pixel space, a point outside [x_min, x_max] is clamped (border) or reflected
 // (reflection) first, then interpolated from its taps; each tap outside the image reads 0
-// (zeros), the clamped pixel (border) or the reflected pixel (reflection).
+// (zeros), the clamped pixel (border) or the reflected pixel (reflection). Padding acts on each
+// axis alone, so every interpolation is a tensor product of per-axis taps (1 nearest, 2 linear,
+// 4 cubic), summed in double.
 #include <algorithm>
 #include <cmath>
 
@@ -45,20 +48,30 @@ Options options_of(const Ctx& ctx) {
   return o;
 }
 
+// The rank X may have: 4 before opset 20, any rank from 3 (one spatial axis) after. Cubic
+// sampling is defined by PyTorch and onnxruntime for 2 spatial axes only.
+template <typename Ctx>
+void check_rank(const Ctx& ctx, const Options& o, int64_t rank, const std::string& what) {
+  if (ctx.opset() < 20 && rank != 4) ctx.fail("X must be 4-D [N, C, H, W] before opset 20, got " + what);
+  if (rank < 3) ctx.fail("X must be [N, C, D1, ...] with at least one spatial axis, got " + what);
+  if (o.mode == Mode::Bicubic && rank != 4)
+    throw UnsupportedError(ctx.node().describe() + ": cubic sampling of " + std::to_string(rank - 2) +
+                           "-D inputs is not supported (only 4-D [N, C, H, W] X), got " + what);
+}
+
 void infer_grid_sample(InferContext& ctx) {
   const ir::TensorType& x = ctx.input(0);
   const ir::TensorType& g = ctx.input(1);
-  options_of(ctx);
+  const Options o = options_of(ctx);
   if (x.dtype != DType::Undefined && !dtype_is_float(x.dtype)) ctx.fail("X must be floating-point, got " + x.str());
   if (g.dtype != DType::Undefined && !dtype_is_float(g.dtype)) ctx.fail("grid must be floating-point, got " + g.str());
-  // Opset 20 allows N-D (volumetric) sampling, which kiln does not implement.
-  if (x.rank_known && x.rank() != 4 && ctx.opset() >= 20 && x.rank() >= 3)
-    throw UnsupportedError(ctx.node().describe() + ": " + std::to_string(x.rank() - 2) +
-                           "-D sampling is not supported (kiln samples 4-D [N, C, H, W] inputs)");
-  if (x.rank_known && x.rank() != 4) ctx.fail("X must be 4-D [N, C, H, W], got " + x.str());
-  if (g.rank_known && g.rank() != 4) ctx.fail("grid must be 4-D [N, H_out, W_out, 2], got " + g.str());
-  if (g.rank_known && g.dims[3].is_static() && g.dims[3].value != 2)
-    ctx.fail("grid's last dim must be 2, got " + g.str());
+  if (x.rank_known && g.rank_known && x.rank() != g.rank())
+    ctx.fail("X and grid must have the same rank, got " + x.str() + " and " + g.str());
+  if (!x.rank_known && !g.rank_known) return ctx.set_output(0, ir::TensorType::unranked(x.dtype));
+  const int rank = x.rank_known ? x.rank() : g.rank();
+  check_rank(ctx, o, rank, x.rank_known ? x.str() : "grid " + g.str());
+  if (g.rank_known && g.dims.back().is_static() && g.dims.back().value != rank - 2)
+    ctx.fail("grid's last dim must be " + std::to_string(rank - 2) + ", got " + g.str());
   if (x.rank_known && g.rank_known && x.dims[0].is_static() && g.dims[0].is_static() && x.dims[0].value != g.dims[0].value)
     ctx.fail("X and grid must have the same batch, got " + x.str() + " and " + g.str());
   auto pick = [&](const ir::Dim& a, const ir::Dim& b) {
@@ -69,11 +82,10 @@ void infer_grid_sample(InferContext& ctx) {
     return ctx.fresh_dim();
   };
   const ir::Dim none = ir::Dim::unknown();
-  ir::Dim n = pick(x.rank_known ? x.dims[0] : none, g.rank_known ? g.dims[0] : none);
-  ir::Dim c = pick(x.rank_known ? x.dims[1] : none, none);
-  ir::Dim h = pick(g.rank_known ? g.dims[1] : none, none);
-  ir::Dim w = pick(g.rank_known ? g.dims[2] : none, none);
-  ctx.set_output(0, x.dtype, {n, c, h, w});
+  std::vector<ir::Dim> dims = {pick(x.rank_known ? x.dims[0] : none, g.rank_known ? g.dims[0] : none),
+                               pick(x.rank_known ? x.dims[1] : none, none)};
+  for (int i = 1; i + 1 < rank; ++i) dims.push_back(pick(g.rank_known ? g.dims[i] : none, none));
+  ctx.set_output(0, x.dtype, dims);
 }
 
 double denormalize(double v, int64_t length, bool align_corners) {
@@ -110,111 +122,129 @@ void cubic_coeffs(double t, double c[4]) {
   c[3] = ((A * t3 - 5 * A) * t3 + 8 * A) * t3 - 4 * A;
 }
 
-struct Plane {
-  const double* p;  // one [H, W] channel, already in double
-  int64_t h, w;
-  double x_lo, x_hi, y_lo, y_hi;  // the valid coordinate range (depends on align_corners)
-  Padding padding;
-
-  double at(int64_t y, int64_t x) const {
-    switch (padding) {
-      case Padding::Zeros:
-        if (x < 0 || x >= w || y < 0 || y >= h) return 0;
-        break;
-      case Padding::Border:
-        x = std::clamp<int64_t>(x, 0, w - 1);
-        y = std::clamp<int64_t>(y, 0, h - 1);
-        break;
-      case Padding::Reflection:
-        x = static_cast<int64_t>(reflect(static_cast<double>(x), x_lo, x_hi));
-        y = static_cast<int64_t>(reflect(static_cast<double>(y), y_lo, y_hi));
-        x = std::clamp<int64_t>(x, 0, w - 1);
-        y = std::clamp<int64_t>(y, 0, h - 1);
-        break;
-    }
-    return p[y * w + x];
-  }
+// One spatial axis: its extent and the valid coordinate range (which depends on align_corners).
+struct Axis {
+  int64_t len;
+  double lo, hi;
 };
+
+// The element a tap index reads along one axis, or -1 for zero padding.
+int64_t resolve(int64_t i, const Axis& a, Padding padding) {
+  switch (padding) {
+    case Padding::Zeros: return i >= 0 && i < a.len ? i : -1;
+    case Padding::Border: return std::clamp<int64_t>(i, 0, a.len - 1);
+    case Padding::Reflection:
+      return std::clamp<int64_t>(static_cast<int64_t>(reflect(static_cast<double>(i), a.lo, a.hi)), 0, a.len - 1);
+  }
+  return -1;
+}
+
+// Taps per axis: nearest 1, linear 2, cubic 4.
+constexpr int kMaxTaps = 4;
+int taps_of(Mode m) { return m == Mode::Nearest ? 1 : m == Mode::Bilinear ? 2 : 4; }
+
+// The taps of a (padding-adjusted) pixel coordinate p along one axis: element indices (-1:
+// reads 0) and weights, taps_of(mode) of them.
+void axis_taps(const Options& o, const Axis& a, double p, int64_t* idx, double* w) {
+  if (o.mode == Mode::Nearest) {
+    idx[0] = resolve(static_cast<int64_t>(p), a, o.padding);
+    w[0] = 1;
+    return;
+  }
+  const double f = std::floor(p);
+  const int64_t base = static_cast<int64_t>(f);
+  if (o.mode == Mode::Bilinear) {
+    w[0] = 1 - (p - f);
+    w[1] = p - f;
+    for (int k = 0; k < 2; ++k) idx[k] = resolve(base + k, a, o.padding);
+    return;
+  }
+  cubic_coeffs(p - f, w);
+  for (int k = 0; k < 4; ++k) idx[k] = resolve(base - 1 + k, a, o.padding);
+}
 
 void grid_sample_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& grid = ctx.input(1);
   const Options o = options_of(ctx);
-  if (x.rank() != 4) ctx.fail("X must be 4-D [N, C, H, W], got " + x.describe());
-  if (grid.rank() != 4 || grid.dim(3) != 2 || grid.dim(0) != x.dim(0))
-    ctx.fail("grid must be [N, H_out, W_out, 2] with X's N, got " + grid.describe() + " for X " + x.describe());
+  check_rank(ctx, o, x.rank(), x.describe());
+  const int S = x.rank() - 2;  // spatial axes
+  if (grid.rank() != x.rank() || grid.dims().back() != S || grid.dim(0) != x.dim(0))
+    ctx.fail("grid must be [N, O1, ..., O" + std::to_string(S) + ", " + std::to_string(S) + "] with X's N, got " +
+             grid.describe() + " for X " + x.describe());
   if (!dtype_is_float(grid.dtype())) ctx.fail("grid must be floating-point, got " + grid.describe());
-  const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), HO = grid.dim(1), WO = grid.dim(2);
-  const int64_t npts = HO * WO;
+  const int64_t N = x.dim(0), C = x.dim(1);
+  std::vector<Axis> axes;
+  std::vector<int64_t> strides(S, 1), out_dims = {N, C};
+  int64_t plane = 1, npts = 1;
+  for (int d = 0; d < S; ++d) {
+    const int64_t len = x.dim(2 + d);
+    axes.push_back({len, o.align_corners ? 0.0 : -0.5,
+                    o.align_corners ? static_cast<double>(len - 1) : static_cast<double>(len) - 0.5});
+    plane *= len;
+    npts *= grid.dim(1 + d);
+    out_dims.push_back(grid.dim(1 + d));
+  }
+  for (int d = S - 2; d >= 0; --d) strides[d] = strides[d + 1] * axes[d + 1].len;
   dispatch_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using F = compute_t<T>;
     const T* xp = x.data<T>();
-    T* yp = ctx.make_output(0, x.dtype(), {N, C, HO, WO}).template data<T>();
-    if (H == 0 || W == 0) {
-      if (o.padding != Padding::Zeros && N * C * npts > 0) ctx.fail("cannot pad an empty image by border/reflection");
-      return;
-    }
-    Plane pl{nullptr, H, W, 0, 0, 0, 0, o.padding};
-    pl.x_lo = o.align_corners ? 0 : -0.5;
-    pl.x_hi = o.align_corners ? static_cast<double>(W - 1) : static_cast<double>(W) - 0.5;
-    pl.y_lo = o.align_corners ? 0 : -0.5;
-    pl.y_hi = o.align_corners ? static_cast<double>(H - 1) : static_cast<double>(H) - 0.5;
-    std::vector<double> plane(static_cast<size_t>(H * W));
-    std::vector<double> gx(static_cast<size_t>(npts)), gy(static_cast<size_t>(npts));
+    T* yp = ctx.make_output(0, x.dtype(), out_dims).template data<T>();
+    if (plane == 0 && o.padding != Padding::Zeros && N * C * npts > 0)
+      ctx.fail("cannot pad an empty image by border/reflection");
+    // Per point of one batch entry, shared by every channel: per axis the taps' indices and
+    // weights, and whether a coordinate is NaN.
+    std::vector<int64_t> tap_idx(static_cast<size_t>(npts * S * kMaxTaps));
+    std::vector<double> tap_w(tap_idx.size());
+    std::vector<bool> nan(static_cast<size_t>(npts));
+    const int taps = taps_of(o.mode);
+    std::vector<int> k(static_cast<size_t>(S));
+    std::vector<double> src(static_cast<size_t>(plane));
     for (int64_t n = 0; n < N; ++n) {
-      // Pixel-space sample positions for this batch entry, shared by every channel.
       for (int64_t i = 0; i < npts; ++i) {
-        double px = denormalize(grid.as_double((n * npts + i) * 2), W, o.align_corners);
-        double py = denormalize(grid.as_double((n * npts + i) * 2 + 1), H, o.align_corners);
-        if (o.mode == Mode::Nearest) {
-          // Round half to even, as the reference's nearbyint.
-          px = std::nearbyint(px);
-          py = std::nearbyint(py);
-        }
-        if (px < pl.x_lo || px > pl.x_hi || py < pl.y_lo || py > pl.y_hi) {
-          if (o.padding == Padding::Border) {
-            px = std::clamp(px, 0.0, static_cast<double>(W - 1));
-            py = std::clamp(py, 0.0, static_cast<double>(H - 1));
-          } else if (o.padding == Padding::Reflection) {
-            px = reflect(px, pl.x_lo, pl.x_hi);
-            py = reflect(py, pl.y_lo, pl.y_hi);
+        nan[i] = false;
+        for (int d = 0; d < S; ++d) {
+          // The grid lists the innermost axis first.
+          double p = denormalize(grid.as_double((n * npts + i) * S + (S - 1 - d)), axes[d].len, o.align_corners);
+          nan[i] = nan[i] || std::isnan(p);
+          // The spec rounds halves to the even index (nearbyint), in every rank.
+          if (o.mode == Mode::Nearest) p = std::nearbyint(p);
+          if (p < axes[d].lo || p > axes[d].hi) {
+            if (o.padding == Padding::Border) p = std::clamp(p, 0.0, static_cast<double>(axes[d].len - 1));
+            else if (o.padding == Padding::Reflection) p = reflect(p, axes[d].lo, axes[d].hi);
           }
+          if (nan[i]) continue;
+          const size_t at = static_cast<size_t>((i * S + d) * kMaxTaps);
+          axis_taps(o, axes[d], p, &tap_idx[at], &tap_w[at]);
         }
-        gx[i] = px;
-        gy[i] = py;
       }
       for (int64_t c = 0; c < C; ++c) {
-        const T* src = xp + (n * C + c) * H * W;
-        for (int64_t i = 0; i < H * W; ++i) plane[i] = static_cast<double>(static_cast<F>(src[i]));
-        pl.p = plane.data();
+        const T* s = xp + (n * C + c) * plane;
+        for (int64_t i = 0; i < plane; ++i) src[i] = static_cast<double>(static_cast<F>(s[i]));
         T* dst = yp + (n * C + c) * npts;
         for (int64_t i = 0; i < npts; ++i) {
-          const double px = gx[i], py = gy[i];
-          if (std::isnan(px) || std::isnan(py)) {
+          if (nan[i]) {
             dst[i] = static_cast<T>(static_cast<F>(std::nan("")));
             continue;
           }
+          const int64_t* idx = &tap_idx[static_cast<size_t>(i * S * kMaxTaps)];
+          const double* w = &tap_w[static_cast<size_t>(i * S * kMaxTaps)];
+          // The tensor product of the per-axis taps, one odometer over taps^S corners.
+          std::fill(k.begin(), k.end(), 0);
           double v = 0;
-          if (o.mode == Mode::Nearest) {
-            v = pl.at(static_cast<int64_t>(py), static_cast<int64_t>(px));
-          } else if (o.mode == Mode::Bilinear) {
-            const double fx = std::floor(px), fy = std::floor(py);
-            const int64_t x1 = static_cast<int64_t>(fx), y1 = static_cast<int64_t>(fy);
-            const double dx = px - fx, dy = py - fy;
-            v = (1 - dy) * ((1 - dx) * pl.at(y1, x1) + dx * pl.at(y1, x1 + 1)) +
-                dy * ((1 - dx) * pl.at(y1 + 1, x1) + dx * pl.at(y1 + 1, x1 + 1));
-          } else {
-            const double fx = std::floor(px), fy = std::floor(py);
-            const int64_t x0 = static_cast<int64_t>(fx) - 1, y0 = static_cast<int64_t>(fy) - 1;
-            double cx[4], cy[4];
-            cubic_coeffs(px - fx, cx);
-            cubic_coeffs(py - fy, cy);
-            for (int a = 0; a < 4; ++a) {
-              double row = 0;
-              for (int b = 0; b < 4; ++b) row += cx[b] * pl.at(y0 + a, x0 + b);
-              v += cy[a] * row;
+          for (;;) {
+            double weight = 1;
+            int64_t offset = 0;
+            for (int d = 0; d < S && offset >= 0; ++d) {
+              const int64_t e = idx[d * kMaxTaps + k[d]];
+              weight *= w[d * kMaxTaps + k[d]];
+              offset = e < 0 ? -1 : offset + e * strides[d];
             }
+            if (offset >= 0) v += weight * src[offset];
+            int d = S - 1;
+            while (d >= 0 && ++k[d] == taps) k[d--] = 0;
+            if (d < 0) break;
           }
           dst[i] = static_cast<T>(static_cast<F>(v));
         }

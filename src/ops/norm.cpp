@@ -394,7 +394,7 @@ void lpnorm_kernel(KernelContext& ctx) {
         }
       if (p == 2)
         for (double& v : norm) v = std::sqrt(v);
-      // A zero vector stays zero rather than becoming NaN.
+      // A zero vector stays zero rather than becoming 0/0 = NaN: the spec defines it so.
       for (int64_t j = 0; j < n; ++j)
         for (int64_t i = 0; i < inner; ++i) {
           double v = static_cast<double>(static_cast<compute_t<T>>(xp[base + j * inner + i]));

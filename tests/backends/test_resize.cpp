@@ -1,6 +1,6 @@
 // The cpu backend's Resize (backends/cpu/resize.cpp on kernels/resize.h) against the reference
 // kernel: nearest, linear and cubic, one and two resized axes, up and down, several coordinate
-// modes, odd extents; forms it leaves to the reference kernel decline.
+// modes, antialiased downscales (wider tap tables), odd extents; forms it leaves to the reference kernel decline.
 #include <gtest/gtest.h>
 
 #include "one_node.h"
@@ -30,6 +30,18 @@ TEST(CpuResize, MatchesTheReferenceKernel) {
         SCOPED_TRACE(std::string(mode) + " " + coord + " scales " + std::to_string(s[2]) + "," + std::to_string(s[3]));
         one_node::check(n, true, 1e-4f, 2);
       }
+}
+
+TEST(CpuResize, AntialiasedDownscalesRunTheWideTaps) {
+  const Tensor x = one_node::random(DType::Float, {2, 3, 11, 13}, 13);
+  for (const char* mode : {"linear", "cubic"})
+    for (const std::vector<float>& s : std::vector<std::vector<float>>{{1, 1, 0.3f, 0.55f}, {1, 1, 1, 0.4f}, {1, 1, 0.45f, 2}}) {
+      ir::Attributes a = attrs(mode, "half_pixel");
+      a["antialias"] = ir::Attribute::of_int(1);
+      OneNode n("Resize", {{x}, {Tensor()}, {floats(s), true}}, 1, a, 18);
+      SCOPED_TRACE(std::string(mode) + " scales " + std::to_string(s[2]) + "," + std::to_string(s[3]));
+      one_node::check(n, true, 1e-4f, 2);
+    }
 }
 
 TEST(CpuResize, SizesAndThreeAxesAndComputedScales) {

@@ -120,6 +120,37 @@ TEST(CodegenEmit, ATeamOfThreadsMatchesToo) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// Opset 18 forms: antialiased Resize downscales (tap tables wider than the plain filter's) by
+// scales and by sizes, and a Softplus of values large enough that e^x overflows float.
+TEST(CodegenEmit, AntialiasedResizeAndLargeSoftplusMatch) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets[""] = 18;
+  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {2, 3, 13, 11}));
+  auto node = [&](const std::string& op, std::vector<ir::Value*> ins, ir::Attributes a = {}) {
+    ir::Value* o = g->add_value(op + std::to_string(g->nodes().size()));
+    g->add_node(op, ins, {o}, std::move(a), op + std::to_string(g->nodes().size()));
+    return o;
+  };
+  auto resize = [&](const char* mode, ir::Value* scales, ir::Value* sizes) {
+    ir::Attributes a;
+    a["mode"] = ir::Attribute::of_string(mode);
+    a["antialias"] = ir::Attribute::of_int(1);
+    return node("Resize", {x, nullptr, scales, sizes}, a);
+  };
+  g->add_output(resize("linear", g->add_constant("scales", Tensor::from_vector<float>({4}, {1, 1, 0.4f, 0.6f})), nullptr));
+  g->add_output(resize("cubic", nullptr, g->add_constant("sizes", ints({2, 3, 5, 4}))));
+  g->add_output(node("Softplus", {node("Mul", {x, g->add_constant("sixty", Tensor::scalar<float>(60.f))})}));
+  const fs::path dir = scratch("antialias");
+  std::mt19937 rng(5);
+  write_model_with_data(*g, dir, {random_tensor({2, 3, 13, 11}, rng)});
+  Result r = emit_and_build(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = sh((dir / "project" / "build" / "kiln_model_main").string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 TEST(CodegenEmit, AnOpWithoutAnEmitterIsAClearError) {
   auto g = std::make_unique<ir::Graph>();
   g->opsets[""] = 17;

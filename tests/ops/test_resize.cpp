@@ -1,5 +1,9 @@
 #include <kiln/error.h>
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
 #include "op_test_util.h"
 
 namespace kiln::testing {
@@ -83,6 +87,76 @@ TEST(Resize, KeepAspectRatioAndAxes) {
   EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{1, 1, 2, 4}));
   out = run_op({.op = "Resize", .inputs = {x, Tensor(), Fv({2})}, .attrs = A({{"axes", ir::Attribute::of_ints({-1})}}), .opset = 18});
   EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{1, 1, 2, 8}));
+}
+
+// Antialiased half_pixel downscale of one axis by a direct sum over every input pixel: the
+// filter stretched by 1 / scale, out-of-range pixels read the edge, weights normalized.
+std::vector<std::vector<double>> antialias_weights(int64_t len_in, int64_t len_out, double scale,
+                                                   const std::function<double(double)>& filter) {
+  std::vector<std::vector<double>> w(len_out, std::vector<double>(len_in, 0.0));
+  for (int64_t o = 0; o < len_out; ++o) {
+    const double center = (o + 0.5) / scale - 0.5;
+    double total = 0;
+    for (int64_t j = -20; j < len_in + 20; ++j) {
+      const double v = filter(scale * (j - center));
+      w[o][std::clamp<int64_t>(j, 0, len_in - 1)] += v;
+      total += v;
+    }
+    for (double& v : w[o]) v /= total;
+  }
+  return w;
+}
+
+double tent(double d) { return std::max(0.0, 1 - std::abs(d)); }
+double keys(double d) {  // the cubic convolution kernel, a = -0.75
+  const double a = -0.75, t = std::abs(d);
+  if (t <= 1) return (a + 2) * t * t * t - (a + 3) * t * t + 1;
+  if (t < 2) return a * t * t * t - 5 * a * t * t + 8 * a * t - 4 * a;
+  return 0;
+}
+
+// Expected [1, 1, H', W'] of x [1, 1, H, W] under separable per-axis weights.
+Tensor separable(const Tensor& x, const std::vector<std::vector<double>>& wy, const std::vector<std::vector<double>>& wx) {
+  const int64_t H = x.dim(2), W = x.dim(3), HO = static_cast<int64_t>(wy.size()), WO = static_cast<int64_t>(wx.size());
+  std::vector<float> y;
+  for (int64_t i = 0; i < HO; ++i)
+    for (int64_t j = 0; j < WO; ++j) {
+      double v = 0;
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w) v += wy[i][h] * wx[j][w] * x.data<float>()[h * W + w];
+      y.push_back(static_cast<float>(v));
+    }
+  return F({1, 1, HO, WO}, y);
+}
+
+TEST(Resize, AntialiasLinearAndCubicDownscale) {
+  const Tensor x = random_float({1, 1, 5, 7}, -1, 1, 7);
+  for (const char* mode : {"linear", "cubic"}) {
+    SCOPED_TRACE(mode);
+    const auto filter = std::string(mode) == "linear" ? tent : keys;
+    const ir::Attributes attrs = A({{"mode", Str(mode)}, {"antialias", ir::Attribute::of_int(1)}});
+    // scales: 5 * 0.6 -> 3 rows, 7 * 0.45 -> 3 columns.
+    auto out = run_op({.op = "Resize", .inputs = {x, Tensor(), Fv({1, 1, 0.6f, 0.45f})}, .attrs = attrs, .opset = 18});
+    expect_near(out[0], separable(x, antialias_weights(5, 3, 0.6f, filter), antialias_weights(7, 3, 0.45f, filter)));
+    // sizes: the scales are 2 / 5 and 4 / 7.
+    out = run_op({.op = "Resize", .inputs = {x, Tensor(), Tensor(), I64({1, 1, 2, 4})}, .attrs = attrs, .opset = 18});
+    expect_near(out[0], separable(x, antialias_weights(5, 2, 2.0 / 5, filter), antialias_weights(7, 4, 4.0 / 7, filter)));
+  }
+}
+
+TEST(Resize, AntialiasLeavesUpscalesAndNearestAlone) {
+  const Tensor x = random_float({1, 1, 3, 4}, -1, 1, 8);
+  for (const char* mode : {"nearest", "linear", "cubic"}) {
+    SCOPED_TRACE(mode);
+    auto run = [&](int64_t aa) {
+      return run_op({.op = "Resize", .inputs = {x, Tensor(), Fv({1, 1, mode[0] == 'n' ? 0.7f : 1.f, 2.5f})},
+                     .attrs = A({{"mode", Str(mode)}, {"antialias", ir::Attribute::of_int(aa)}}), .opset = 18});
+    };
+    expect_near(run(1)[0], run(0)[0]);
+  }
+  EXPECT_THROW(run_op({.op = "Resize", .inputs = {x, Tensor(), Fv({1, 1, 0.5f, 0.5f})},
+                       .attrs = A({{"mode", Str("linear")}, {"antialias", ir::Attribute::of_int(2)}}), .opset = 18}),
+               kiln::Error);
 }
 
 TEST(Resize, SymbolicInference) {

@@ -85,6 +85,29 @@ TEST(Adam, HandComputed) {
   expect_near(y2[0], f(0.45f));
 }
 
+TEST(Adam, TwoTensorsAndTheDefaultEpsilon) {
+  // Two parameter tensors (one of one element, one of two) in one node; without an epsilon
+  // attribute the spec's default 1e-6 applies.
+  auto v = [](std::vector<float> e) { return Tensor::from_vector<float>({static_cast<int64_t>(e.size())}, e); };
+  const std::vector<Tensor> ins = {R(0.1f), Tn(0), v({1}), v({1, 2}), v({-1}), v({-1, -3}), v({2}), v({4, 1}), v({0.5f}), v({1, 10})};
+  const double xs[3] = {1, 1, 2}, gs[3] = {-1, -1, -3}, vs[3] = {2, 4, 1}, hs[3] = {0.5, 1, 10};
+  for (float eps : {-1.f, 0.01f}) {
+    ir::Attributes a = {{"alpha", A::of_float(0.95f)}, {"beta", A::of_float(0.85f)}, {"norm_coefficient", A::of_float(0.001f)}};
+    if (eps >= 0) a["epsilon"] = A::of_float(eps);
+    const double e = eps >= 0 ? eps : 1e-6;
+    auto y = step("Adam", ins, a, 6);
+    ASSERT_EQ(y.size(), 6u);
+    for (int i = 0; i < 3; ++i) {
+      const int t = i == 0 ? 0 : 1, j = i == 0 ? 0 : i - 1;  // tensor, element
+      const double g = 0.001f * xs[i] + gs[i];
+      const double vn = 0.95f * vs[i] + (1 - 0.95f) * g, hn = 0.85f * hs[i] + (1 - 0.85f) * g * g;
+      EXPECT_NEAR(y[t].data<float>()[j], xs[i] - 0.1f * vn / (std::sqrt(hn) + e), 1e-6) << "eps " << eps << " x " << i;
+      EXPECT_NEAR(y[2 + t].data<float>()[j], vn, 1e-6);
+      EXPECT_NEAR(y[4 + t].data<float>()[j], hn, 1e-6);
+    }
+  }
+}
+
 TEST(Optimizers, BadInputs) {
   // Groups of unequal size, wrong output count, mismatched shapes, missing attributes.
   EXPECT_THROW(step("Adagrad", {R(0.1f), Tn(0), f(1), f(2)}, {}, 2), kiln::Error);

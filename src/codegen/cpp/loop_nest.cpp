@@ -97,7 +97,12 @@ const std::map<std::string, ExprFn>& table() {
        }},
       {"SiLU", [](const ExprCtx& c) { return "kiln_kernels::math::silu(" + c.a[0] + ")"; }},
       {"Relu", [](const ExprCtx& c) { return c.a[0] + " > " + c.F(0) + " ? " + c.a[0] + " : " + c.F(0); }},
-      {"Softplus", [](const ExprCtx& c) { return "std::log1p(std::exp(" + c.a[0] + "))"; }},
+      {"Softplus",
+       [](const ExprCtx& c) {
+         // log(1 + e^x) as x + log(1 + e^-x) for x > 0, where e^x would overflow.
+         const std::string& x = c.a[0];
+         return "(" + x + " > " + c.F(0) + " ? " + x + " + std::log1p(std::exp(-" + x + ")) : std::log1p(std::exp(" + x + ")))";
+       }},
       {"Softsign", [](const ExprCtx& c) { return c.a[0] + " / (" + c.F(1) + " + std::fabs(" + c.a[0] + "))"; }},
       {"Sign", [](const ExprCtx& c) { return c.T() + "((" + c.a[0] + " > 0) - (" + c.a[0] + " < 0))"; }},
       {"Not", [](const ExprCtx& c) { return "!" + c.a[0]; }},

@@ -32,7 +32,9 @@ ResizeAttrs read_resize_attrs(const ir::Node& node, int64_t opset) {
   a.exclude_outside = node.attr_int("exclude_outside", 0) != 0;
   a.extrapolation = node.attr_float("extrapolation_value", 0.f);
   if (opset >= 18) {
-    if (node.attr_int("antialias", 0) != 0) throw UnsupportedError(node.describe() + ": antialias is not supported");
+    const int64_t aa = node.attr_int("antialias", 0);
+    if (aa != 0 && aa != 1) throw Error(node.describe() + ": antialias must be 0 or 1, got " + std::to_string(aa));
+    a.antialias = aa != 0;
     a.aspect = node.attr_string("keep_aspect_ratio_policy", "stretch");
     if (a.aspect != "stretch" && a.aspect != "not_larger" && a.aspect != "not_smaller")
       throw Error(node.describe() + ": unknown keep_aspect_ratio_policy '" + a.aspect + "'");
@@ -152,11 +154,33 @@ void cubic_weights(double s, double A, double* w) {
   w[3] = far(2 - s);
 }
 
+// The interpolation filter at distance d (in input pixels for a plain resize): linear's tent of
+// radius 1, cubic's kernel of radius 2.
+double filter(const ResizeAttrs& a, double d) {
+  d = std::abs(d);
+  if (a.mode == "linear") return std::max(0.0, 1 - d);
+  const double A = a.cubic_a;
+  if (d <= 1) return ((A + 2) * d - (A + 3)) * d * d + 1;
+  if (d < 2) return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+  return 0;
+}
+
+// An antialiased downscale (scale < 1) stretches the filter to radius r / scale, so that every
+// input pixel under an output pixel contributes; the taps of output x are floor(x_orig) + first
+// .. + first + taps - 1, which holds every tap the stretched filter reaches.
+bool stretched(const ResizeAttrs& a, double scale) { return a.antialias && a.mode != "nearest" && scale < 1; }
+int64_t stretched_first(const ResizeAttrs& a, double scale) {
+  const double radius = a.mode == "linear" ? 1 : 2;
+  return static_cast<int64_t>(std::floor(-radius / scale)) + 1;
+}
+
 }  // namespace
 
 ResizeAxisPlan plan_resize_axis(const ResizeAttrs& a, int64_t len_in, int64_t len_out, double scale, double roi_s, double roi_e) {
   ResizeAxisPlan p;
-  p.taps = a.mode == "nearest" ? 1 : a.mode == "linear" ? 2 : 4;
+  const bool wide = stretched(a, scale);
+  const int64_t first = wide ? stretched_first(a, scale) : a.mode == "cubic" ? -1 : 0;
+  p.taps = a.mode == "nearest" ? 1 : static_cast<int>(2 - 2 * first);
   p.idx.resize(len_out * p.taps);
   p.w.resize(len_out * p.taps);
   p.extrapolate.assign(len_out, false);
@@ -175,9 +199,18 @@ ResizeAxisPlan plan_resize_axis(const ResizeAttrs& a, int64_t len_in, int64_t le
       continue;
     }
     const double f = std::floor(xo), s = xo - f;
-    const int64_t base = static_cast<int64_t>(f) - (p.taps == 4 ? 1 : 0);
-    if (p.taps == 2) { w[0] = 1 - s; w[1] = s; }
-    else cubic_weights(s, a.cubic_a, w);
+    const int64_t base = static_cast<int64_t>(f) + first;
+    if (wide) {
+      // The stretched filter's weights do not sum to 1 by themselves: normalize them.
+      double total = 0;
+      for (int k = 0; k < p.taps; ++k) total += w[k] = filter(a, scale * (static_cast<double>(first + k) - s));
+      for (int k = 0; k < p.taps; ++k) w[k] /= total;
+    } else if (p.taps == 2) {
+      w[0] = 1 - s;
+      w[1] = s;
+    } else {
+      cubic_weights(s, a.cubic_a, w);
+    }
     double sum = 0;
     for (int k = 0; k < p.taps; ++k) {
       const int64_t i = base + k;

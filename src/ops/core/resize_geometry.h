@@ -1,7 +1,8 @@
 // Resize's geometry, shared by the reference kernel (src/ops/resize.cpp) and code generation:
 // the attributes read for the op and opset, the per-axis output sizes, scales and roi, and per
 // axis a plan: for every output coordinate, the input taps and their weights (nearest: 1 tap,
-// linear: 2, cubic: 4; edge taps clamped, tf_crop_and_resize's outside points marked).
+// linear: 2, cubic: 4, more when an antialiased downscale widens the filter; edge taps clamped,
+// tf_crop_and_resize's outside points marked).
 #pragma once
 #include <kiln/tensor.h>
 
@@ -20,6 +21,7 @@ struct ResizeAttrs {
   std::string nearest = "round_prefer_floor";  // or "simple" for the opset-10 / Upsample form
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  bool antialias = false;  // opset 18: linear and cubic downscales widen the filter by 1 / scale
   double extrapolation = 0;
   std::string aspect = "stretch";
   std::vector<int64_t> axes;  // empty = all
