@@ -59,8 +59,10 @@ std::vector<Tensor> ramp_inputs(const std::vector<TensorInfo>& inputs) {
   std::vector<Tensor> out;
   for (const TensorInfo& info : inputs) {
     if (info.dtype != DType::Float || info.is_sequence || info.is_optional || !info.rank_known)
-      throw UnsupportedError("input '" + info.name + "' is " + info.str() +
-                             "; ONNX's runner feeds light models float tensors of known rank only");
+      throw UnsupportedError("input '" + info.name + "' is not a float tensor of known rank (" +
+                             dtype_name(info.dtype) + (info.is_sequence ? ", a sequence" : "") +
+                             (info.is_optional ? ", optional" : "") +
+                             "); ONNX's runner feeds light models such tensors only");
     std::vector<int64_t> dims;
     for (int64_t d : info.dims) dims.push_back(d < 0 ? 1 : d);
     Tensor t(DType::Float, dims);

@@ -73,7 +73,7 @@ Pixels bgr_of(const Pixels& rgb) {
 
 Pixels half(const Pixels& p) { return Pixels(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(p.size() / 2)); }
 
-void expect_error(const Pixels& stream, const std::string& part) {
+void expect_decode_error(const Pixels& stream, const std::string& part) {
   const std::string what = decode_error(stream);
   EXPECT_NE(what.find(part), std::string::npos) << "error: '" << what << "', expected it to say '" << part << "'";
   EXPECT_NE(what.find("(ImageDecoder)"), std::string::npos) << what;
@@ -308,16 +308,16 @@ TEST(ImageDecoder, PixelFormatsAndInference) {
 }
 
 TEST(ImageDecoder, UnknownEmptyAndTinyStreams) {
-  expect_error({}, "empty");
-  expect_error(bytes("GIF89a..."), "it starts 47 49 46 38 39 61 2e 2e");
-  expect_error({0xFF, 0xD8, 0xFF}, "JPEG:");
-  expect_error(bytes("\x89PNG\r\n\x1A\n"), "PNG:");
-  expect_error(bytes("BM"), "BMP: the stream is truncated");
-  expect_error(bytes("II*"), "not an image");
-  expect_error(bytes("II*\0\x08\0\0\0"), "TIFF:");
-  expect_error(bytes("RIFF\0\0\0\0WEBP"), "WebP:");
-  expect_error(bytes("\xFF\x4F\xFF\x51"), "JPEG 2000:");
-  expect_error(bytes("P6\n"), "PNM: the stream ends before the width");
+  expect_decode_error({}, "empty");
+  expect_decode_error(bytes("GIF89a..."), "it starts 47 49 46 38 39 61 2e 2e");
+  expect_decode_error({0xFF, 0xD8, 0xFF}, "JPEG:");
+  expect_decode_error(bytes("\x89PNG\r\n\x1A\n"), "PNG:");
+  expect_decode_error(bytes("BM"), "BMP: the stream is truncated");
+  expect_decode_error(bytes("II*"), "not an image");
+  expect_decode_error(bytes("II*\0\x08\0\0\0"), "TIFF:");
+  expect_decode_error(bytes("RIFF\0\0\0\0WEBP"), "WebP:");
+  expect_decode_error(bytes("\xFF\x4F\xFF\x51"), "JPEG 2000:");
+  expect_decode_error(bytes("P6\n"), "PNM: the stream ends before the width");
 }
 
 // ---------------------------------------------------------------- BMP
@@ -347,7 +347,7 @@ TEST(ImageDecoder, BmpPalettes) {
   expect_exact(decode(make_bmp({.h = 1, .w = 2, .bits = 8, .palette = three, .os2 = true}, {{2, 1}})),
                image(1, 2, 3, {0x33, 0x66, 0x99, 255, 255, 255}));
   // Colour 3 of a 3-entry palette.
-  expect_error(make_bmp({.h = 1, .w = 2, .bits = 8, .palette = three}, {{0, 3}}), "BMP: pixel colour 3 is past the palette's 3");
+  expect_decode_error(make_bmp({.h = 1, .w = 2, .bits = 8, .palette = three}, {{0, 3}}), "BMP: pixel colour 3 is past the palette's 3");
 }
 
 TEST(ImageDecoder, BmpMasks) {
@@ -360,21 +360,21 @@ TEST(ImageDecoder, BmpMasks) {
                image(1, 3, 3, {255, 0, 0, 8, 4, 8, 0, 255, 0}));
   // 32 bits: B, G, R, unused.
   expect_exact(decode(make_bmp({.h = 1, .w = 2, .bits = 32}, {{1, 2, 3, 4, 5, 6, 7, 8}})), image(1, 2, 3, {3, 2, 1, 7, 6, 5}));
-  expect_error(make_bmp({.h = 1, .w = 1, .bits = 16, .compression = 3, .masks = {0xF00F, 0x0FF0, 0}}, {{0, 0}}),
+  expect_decode_error(make_bmp({.h = 1, .w = 1, .bits = 16, .compression = 3, .masks = {0xF00F, 0x0FF0, 0}}, {{0, 0}}),
                "not contiguous");
 }
 
 TEST(ImageDecoder, BmpErrors) {
   const Pixels ok = make_bmp({.h = 3, .w = 5, .bits = 24}, std::vector<Pixels>(3, Pixels(15, 1)));
-  expect_error(Pixels(ok.begin(), ok.end() - 1), "BMP: the stream is truncated");
-  expect_error(half(ok), "BMP: the stream is truncated");
-  expect_error(make_bmp({.h = 1, .w = 1, .bits = 8, .compression = 1, .palette = {0}}, {{0}}),
+  expect_decode_error(Pixels(ok.begin(), ok.end() - 1), "BMP: the stream is truncated");
+  expect_decode_error(half(ok), "BMP: the stream is truncated");
+  expect_decode_error(make_bmp({.h = 1, .w = 1, .bits = 8, .compression = 1, .palette = {0}}, {{0}}),
                "BMP: run-length compression is not supported");
-  expect_error(make_bmp({.h = 1, .w = 1, .bits = 7}, {{0}}), "BMP: bad bits a pixel 7");
-  expect_error(make_bmp({.h = 0, .w = 1, .bits = 24}, {}), "BMP: bad image size 1x0");
+  expect_decode_error(make_bmp({.h = 1, .w = 1, .bits = 7}, {{0}}), "BMP: bad bits a pixel 7");
+  expect_decode_error(make_bmp({.h = 0, .w = 1, .bits = 24}, {}), "BMP: bad image size 1x0");
   Pixels bad = ok;
   bad[14] = 41;  // the info header's size
-  expect_error(bad, "BMP: unknown info header size 41");
+  expect_decode_error(bad, "BMP: unknown info header size 41");
   EXPECT_THROW(decode(make_bmp({.h = 1, .w = 1, .bits = 8, .compression = 2, .palette = {0}}, {{0}})), kiln::UnsupportedError);
 }
 
@@ -394,15 +394,15 @@ TEST(ImageDecoder, PnmPlainAndRaw) {
 }
 
 TEST(ImageDecoder, PnmErrors) {
-  expect_error(bytes("P6 2 1 255\n\x01\x02\x03"), "PNM: the stream is truncated (the pixels need 6 bytes)");
-  expect_error(bytes("P2 2 1 255\n1\n"), "PNM: the stream ends before the sample");
-  expect_error(bytes("P2 2 1 9\n1 10\n"), "PNM: sample 10 exceeds the maximum value 9");
-  expect_error(bytes("P2 2 1 0\n"), "PNM: the maximum value must be 1-65535, got 0");
-  expect_error(bytes("P3 x 1 255\n"), "PNM: bad width");
-  expect_error(bytes("P1 2 1\n1 2\n"), "PNM: bad bitmap pixel");
+  expect_decode_error(bytes("P6 2 1 255\n\x01\x02\x03"), "PNM: the stream is truncated (the pixels need 6 bytes)");
+  expect_decode_error(bytes("P2 2 1 255\n1\n"), "PNM: the stream ends before the sample");
+  expect_decode_error(bytes("P2 2 1 9\n1 10\n"), "PNM: sample 10 exceeds the maximum value 9");
+  expect_decode_error(bytes("P2 2 1 0\n"), "PNM: the maximum value must be 1-65535, got 0");
+  expect_decode_error(bytes("P3 x 1 255\n"), "PNM: bad width");
+  expect_decode_error(bytes("P1 2 1\n1 2\n"), "PNM: bad bitmap pixel");
   // A huge header over a few bytes is refused before the pixels are allocated.
-  expect_error(bytes("P5 99999 99999 255\n"), "PNM: the stream is truncated");
-  expect_error(bytes("P2 99999 99999 255\n1 2 3"), "PNM: the stream is truncated");
+  expect_decode_error(bytes("P5 99999 99999 255\n"), "PNM: the stream is truncated");
+  expect_decode_error(bytes("P2 99999 99999 255\n1 2 3"), "PNM: the stream is truncated");
 }
 
 // ---------------------------------------------------------------- JPEG
@@ -436,15 +436,15 @@ TEST(ImageDecoder, JpegColourAndGray) {
 
 TEST(ImageDecoder, JpegCorruptAndTruncated) {
   const Pixels jpg = encode_jpeg(card(16, 16), 16, 16, 3);
-  expect_error(half(jpg), "JPEG: Premature end of JPEG file");
+  expect_decode_error(half(jpg), "JPEG: Premature end of JPEG file");
   Pixels bad = jpg;
   for (size_t i = 2; i + 4 < bad.size(); ++i)
     if (bad[i] == 0xFF && bad[i + 1] == 0xC0) bad[i + 4] = 7;  // SOF0's sample precision
-  expect_error(bad, "JPEG: Unsupported JPEG data precision 7");
+  expect_decode_error(bad, "JPEG: Unsupported JPEG data precision 7");
   Pixels huge = jpg;
   for (size_t i = 2; i + 8 < huge.size(); ++i)
     if (huge[i] == 0xFF && huge[i + 1] == 0xC0) huge[i + 5] = huge[i + 7] = 0x4E;  // 16 x 16 becomes 19984 x 19984
-  expect_error(huge, "JPEG: a 19984x19984 image is larger than kiln decodes (2^28 pixels)");
+  expect_decode_error(huge, "JPEG: a 19984x19984 image is larger than kiln decodes (2^28 pixels)");
 }
 
 // ---------------------------------------------------------------- PNG
@@ -475,10 +475,10 @@ TEST(ImageDecoder, PngColourTypes) {
 
 TEST(ImageDecoder, PngCorruptAndTruncated) {
   const Pixels png = encode_png(3, 5, PNG_COLOR_TYPE_RGB, 8, card(3, 5));
-  expect_error(half(png), "PNG:");
+  expect_decode_error(half(png), "PNG:");
   Pixels bad = png;
   bad[16] ^= 0x01;  // the width, under IHDR's CRC
-  expect_error(bad, "PNG: IHDR: CRC error");
+  expect_decode_error(bad, "PNG: IHDR: CRC error");
 }
 
 // ---------------------------------------------------------------- TIFF
@@ -510,11 +510,11 @@ TEST(ImageDecoder, TiffLayouts) {
 
 TEST(ImageDecoder, TiffCorruptAndTruncated) {
   const Pixels tif = encode_tiff({3, 5, 3, 8, PHOTOMETRIC_RGB}, card(3, 5));
-  expect_error(half(tif), "TIFF:");
-  expect_error(Pixels(tif.begin(), tif.begin() + 8), "TIFF:");
+  expect_decode_error(half(tif), "TIFF:");
+  expect_decode_error(Pixels(tif.begin(), tif.begin() + 8), "TIFF:");
   Pixels bad = tif;
   bad[4] = 0xFF, bad[5] = 0xFF;  // the first directory's offset, past the end
-  expect_error(bad, "TIFF:");
+  expect_decode_error(bad, "TIFF:");
 }
 
 // ---------------------------------------------------------------- WebP
@@ -528,10 +528,10 @@ TEST(ImageDecoder, WebpLosslessAndLossy) {
   expect_near(out, image(3, 5, 3, rgb), 40, 0);  // 4:2:0 chroma on a 3x5 card
   const Pixels got(out.data<uint8_t>(), out.data<uint8_t>() + out.numel());
   expect_exact(decode(lossy, "Grayscale"), image(3, 5, 1, gray_of(got)));
-  expect_error(half(lossy), "WebP:");
+  expect_decode_error(half(lossy), "WebP:");
   Pixels bad = encode_webp(rgb, 3, 5, true);
   for (size_t i = 21; i < bad.size(); ++i) bad[i] = 0xFF;  // the lossless bitstream, after its header
-  expect_error(bad, "WebP:");
+  expect_decode_error(bad, "WebP:");
 }
 
 // ---------------------------------------------------------------- JPEG 2000
@@ -549,11 +549,11 @@ TEST(ImageDecoder, Jpeg2000CodestreamAndJp2) {
 
 TEST(ImageDecoder, Jpeg2000CorruptAndTruncated) {
   const Pixels j2k = encode_jpeg2000(card(8, 8), 8, 8, 3, OPJ_CODEC_J2K);
-  expect_error(half(j2k), "JPEG 2000:");
-  expect_error(half(encode_jpeg2000(card(8, 8), 8, 8, 3, OPJ_CODEC_JP2)), "JPEG 2000:");
+  expect_decode_error(half(j2k), "JPEG 2000:");
+  expect_decode_error(half(encode_jpeg2000(card(8, 8), 8, 8, 3, OPJ_CODEC_JP2)), "JPEG 2000:");
   Pixels bad = j2k;
   for (size_t i = 4; i < 40 && i < bad.size(); ++i) bad[i] = 0x5A;  // the SIZ segment
-  expect_error(bad, "JPEG 2000:");
+  expect_decode_error(bad, "JPEG 2000:");
 }
 
 }  // namespace kiln::testing
