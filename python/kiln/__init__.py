@@ -14,6 +14,7 @@ from ._kiln import (  # noqa: F401
     compile,
     get_available_providers,
     get_device,
+    optimize,
 )
 
 __version__ = "0.1.0"

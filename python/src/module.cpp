@@ -4,6 +4,7 @@
 // kiln's result tensors (no copy). The GIL is released while a model runs; kiln's errors are
 // raised as kiln.Error carrying kiln's message.
 #include <kiln/error.h>
+#include <kiln/optimize.h>
 #include <kiln/session.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -13,6 +14,8 @@
 #include <memory>
 #include <string>
 #include <ctime>
+#include <fstream>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -263,4 +266,32 @@ PYBIND11_MODULE(_kiln, m) {
       },
       py::arg("model"), py::arg("output"), py::arg("threads") = 1,
       "Compiles a model ahead of time into a .kiln file (as `kiln compile`), which InferenceSession loads.");
+  m.def(
+      "optimize",
+      [](const py::object& model, const std::optional<std::string>& output, int level, bool kiln_ops) {
+        kiln::OptimizeOptions o;
+        o.level = level;
+        o.kiln_ops = kiln_ops;
+        std::string result;
+        if (py::isinstance<py::bytes>(model)) {
+          const std::string bytes = model.cast<std::string>();
+          py::gil_scoped_release release;
+          result = kiln::optimize_model_bytes(bytes, o);
+        } else {
+          const std::string path = py::str(model).cast<std::string>();
+          py::gil_scoped_release release;
+          result = kiln::optimize_model(path, o);
+        }
+        if (output) {
+          py::gil_scoped_release release;
+          std::ofstream f(*output, std::ios::binary | std::ios::trunc);
+          f.write(result.data(), static_cast<std::streamsize>(result.size()));
+          if (!f) throw kiln::Error("cannot write '" + *output + "'");
+        }
+        return py::bytes(result);
+      },
+      py::arg("model"), py::arg("output") = py::none(), py::arg("level") = 1, py::arg("kiln_ops") = false,
+      "Optimizes a model's graph (as `kiln optimize`) and returns it as ONNX bytes, also written to `output` when "
+      "given. Level 1 (the default) writes only standard ONNX ops, which any ONNX runtime loads; levels 2-3 write "
+      "kiln-domain fused ops and need kiln_ops=True.");
 }

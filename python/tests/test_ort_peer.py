@@ -71,3 +71,37 @@ def test_same_outputs_as_onnxruntime(name, tmp_path):
     for a, b in zip(ours, theirs):
         assert a.shape == b.shape and a.dtype == b.dtype
         np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4)
+
+
+def shared_models():
+    found = sorted({p.parent.name for base in (REPO / "models", SHARED_MODELS) for p in base.glob("*/model.onnx")})
+    return found or ["squeezenet1_1"]
+
+
+@pytest.mark.parametrize("name", shared_models())
+def test_optimized_model_loads_and_matches_in_onnxruntime(name, tmp_path):
+    """kiln.optimize's default output (standard ops) for every shared model: ONNX Runtime loads
+    it and gives the model's reference outputs."""
+    need_peer()
+    import kiln
+    import onnx
+    from onnx import numpy_helper
+
+    d = next((b / name for b in (REPO / "models", SHARED_MODELS) if (b / name / "model.onnx").exists()), None)
+    if d is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"model {name} missing")
+        pytest.skip(f"no model {name}")
+    optimized = tmp_path / "optimized.onnx"
+    kiln.optimize(str(d / "model.onnx"), str(optimized))
+    inputs = sorted((d / "test_data_set_0").glob("input_*.pb"))
+    theirs = ort_outputs(optimized, inputs, tmp_path)
+    refs = []
+    for p in sorted((d / "test_data_set_0").glob("output_*.pb")):
+        t = onnx.TensorProto()
+        t.ParseFromString(p.read_bytes())
+        refs.append(numpy_helper.to_array(t))
+    assert len(theirs) == len(refs)
+    for a, b in zip(theirs, refs):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4)

@@ -137,6 +137,28 @@ def test_compile_writes_a_kiln_file_the_session_loads(tmp_path):
     np.testing.assert_allclose(y, refs[0], rtol=1e-3, atol=1e-4)
 
 
+def test_optimize_returns_standard_onnx_that_runs_the_same(tmp_path):
+    d = model_dir("squeezenet1_1")
+    data = kiln.optimize(str(d / "model.onnx"), str(tmp_path / "opt.onnx"))
+    assert isinstance(data, bytes) and (tmp_path / "opt.onnx").read_bytes() == data
+    m = onnx.load_from_string(data)
+    assert {o.domain for o in m.opset_import} <= {"", "ai.onnx"}
+    assert all(n.domain in ("", "ai.onnx") for n in m.graph.node)
+    original = onnx.load(str(d / "model.onnx"))
+    assert len(m.graph.node) < len(original.graph.node)
+    ins, refs = load_set(d)
+    (y,) = kiln.InferenceSession(data).run(None, {"input": ins[0]})
+    np.testing.assert_allclose(y, refs[0], rtol=1e-3, atol=1e-4)
+    # From bytes too, and kiln-domain levels only when asked for.
+    assert kiln.optimize((d / "model.onnx").read_bytes()) == data
+    with pytest.raises(kiln.Error, match="kiln_ops"):
+        kiln.optimize(str(d / "model.onnx"), level=3)
+    fused = onnx.load_from_string(kiln.optimize(str(d / "model.onnx"), level=3, kiln_ops=True))
+    assert any(n.domain == "kiln" for n in fused.graph.node)
+    with pytest.raises(kiln.Error, match="0..3"):
+        kiln.optimize(str(d / "model.onnx"), level=7, kiln_ops=True)
+
+
 def test_enable_profiling_writes_a_chrome_trace(tmp_path):
     import json
     so = kiln.SessionOptions()
