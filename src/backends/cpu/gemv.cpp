@@ -3,17 +3,17 @@
 //    (1280 -> 1000), an MLP's layers at batch 1;
 //  - a 1x1 Conv / kiln.FusedConv on a 1x1 image: efficientnet's squeeze-excitation convs, where
 //    a oneDNN convolution spends more time on its set-up than on its ~20k multiply-adds.
-// The weights are repacked at creation into column blocks (alpha folded in, see gemv_block);
+// The weights are repacked at creation into column blocks (alpha folded in, packed_gemv.h);
 // bias and activation follow per block; threads split the blocks.
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
 
-#include "backends/cpu/aligned_floats.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/activation_apply.h"
 #include "backends/cpu/node_args.h"
+#include "backends/cpu/packed_gemv.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/simd.h"
 #include "ops/core/activation.h"
@@ -21,36 +21,6 @@
 namespace kiln::backends::cpu {
 
 namespace {
-
-// Weights are packed in column blocks of up to kBlock outputs, each [K][width] with width a
-// multiple of 16 (zero-padded): a block's outputs accumulate as y[l] += w[j][l] * x[j], one
-// vector FMA per 16 outputs held in registers and no horizontal sums, reading the block as one
-// stream.
-constexpr int64_t kBlock = 64;
-
-template <int W>
-__attribute__((always_inline)) inline void block_fma(const float* __restrict w, const float* __restrict x,
-                                                     int64_t k, float* __restrict acc) {
-  float a[W] = {};
-  for (int64_t j = 0; j < k; ++j) {
-    const float xv = x[j];
-    const float* wr = w + j * W;
-    // The weights come from memory (activations evicted them since the last run): asking
-    // 4 KiB ahead keeps more misses in flight than the hardware prefetcher does alone.
-    for (int l = 0; l < W; l += 16) __builtin_prefetch(wr + 1024 + l);
-    for (int l = 0; l < W; ++l) a[l] += wr[l] * xv;
-  }
-  for (int l = 0; l < W; ++l) acc[l] = a[l];
-}
-
-KILN_SIMD void gemv_block(const float* w, const float* x, int64_t k, int64_t width, float* acc) {
-  switch (width) {
-    case 16: block_fma<16>(w, x, k, acc); break;
-    case 32: block_fma<32>(w, x, k, acc); break;
-    case 48: block_fma<48>(w, x, k, acc); break;
-    default: block_fma<64>(w, x, k, acc); break;
-  }
-}
 
 // The epilogue on a block's outputs: bias, then the activation.
 KILN_SIMD void finish(const ops::Activation& act, const float* acc, const float* b, float* y, int64_t n) {
@@ -66,30 +36,14 @@ class GemvKernel : public Kernel {
   // between would double the fresh memory session creation touches for it.
   GemvKernel(const float* w, bool k_major, float alpha, std::vector<float> bias, int64_t n, int64_t k, int threads,
              ops::Activation act = {ops::Activation::None})
-      : bias_(std::move(bias)), n_(n), k_(k), threads_(threads), act_(act) {
-    int64_t total = 0;
-    for (int64_t n0 = 0; n0 < n_; n0 += kBlock) {
-      offset_.push_back(total);
-      total += k_ * round16(std::min(kBlock, n_ - n0));
-    }
-    packed_ = packed_floats(static_cast<size_t>(total), "kiln_gemv/blocks", [&](float* packed) {
-      for (size_t blk = 0; blk < offset_.size(); ++blk) {
-        const int64_t n0 = static_cast<int64_t>(blk) * kBlock, valid = std::min(kBlock, n_ - n0), width = round16(valid);
-        float* dst = packed + offset_[blk];
-        if (k_major)
-          for (int64_t j = 0; j < k_; ++j)
-            for (int64_t l = 0; l < valid; ++l) dst[j * width + l] = alpha * w[j * n_ + n0 + l];
-        else
-          for (int64_t l = 0; l < valid; ++l)
-            for (int64_t j = 0; j < k_; ++j) dst[j * width + l] = alpha * w[(n0 + l) * k_ + j];
-      }
-    });
-  }
+      : w_(w, k_major, alpha, n, k, "kiln_gemv/blocks"), bias_(std::move(bias)), n_(n), k_(k), threads_(threads),
+        act_(act) {}
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
     const float* x = inputs[0]->data<float>();
     float* y = outputs[0]->data<float>();
     const float* b = bias_.empty() ? nullptr : bias_.data();
-    const int64_t blocks = static_cast<int64_t>(offset_.size());
+    const int64_t blocks = w_.blocks();
+    constexpr int64_t kBlock = PackedGemv::kBlock;
     // From 16K multiply-adds: efficientnet_b0's squeeze-excitation FCs (28-48 x 240-1152) are
     // bound by reading their weights from L3, which two cores do in half the time.
     const int threads = n_ * k_ >= (1 << 14) ? threads_ : 1;
@@ -101,11 +55,7 @@ class GemvKernel : public Kernel {
       parallel_for(team, team, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t) {
           const int64_t k0 = k_ * t / team, k1 = k_ * (t + 1) / team;
-          for (int64_t blk = 0; blk < blocks; ++blk) {
-            const int64_t width = round16(std::min(kBlock, n_ - blk * kBlock));
-            gemv_block(packed_.get() + offset_[blk] + k0 * width, x + k0, k1 - k0, width,
-                       partial.data() + (t * blocks + blk) * kBlock);
-          }
+          for (int64_t blk = 0; blk < blocks; ++blk) w_.block(blk, x, k0, k1, partial.data() + (t * blocks + blk) * kBlock);
         }
       });
       for (int64_t blk = 0; blk < blocks; ++blk) {
@@ -120,16 +70,15 @@ class GemvKernel : public Kernel {
     parallel_for(blocks, threads, [&](int64_t bb, int64_t be) {
       alignas(64) float acc[kBlock];
       for (int64_t blk = bb; blk < be; ++blk) {
-        const int64_t n0 = blk * kBlock, valid = std::min(kBlock, n_ - n0), width = (valid + 15) / 16 * 16;
-        gemv_block(packed_.get() + offset_[blk], x, k_, width, acc);
-        finish(act_, acc, b ? b + n0 : nullptr, y + n0, valid);
+        const int64_t n0 = blk * kBlock;
+        w_.block(blk, x, 0, k_, acc);
+        finish(act_, acc, b ? b + n0 : nullptr, y + n0, w_.block_outputs(blk));
       }
     });
   }
 
  private:
-  AlignedFloats packed_;  // 64-byte aligned: each row of a block is whole cache lines
-  std::vector<int64_t> offset_;  // per block
+  PackedGemv w_;
   std::vector<float> bias_;
   int64_t n_, k_;
   int threads_;

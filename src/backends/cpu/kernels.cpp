@@ -21,6 +21,7 @@ void add_softmax_kernels(std::vector<KernelFactory>& table);
 void add_layernorm_kernels(std::vector<KernelFactory>& table);
 void add_attention_kernels(std::vector<KernelFactory>& table);
 void add_onnx_attention_kernels(std::vector<KernelFactory>& table);
+void add_recurrent_kernels(std::vector<KernelFactory>& table);
 void add_gelu_kernels(std::vector<KernelFactory>& table);
 void add_transpose_kernels(std::vector<KernelFactory>& table);
 void add_concat_kernels(std::vector<KernelFactory>& table);
@@ -67,6 +68,7 @@ const std::vector<KernelFactory>& kernel_factories() {
     add_layernorm_kernels(t);
     add_attention_kernels(t);
     add_onnx_attention_kernels(t);
+    add_recurrent_kernels(t);
     add_gelu_kernels(t);
     add_transpose_kernels(t);
     add_concat_kernels(t);

@@ -16,6 +16,7 @@
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/simd.h"
+#include "backends/cpu/simd_reduce.h"
 
 namespace kiln::backends::cpu {
 
@@ -29,16 +30,7 @@ struct Shape {
   float scale = 1.f, softcap = 0.f;
 };
 
-KILN_SIMD float dot(const float* a, const float* b, int64_t n) {
-  float acc[16] = {};
-  int64_t d = 0;
-  for (; d + 16 <= n; d += 16)
-    for (int k = 0; k < 16; ++k) acc[k] += a[d + k] * b[d + k];
-  float s = 0.f;
-  for (; d < n; ++d) s += a[d] * b[d];
-  for (int k = 0; k < 16; ++k) s += acc[k];
-  return s;
-}
+KILN_SIMD float row_dot(const float* a, const float* b, int64_t n) { return simd::dot(a, b, n); }
 
 KILN_SIMD void axpy(float a, const float* x, float* y, int64_t n) {
   for (int64_t d = 0; d < n; ++d) y[d] += a * x[d];
@@ -95,7 +87,7 @@ class OnnxAttentionKernel : public Kernel {
                                     : 0;
         float mx = ninf;
         for (int64_t j = 0; j < visible; ++j) {
-          float x = dot(qs.data(), kb + j * s.D, s.D);
+          float x = row_dot(qs.data(), kb + j * s.D, s.D);
           if (s.bool_mask) x = mask->data<bool>()[mrow + j] ? x : ninf;
           else if (s.mask) x += mask->data<float>()[mrow + j];
           if (s.softcap > 0.f) x = std::tanh(x / s.softcap) * s.softcap;

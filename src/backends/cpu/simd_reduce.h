@@ -21,6 +21,18 @@ inline float sum(const float* x, int64_t n) {
   return s;
 }
 
+// Sum of a[j] * b[j].
+inline float dot(const float* a, const float* b, int64_t n) {
+  float acc[16] = {};
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int k = 0; k < 16; ++k) acc[k] += a[j + k] * b[j + k];
+  float s = 0.f;
+  for (; j < n; ++j) s += a[j] * b[j];
+  for (int k = 0; k < 16; ++k) s += acc[k];
+  return s;
+}
+
 // Sum of (x[j] - c)^2.
 inline float sum_sq_dev(const float* x, int64_t n, float c) {
   float acc[16] = {};

@@ -1,0 +1,243 @@
+// GRU and LSTM, float32, with their default activations (sigmoid gates, tanh candidates), any
+// direction, either layout, initial states, LSTM peepholes and input_forget; sequence_lens, clip
+// and other activations stay on the reference kernel (src/ops/rnn.cpp holds the semantics).
+//
+// Each (direction, batch element) pair is one independent sequence, split over the team. For
+// each, the input projections of every step (x_t W^T + Wb: no dependence between steps) are
+// made first, then the steps run in order: the recurrent projection h R^T is a matrix-vector
+// product on R packed in column blocks (packed_gemv.h; a model's R, [gates * H, H], stays in
+// cache across steps), and the cell update is one vectorized pass over H.
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/node_args.h"
+#include "backends/cpu/packed_gemv.h"
+#include "backends/cpu/parallel.h"
+#include "backends/cpu/simd.h"
+
+namespace kiln::backends::cpu {
+
+namespace {
+
+enum class Cell { Gru, Lstm };
+
+struct Geometry {
+  Cell cell = Cell::Gru;
+  int64_t seq = 0, batch = 0, input = 0, H = 0, dirs = 1, G = 3;  // G gates per cell
+  bool reverse_only = false, batch_major = false, lbr = false, input_forget = false;
+};
+
+// The cell updates, one pass over H each, on the vectorizable sigmoid and tanh.
+KILN_SIMD void gru_reset(const float* xr, const float* rr, const float* h, float* rh, int64_t H) {
+  for (int64_t j = 0; j < H; ++j) rh[j] = simd::sigmoid(xr[j] + rr[j]) * h[j];
+}
+
+// xt, rec: the z, r and h rows' projections; with linear_before_reset the h row's recurrent part
+// is scaled by r, else it was made from r * h already.
+KILN_SIMD void gru_update(const float* xt, const float* rec, float* h, int64_t H, bool lbr) {
+  if (lbr) {
+    for (int64_t j = 0; j < H; ++j) {
+      const float z = simd::sigmoid(xt[j] + rec[j]), rg = simd::sigmoid(xt[H + j] + rec[H + j]);
+      const float cand = simd::tanh(xt[2 * H + j] + rg * rec[2 * H + j]);
+      h[j] = (1.f - z) * cand + z * h[j];
+    }
+  } else {
+    for (int64_t j = 0; j < H; ++j) {
+      const float z = simd::sigmoid(xt[j] + rec[j]);
+      const float cand = simd::tanh(xt[2 * H + j] + rec[2 * H + j]);
+      h[j] = (1.f - z) * cand + z * h[j];
+    }
+  }
+}
+
+// Gate rows i o f c; peepholes [i o f] (or null).
+KILN_SIMD void lstm_update(const float* xt, const float* rec, const float* peep, float* h, float* c, int64_t H,
+                           bool input_forget) {
+  for (int64_t j = 0; j < H; ++j) {
+    const float pi = peep ? peep[j] * c[j] : 0.f, pf = peep ? peep[2 * H + j] * c[j] : 0.f;
+    const float i = simd::sigmoid(xt[j] + rec[j] + pi);
+    const float f = input_forget ? 1.f - i : simd::sigmoid(xt[2 * H + j] + rec[2 * H + j] + pf);
+    const float cand = simd::tanh(xt[3 * H + j] + rec[3 * H + j]);
+    const float cn = f * c[j] + i * cand;
+    const float o = simd::sigmoid(xt[H + j] + rec[H + j] + (peep ? peep[H + j] * cn : 0.f));
+    c[j] = cn;
+    h[j] = o * simd::tanh(cn);
+  }
+}
+
+class RecurrentKernel : public Kernel {
+ public:
+  bool runs_in_team() const override { return true; }
+  // w [dirs][G*H][input], r [dirs][G*H][H] (row-major, packed here), wb/rb [dirs][G*H] (zeros
+  // when absent), p [dirs][3H] peepholes (empty when absent). GRU without linear_before_reset
+  // needs r before the h row's recurrent product, so its R is packed as the z, r rows and the h row.
+  RecurrentKernel(Geometry g, const float* w, const float* r, std::vector<float> wb, std::vector<float> rb,
+                  std::vector<float> p, int threads)
+      : g_(g), wb_(std::move(wb)), rb_(std::move(rb)), p_(std::move(p)), threads_(threads) {
+    const int64_t H = g.H, GH = g.G * H, split = g.cell == Cell::Gru && !g.lbr ? 2 * H : GH;
+    for (int64_t d = 0; d < g.dirs; ++d) {
+      w_.emplace_back(w + d * GH * g.input, false, 1.f, GH, g.input, "kiln_recurrent/w");
+      r_.emplace_back(r + d * GH * H, false, 1.f, split, H, "kiln_recurrent/r");
+      if (split < GH) r_h_.emplace_back(r + d * GH * H + split * H, false, 1.f, GH - split, H, "kiln_recurrent/r");
+    }
+  }
+
+  // inputs: X, W, R, B, sequence_lens (absent), initial_h, [initial_c, P]; outputs: Y, Y_h, [Y_c].
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) const override {
+    const Geometry& g = g_;
+    auto input = [&](size_t i) { return in.size() > i && in[i] ? in[i]->data<float>() : nullptr; };
+    auto output = [&](size_t i) { return out.size() > i && out[i] ? out[i]->data<float>() : nullptr; };
+    const float* x = in[0]->data<float>();
+    const float* h0 = input(5);
+    const float* c0 = g.cell == Cell::Lstm ? input(6) : nullptr;
+    float *y = output(0), *yh = output(1), *yc = g.cell == Cell::Lstm ? output(2) : nullptr;
+    const int64_t H = g.H, GH = g.G * H;
+    parallel_for(g.dirs * g.batch, threads_, [&](int64_t p0, int64_t p1) {
+      std::vector<float> xw(static_cast<size_t>(g.seq * GH)), rec(static_cast<size_t>(GH)), h(static_cast<size_t>(H)),
+          c(static_cast<size_t>(H)), rh(static_cast<size_t>(H));
+      for (int64_t pair = p0; pair < p1; ++pair) {
+        const int64_t d = pair / g.batch, b = pair % g.batch;
+        const bool backward = g.reverse_only || d == 1;
+        const float *wb = wb_.data() + d * GH, *rb = rb_.data() + d * GH;
+        const float* peep = p_.empty() ? nullptr : p_.data() + d * 3 * H;
+        w_[static_cast<size_t>(d)].apply_rows(x + xrow(0, b), g.seq, xrow(1, b) - xrow(0, b), wb, xw.data(), GH);
+        for (int64_t j = 0; j < H; ++j) {
+          h[j] = h0 ? h0[state(d, b) + j] : 0.f;
+          c[j] = c0 ? c0[state(d, b) + j] : 0.f;
+        }
+        for (int64_t step = 0; step < g.seq; ++step) {
+          const int64_t t = backward ? g.seq - 1 - step : step;
+          const float* xt = xw.data() + t * GH;
+          if (g.cell == Cell::Gru) gru_step(d, rb, xt, h.data(), rh.data(), rec.data());
+          else lstm_step(d, rb, peep, xt, h.data(), c.data(), rec.data());
+          if (y) std::copy(h.begin(), h.end(), y + yrow(t, d, b));
+        }
+        if (yh) std::copy(h.begin(), h.end(), yh + state(d, b));
+        if (yc) std::copy(c.begin(), c.end(), yc + state(d, b));
+      }
+    });
+  }
+
+ private:
+  // Offsets of x_t for batch element b, of Y's row (t, d, b) and of a state's row (d, b).
+  int64_t xrow(int64_t t, int64_t b) const { return (g_.batch_major ? b * g_.seq + t : t * g_.batch + b) * g_.input; }
+  int64_t yrow(int64_t t, int64_t d, int64_t b) const {
+    return (g_.batch_major ? (b * g_.seq + t) * g_.dirs + d : (t * g_.dirs + d) * g_.batch + b) * g_.H;
+  }
+  int64_t state(int64_t d, int64_t b) const { return (g_.batch_major ? b * g_.dirs + d : d * g_.batch + b) * g_.H; }
+
+  // z, r, candidate (gate rows z r h) of direction d; h updated in place.
+  void gru_step(int64_t d, const float* rb, const float* xt, float* h, float* rh, float* rec) const {
+    const int64_t H = g_.H;
+    r_[static_cast<size_t>(d)].apply(h, rb, rec);  // z and r rows (and h's with linear_before_reset)
+    if (!g_.lbr) {
+      gru_reset(xt + H, rec + H, h, rh, H);
+      r_h_[static_cast<size_t>(d)].apply(rh, rb + 2 * H, rec + 2 * H);
+    }
+    gru_update(xt, rec, h, H, g_.lbr);
+  }
+
+  void lstm_step(int64_t d, const float* rb, const float* peep, const float* xt, float* h, float* c, float* rec) const {
+    r_[static_cast<size_t>(d)].apply(h, rb, rec);
+    lstm_update(xt, rec, peep, h, c, g_.H, g_.input_forget);
+  }
+
+  Geometry g_;
+  std::vector<PackedGemv> w_, r_, r_h_;  // per direction
+  std::vector<float> wb_, rb_, p_;
+  int threads_;
+};
+
+std::vector<float> floats_of(const ir::Value* v) {
+  const Tensor& t = v->constant();
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+bool constant_float(const ir::Value* v) {
+  return v && v->is_constant() && v->type.dtype == DType::Float && v->type.is_static();
+}
+
+// The default activations, spelled out or not.
+bool default_activations(const ir::Node& n, Cell cell, int64_t dirs) {
+  if (!n.has_attr("activations")) return true;
+  const std::vector<std::string> names = n.attr_strings("activations");
+  const std::vector<std::string> one = cell == Cell::Gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                         : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+  if (names.size() != one.size() * static_cast<size_t>(dirs)) return false;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] != one[i % one.size()]) return false;
+  return true;
+}
+
+std::unique_ptr<Kernel> make_recurrent(const ir::Node& n, int threads, Cell cell) {
+  if (n.num_inputs() < 3) return nullptr;
+  if (n.num_inputs() > 4 && n.input(4)) return nullptr;  // sequence_lens
+  if (n.has_attr("clip")) return nullptr;
+  const ir::Value* x = n.input(0);
+  if (!plain_elem_size(x) || x->type.dtype != DType::Float || !x->type.is_static()) return nullptr;
+  if (!constant_float(n.input(1)) || !constant_float(n.input(2))) return nullptr;
+  for (int i = 0; i < n.num_outputs(); ++i)
+    if (n.output(i) && (!plain_elem_size(n.output(i)) || n.output(i)->type.dtype != DType::Float)) return nullptr;
+  Geometry g;
+  g.cell = cell;
+  g.G = cell == Cell::Gru ? 3 : 4;
+  const std::string direction = n.attr_string("direction", "forward");
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") return nullptr;
+  g.dirs = direction == "bidirectional" ? 2 : 1;
+  g.reverse_only = direction == "reverse";
+  g.batch_major = n.attr_int("layout", 0) == 1;
+  g.lbr = cell == Cell::Gru && n.attr_int("linear_before_reset", 0) != 0;
+  g.input_forget = cell == Cell::Lstm && n.attr_int("input_forget", 0) != 0;
+  if (!default_activations(n, cell, g.dirs)) return nullptr;
+  const std::vector<int64_t> xd = x->type.static_dims(), wd = n.input(1)->type.static_dims(),
+                             rd = n.input(2)->type.static_dims();
+  if (xd.size() != 3 || wd.size() != 3 || rd.size() != 3) return nullptr;
+  g.seq = xd[g.batch_major ? 1 : 0];
+  g.batch = xd[g.batch_major ? 0 : 1];
+  g.input = xd[2];
+  g.H = n.attr_int("hidden_size", rd[2]);
+  const int64_t GH = g.G * g.H;
+  if (g.H <= 0 || g.seq <= 0 || wd != std::vector<int64_t>{g.dirs, GH, g.input} ||
+      rd != std::vector<int64_t>{g.dirs, GH, g.H})
+    return nullptr;
+  std::vector<float> wb(static_cast<size_t>(g.dirs * GH), 0.f), rb(wb.size(), 0.f);
+  if (n.num_inputs() > 3 && n.input(3)) {
+    if (!constant_float(n.input(3)) || n.input(3)->type.static_dims() != std::vector<int64_t>{g.dirs, 2 * GH})
+      return nullptr;
+    const std::vector<float> bias = floats_of(n.input(3));
+    for (int64_t d = 0; d < g.dirs; ++d)
+      for (int64_t k = 0; k < GH; ++k) {
+        wb[d * GH + k] = bias[d * 2 * GH + k];
+        rb[d * GH + k] = bias[d * 2 * GH + GH + k];
+      }
+  }
+  const std::vector<int64_t> state = g.batch_major ? std::vector<int64_t>{g.batch, g.dirs, g.H}
+                                                   : std::vector<int64_t>{g.dirs, g.batch, g.H};
+  const int last_state_input = cell == Cell::Lstm ? 6 : 5;
+  for (int i = 5; i <= last_state_input && i < n.num_inputs(); ++i) {
+    const ir::Value* s = n.input(i);
+    if (s && (!plain_elem_size(s) || s->type.dtype != DType::Float || !s->type.is_static() ||
+              s->type.static_dims() != state))
+      return nullptr;
+  }
+  std::vector<float> peep;
+  if (cell == Cell::Lstm && n.num_inputs() > 7 && n.input(7)) {
+    if (!constant_float(n.input(7)) || n.input(7)->type.static_dims() != std::vector<int64_t>{g.dirs, 3 * g.H})
+      return nullptr;
+    peep = floats_of(n.input(7));
+  }
+  return std::make_unique<RecurrentKernel>(g, n.input(1)->constant().data<float>(), n.input(2)->constant().data<float>(),
+                                           std::move(wb), std::move(rb), std::move(peep), threads);
+}
+
+}  // namespace
+
+void add_recurrent_kernels(std::vector<KernelFactory>& table) {
+  table.push_back({"", "GRU", [](const ir::Node& n, int threads) { return make_recurrent(n, threads, Cell::Gru); }});
+  table.push_back({"", "LSTM", [](const ir::Node& n, int threads) { return make_recurrent(n, threads, Cell::Lstm); }});
+}
+
+}  // namespace kiln::backends::cpu
