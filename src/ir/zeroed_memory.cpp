@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -43,14 +45,41 @@ Recycled& recycled() {
   return r;
 }
 
+// Freed mappings kept whole while a ReuseFreedBuffers is alive, oldest first.
+struct Reused {
+  std::mutex mu;
+  int holders = 0;
+  std::deque<std::pair<char*, size_t>> buffers;
+};
+
+Reused& reused() {
+  static Reused r;
+  return r;
+}
+
 void release(char* p, size_t len) {
-  Recycled& r = recycled();
   {
+    Recycled& r = recycled();
     std::lock_guard<std::mutex> lock(r.mu);
     if (r.scopes > 0) {
       r.ranges.emplace_back(p, len);
       return;
     }
+  }
+  std::pair<char*, size_t> evicted{nullptr, 0};
+  {
+    Reused& r = reused();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.holders > 0 && len >= kHugePageBytes) {
+      r.buffers.emplace_back(p, len);
+      if (r.buffers.size() <= kMaxReusedBuffers) return;
+      evicted = r.buffers.front();
+      r.buffers.pop_front();
+    }
+  }
+  if (evicted.first) {
+    ::munmap(evicted.first, evicted.second);
+    return;
   }
   ::munmap(p, len);
 }
@@ -79,7 +108,46 @@ std::shared_ptr<void> reuse(size_t len) {
   return owned(p, len);
 }
 
+// A kept mapping of exactly `len` bytes, zeroed, the most recently freed first; null when none.
+std::shared_ptr<void> reuse_whole(size_t len) {
+  Reused& r = reused();
+  char* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (auto it = r.buffers.rbegin(); it != r.buffers.rend(); ++it)
+      if (it->second == len) {
+        p = it->first;
+        r.buffers.erase(std::next(it).base());
+        break;
+      }
+  }
+  if (!p) return nullptr;
+  std::memset(p, 0, len);
+  return owned(p, len);
+}
+
 }  // namespace
+
+ReuseFreedBuffers::ReuseFreedBuffers() {
+  std::lock_guard<std::mutex> lock(reused().mu);
+  ++reused().holders;
+}
+
+ReuseFreedBuffers::~ReuseFreedBuffers() {
+  std::deque<std::pair<char*, size_t>> left;
+  {
+    std::lock_guard<std::mutex> lock(reused().mu);
+    if (--reused().holders == 0) left.swap(reused().buffers);
+  }
+  for (const auto& [p, len] : left) ::munmap(p, len);
+}
+
+size_t reused_bytes() {
+  std::lock_guard<std::mutex> lock(reused().mu);
+  size_t n = 0;
+  for (const auto& b : reused().buffers) n += b.second;
+  return n;
+}
 
 RecycleLargeBuffers::RecycleLargeBuffers() {
   std::lock_guard<std::mutex> lock(recycled().mu);
@@ -111,6 +179,7 @@ std::shared_ptr<void> allocate_zeroed(size_t bytes) {
   if (bytes >= (size_t{64} << 10))
     if (std::shared_ptr<void> p = reuse(len)) return p;
   if (bytes >= kHugePageBytes) {
+    if (std::shared_ptr<void> p = reuse_whole(len)) return p;
     if (void* p = map_huge_aligned(bytes)) return owned(static_cast<char*>(p), len);
   }
   const size_t alloc = (bytes + 63) / 64 * 64;

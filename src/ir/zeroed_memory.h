@@ -30,7 +30,23 @@ class RecycleLargeBuffers {
   RecycleLargeBuffers& operator=(const RecycleLargeBuffers&) = delete;
 };
 
-// Bytes kept for reuse now (for tests).
+// While one is alive (a session holds one for its lifetime), freed buffers that are mappings
+// of their own (2 MiB and more) are kept, up to kMaxReusedBuffers of them, the oldest unmapped
+// first, and serve later requests of the same page-rounded size after a memset: a run's large
+// outputs (a segmentation map, say) are freed by the caller and asked for again by the next
+// run, and a memset of resident memory costs a fraction of fresh pages' first touches. The last
+// one to end unmaps what is kept.
+class ReuseFreedBuffers {
+ public:
+  ReuseFreedBuffers();
+  ~ReuseFreedBuffers();
+  ReuseFreedBuffers(const ReuseFreedBuffers&) = delete;
+  ReuseFreedBuffers& operator=(const ReuseFreedBuffers&) = delete;
+};
+inline constexpr size_t kMaxReusedBuffers = 8;
+
+// Bytes kept for reuse now (for tests): by RecycleLargeBuffers scopes, and by ReuseFreedBuffers.
 size_t recycled_bytes();
+size_t reused_bytes();
 
 }  // namespace kiln

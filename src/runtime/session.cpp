@@ -63,6 +63,8 @@ Limits limits_of(const SessionOptions& o) {
 }  // namespace
 
 struct Session::Impl {
+  // First, so it ends last: the runs' large outputs, freed by the caller, serve the next run's.
+  ReuseFreedBuffers reuse_freed;
   Limits limits;
   std::unique_ptr<ir::Graph> graph;
   std::vector<TensorInfo> inputs, outputs;

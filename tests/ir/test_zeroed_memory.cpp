@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "ir/zeroed_memory.h"
 
@@ -82,6 +84,43 @@ TEST(ZeroedMemory, FreedLargeBuffersServeLaterOnesWhileRecycling) {
   auto after = allocate_zeroed(kHugePageBytes);  // outside a scope: freed buffers are unmapped
   after.reset();
   EXPECT_EQ(recycled_bytes(), 0u);
+}
+
+// While a ReuseFreedBuffers is alive (a session holds one), a freed mapping serves the next
+// request of the same page-rounded size, zeroed, and only that; at most kMaxReusedBuffers are
+// kept, the oldest unmapped first; the last holder's end unmaps them.
+TEST(ZeroedMemory, FreedLargeBuffersServeTheSameSizeWhileASessionLives) {
+  ASSERT_EQ(reused_bytes(), 0u);
+  {
+    ReuseFreedBuffers reuse;
+    void* first = nullptr;
+    {
+      auto p = allocate_zeroed(3 * kHugePageBytes + 100);
+      first = p.get();
+      std::memset(p.get(), 0x5a, 3 * kHugePageBytes + 100);
+    }
+    const size_t len = 3 * kHugePageBytes + 4096;
+    EXPECT_EQ(reused_bytes(), len);
+    {
+      auto other = allocate_zeroed(kHugePageBytes);  // another size: a fresh mapping
+      EXPECT_NE(other.get(), first);
+      EXPECT_EQ(reused_bytes(), len);
+      auto same = allocate_zeroed(3 * kHugePageBytes + 4000);  // the same page count: the kept one
+      EXPECT_EQ(same.get(), first);
+      EXPECT_TRUE(all_zero(same.get(), 3 * kHugePageBytes + 4000));
+      EXPECT_EQ(reused_bytes(), 0u);
+    }
+    EXPECT_EQ(reused_bytes(), len + kHugePageBytes);
+    {
+      std::vector<std::shared_ptr<void>> many;
+      for (size_t i = 0; i < kMaxReusedBuffers + 3; ++i) many.push_back(allocate_zeroed(5 * kHugePageBytes));
+    }
+    EXPECT_EQ(reused_bytes(), kMaxReusedBuffers * 5 * kHugePageBytes);  // the two older ones went first
+    auto small = allocate_zeroed(1 << 20);  // under 2 MiB: never kept nor served
+    small.reset();
+    EXPECT_EQ(reused_bytes(), kMaxReusedBuffers * 5 * kHugePageBytes);
+  }
+  EXPECT_EQ(reused_bytes(), 0u);
 }
 
 }  // namespace kiln::testing
