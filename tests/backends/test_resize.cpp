@@ -32,6 +32,21 @@ TEST(CpuResize, MatchesTheReferenceKernel) {
       }
 }
 
+TEST(CpuResize, UpscalesAlongTheFirstAxisInEveryLayout) {
+  // The b-first order (each source row resized along b once, output rows blended from those),
+  // with the channels inside (inner > 1) and outside, edge rows clamped, several outer blocks.
+  const Tensor nhwc = one_node::random(DType::Float, {2, 5, 6, 3}, 17);
+  const Tensor nchw = one_node::random(DType::Float, {2, 3, 4, 5}, 18);
+  for (const char* mode : {"nearest", "linear", "cubic"})
+    for (const char* coord : {"half_pixel", "align_corners"}) {
+      SCOPED_TRACE(std::string(mode) + " " + coord);
+      OneNode a("Resize", {{nhwc}, {Tensor()}, {floats({1, 2.5f, 3, 1}), true}}, 1, attrs(mode, coord), 13);
+      one_node::check(a, true, 1e-4f, 2);
+      OneNode b("Resize", {{nchw}, {Tensor()}, {floats({1, 1, 8, 0.6f}), true}}, 1, attrs(mode, coord), 13);
+      one_node::check(b, true, 1e-4f, 1);
+    }
+}
+
 TEST(CpuResize, AntialiasedDownscalesRunTheWideTaps) {
   const Tensor x = one_node::random(DType::Float, {2, 3, 11, 13}, 13);
   for (const char* mode : {"linear", "cubic"})

@@ -28,7 +28,7 @@ class ResizeKernel : public Kernel {
     for (size_t k = 0; k < r_.axes.size(); ++k)
       axes_.push_back({r_.plans[k].taps, in[r_.axes[k]], out[r_.axes[k]], r_.plans[k].idx.data(), weights_[k].data()});
     rows_ = r_.outer * out[r_.axes[0]];
-    blend_ = r_.axes.size() > 1 ? r_.mid * in[r_.axes[1]] * r_.inner : 0;
+    scratch_ = kiln_kernels::resize_scratch_floats(r_.mid, r_.inner, axes_[0], axes_.size() > 1 ? &axes_[1] : nullptr);
     elements_ = 1;
     for (int64_t d : out) elements_ *= d;
   }
@@ -38,9 +38,9 @@ class ResizeKernel : public Kernel {
     float* y = outputs[0]->data<float>();
     const int threads = elements_ >= kParallelMinElements ? threads_ : 1;
     parallel_for(rows_, threads, [&](int64_t begin, int64_t end) {
-      std::vector<float> blend(static_cast<size_t>(blend_));
+      std::vector<float> scratch(static_cast<size_t>(scratch_));
       kiln_kernels::resize_rows(begin, end, r_.mid, r_.inner, axes_[0], axes_.size() > 1 ? &axes_[1] : nullptr, x, y,
-                                blend.data());
+                                scratch.data());
     });
   }
 
@@ -48,7 +48,7 @@ class ResizeKernel : public Kernel {
   ops::SeparableResize r_;
   std::vector<std::vector<float>> weights_;
   std::vector<kiln_kernels::ResizeAxis> axes_;
-  int64_t rows_ = 0, blend_ = 0, elements_ = 0;
+  int64_t rows_ = 0, scratch_ = 0, elements_ = 0;
   int threads_;
 };
 

@@ -69,13 +69,14 @@ void emit_resize(EmitContext& ctx) {
              ", " + i64(y.dims[r->axes[k]]) + ", idx" + K + ", w" + K + "};");
   }
   const bool two = r->axes.size() > 1;
-  const int64_t blend = two ? r->mid * x.dims[r->axes[1]] * r->inner : 1;
   ctx.line("const float* x = " + ctx.in(0) + ";");
   ctx.line("float* y = " + ctx.out(0) + ";");
+  ctx.line("static const int64_t scratch_floats = kiln_kernels::resize_scratch_floats(" + i64(r->mid) + ", " +
+           i64(r->inner) + ", a0, " + (two ? "&a1" : "nullptr") + ");");
   ctx.line("kiln_kernels::parallel_for(c.team, " + i64(r->outer * y.dims[r->axes[0]]) + ", [&](int64_t begin, int64_t end) {");
-  ctx.line("  std::vector<float> blend(" + i64(blend) + ");");
+  ctx.line("  std::vector<float> scratch(scratch_floats);");
   ctx.line("  kiln_kernels::resize_rows(begin, end, " + i64(r->mid) + ", " + i64(r->inner) + ", a0, " +
-           (two ? "&a1" : "nullptr") + ", x, y, blend.data());");
+           (two ? "&a1" : "nullptr") + ", x, y, scratch.data());");
   ctx.line("});");
 }
 
