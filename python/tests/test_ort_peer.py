@@ -56,14 +56,20 @@ def onnxruntime_style_script(model, input_files):
     return sess.run(None, feed)
 
 
-@pytest.mark.parametrize("name", ["squeezenet1_1", "bert_tiny_op13"])
-def test_same_outputs_as_onnxruntime(name, tmp_path):
-    need_peer()
+def model_dir(name):
+    """The model's folder (this repository's models/ first); missing: a skip, a failure under CI."""
     d = next((b / name for b in (REPO / "models", SHARED_MODELS) if (b / name / "model.onnx").exists()), None)
     if d is None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"model {name} missing")
         pytest.skip(f"no model {name}")
+    return d
+
+
+@pytest.mark.parametrize("name", ["squeezenet1_1", "bert_tiny_op13"])
+def test_same_outputs_as_onnxruntime(name, tmp_path):
+    need_peer()
+    d = model_dir(name)
     inputs = sorted((d / "test_data_set_0").glob("input_*.pb"))
     ours = onnxruntime_style_script(d / "model.onnx", inputs)
     theirs = ort_outputs(d / "model.onnx", inputs, tmp_path)
@@ -87,11 +93,7 @@ def test_optimized_model_loads_and_matches_in_onnxruntime(name, tmp_path):
     import onnx
     from onnx import numpy_helper
 
-    d = next((b / name for b in (REPO / "models", SHARED_MODELS) if (b / name / "model.onnx").exists()), None)
-    if d is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"model {name} missing")
-        pytest.skip(f"no model {name}")
+    d = model_dir(name)
     optimized = tmp_path / "optimized.onnx"
     kiln.optimize(str(d / "model.onnx"), str(optimized))
     inputs = sorted((d / "test_data_set_0").glob("input_*.pb"))
