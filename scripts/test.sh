@@ -99,6 +99,56 @@ for dir in models/*/ "$SHARED_MODELS"/*/; do
   check "$name --backend reference" "$dir" --backend reference
 done
 
+# TensorFlow models (docs/tensorflow.md): ../shared/tf-models, each checked against its
+# TensorFlow.js references from model.json (fusion levels 3 and 0) and from the frozen binary .pb
+# `kiln freeze` writes (no JSON or shards beside it). One weight file is not in shared/: the
+# set's fetch.sh writes the complete set into the build folder (its tarballs cached in
+# ~/.cache/kiln-tf-packages).
+echo "== TensorFlow models (../shared/tf-models: model.json and frozen .pb)"
+TF_SHARED="$SHARED_ABS/../tf-models"
+tf_models="$TF_SHARED/models"
+if [ ! -d "$tf_models" ]; then
+  if [ "${CI:-}" = "true" ]; then
+    failed=$((failed + 1))
+    failures+=("TensorFlow models: $TF_SHARED missing")
+  else
+    echo "  skipped: no $TF_SHARED"
+  fi
+else
+  if [ ! -f "$tf_models/nanodet/nanodet.bin" ]; then
+    tf_models="$BUILD_ABS/tf-models"
+    if [ ! -f "$tf_models/nanodet/nanodet.bin" ]; then
+      PKG_CACHE="${KILN_TF_PACKAGES:-$HOME/.cache/kiln-tf-packages}" bash "$TF_SHARED/fetch.sh" "$tf_models" \
+        >"$BUILD/tf-fetch.log" 2>&1 || tail -n 5 "$BUILD/tf-fetch.log"
+    fi
+  fi
+  for shared_dir in "$TF_SHARED/models"/*/; do
+    name=$(basename "$shared_dir")
+    dir="$tf_models/$name"
+    if [ ! -f "$dir/model.json" ] || ! ls "$dir"/*.bin >/dev/null 2>&1; then
+      if [ "${CI:-}" = "true" ]; then
+        failed=$((failed + 1))
+        failures+=("TensorFlow model $name: weights missing (fetch.sh failed: $BUILD/tf-fetch.log)")
+      else
+        echo "  skipped: tf $name (its weights are not here and fetch.sh could not get them: $BUILD/tf-fetch.log)"
+      fi
+      continue
+    fi
+    check "tf $name" "$dir/model.json"
+    check "tf $name --fusion 0" "$dir/model.json" --fusion 0
+    frozen="$BUILD/tf-frozen/$name"
+    mkdir -p "$frozen"
+    rm -rf "$frozen/test_data_set_0"
+    cp -r "$dir/test_data_set_0" "$frozen/"
+    if "$KILN" freeze "$dir/model.json" -o "$frozen/model.pb" >/dev/null 2>&1; then
+      check "tf $name (frozen .pb)" "$frozen/model.pb"
+    else
+      failed=$((failed + 1))
+      failures+=("kiln freeze $name")
+    fi
+  done
+fi
+
 # Code generation (docs/codegen.md): three shared models emitted as C++ projects, built outside
 # the repository and checked against their test data (`make test-codegen`: every shared model).
 echo "== code generation (C++ target; scripts/test-codegen.sh)"

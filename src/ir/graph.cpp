@@ -211,6 +211,14 @@ Value* Graph::find_value(const std::string& name) const {
   return it == by_name_.end() ? nullptr : it->second;
 }
 
+void Graph::rename_value(Value* v, std::string name) {
+  if (v->name_ == name) return;
+  if (by_name_.count(name)) throw Error("duplicate value name '" + name + "'");
+  by_name_.erase(v->name_);
+  v->name_ = std::move(name);
+  by_name_[v->name_] = v;
+}
+
 std::string Graph::unique_name(const std::string& prefix) {
   for (;;) {
     std::string n = prefix + "__" + std::to_string(name_counter_++);

@@ -136,6 +136,8 @@ class Graph {
   std::vector<Value*> values() const;
   std::vector<Value*> constants() const;
   Value* find_value(const std::string& name) const;  // this graph only
+  // Gives v a new name; throws kiln::Error when another value has it.
+  void rename_value(Value* v, std::string name);
 
   // Re-orders nodes topologically (stable); throws kiln::Error naming a node on a cycle.
   void topological_sort();

@@ -3,6 +3,7 @@
 #include <kiln/error.h>
 #include <kiln/optimize.h>
 
+#include "frontend/load_model.h"
 #include "frontend/onnx/exporter.h"
 #include "frontend/onnx/importer.h"
 #include "ir/verifier.h"
@@ -34,7 +35,7 @@ std::string optimized(ir::Graph& g, const OptimizeOptions& o) {
 
 std::string optimize_model(const std::string& path, const OptimizeOptions& options) {
   check_options(options);
-  auto g = onnx_fe::load_model(path);
+  auto g = frontend::load_model(path);
   return optimized(*g, options);
 }
 

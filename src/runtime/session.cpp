@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 
+#include "frontend/load_model.h"
 #include "frontend/onnx/exporter.h"
 #include "frontend/onnx/importer.h"
 #include "ir/clone.h"
@@ -301,7 +302,7 @@ std::unique_ptr<Session> Session::create(const std::string& model_path, const Se
   RecycleLargeBuffers recycle;  // the file's bytes, once copied out, hold the packed weights
   if (runtime::is_kiln_file(model_path))
     return std::unique_ptr<Session>(new Session(std::make_unique<Impl>(runtime::read_kiln_file(model_path), opts)));
-  return std::unique_ptr<Session>(new Session(std::make_unique<Impl>(onnx_fe::load_model(model_path), opts)));
+  return std::unique_ptr<Session>(new Session(std::make_unique<Impl>(frontend::load_model(model_path), opts)));
 }
 
 std::unique_ptr<Session> Session::create_from_bytes(const std::string& bytes, const SessionOptions& opts,

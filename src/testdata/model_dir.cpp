@@ -144,4 +144,54 @@ Comparison compare(const Tensor& actual, const Tensor& expected, double rtol, do
   return c;
 }
 
+namespace {
+
+bool same_tensor(const std::string& a, const std::string& b) {
+  return a == b || a + ":0" == b || a == b + ":0";
+}
+
+}  // namespace
+
+std::vector<size_t> match_by_name(const std::vector<std::string>& file_names, const std::vector<TensorInfo>& model) {
+  std::vector<size_t> by_position(file_names.size());
+  for (size_t k = 0; k < by_position.size(); ++k) by_position[k] = k;
+  std::vector<size_t> by_name;
+  std::vector<bool> taken(model.size(), false);
+  for (const std::string& f : file_names) {
+    size_t found = model.size();
+    for (size_t i = 0; i < model.size() && !f.empty(); ++i)
+      if (!taken[i] && same_tensor(f, model[i].name)) {
+        found = i;
+        break;
+      }
+    if (found == model.size()) return by_position;
+    taken[found] = true;
+    by_name.push_back(found);
+  }
+  return by_name;
+}
+
+std::vector<std::string> unmatched_names(const std::vector<std::string>& file_names, const std::vector<TensorInfo>& model) {
+  std::vector<std::string> out;
+  for (const std::string& f : file_names) {
+    if (f.empty()) continue;
+    bool found = false;
+    for (const TensorInfo& t : model) found = found || same_tensor(f, t.name);
+    if (!found) out.push_back(f);
+  }
+  return out;
+}
+
+std::vector<Tensor> inputs_in_model_order(const DataSet& ds, const std::vector<TensorInfo>& model) {
+  if (ds.inputs.size() != model.size())
+    throw Error(ds.dir.filename().string() + ": has " + std::to_string(ds.inputs.size()) + " inputs, the model takes " +
+                std::to_string(model.size()));
+  std::vector<std::string> names = ds.input_names;
+  names.resize(ds.inputs.size());
+  const std::vector<size_t> at = match_by_name(names, model);
+  std::vector<Tensor> out(model.size());
+  for (size_t k = 0; k < at.size(); ++k) out[at[k]] = ds.inputs[k];
+  return out;
+}
+
 }  // namespace kiln::testdata

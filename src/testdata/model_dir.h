@@ -23,6 +23,16 @@ std::vector<std::filesystem::path> find_data_sets(const std::filesystem::path& m
 DataSet load_data_set(const std::filesystem::path& dir, const std::vector<TensorInfo>& inputs = {},
                       const std::vector<TensorInfo>& outputs = {});
 
+// Which model input (output) each file of a set is for: by the names stored in the files where
+// every one names a distinct model tensor ("x" and TensorFlow's "x:0" are the same tensor),
+// else by position. Entry k is the model's index for file K.
+std::vector<size_t> match_by_name(const std::vector<std::string>& file_names, const std::vector<TensorInfo>& model);
+// The names among file_names (non-empty) that name none of the model's tensors.
+std::vector<std::string> unmatched_names(const std::vector<std::string>& file_names, const std::vector<TensorInfo>& model);
+// The set's inputs in the model's order (match_by_name); throws naming the set when a model
+// input has no file.
+std::vector<Tensor> inputs_in_model_order(const DataSet& ds, const std::vector<TensorInfo>& model);
+
 struct Comparison {
   bool ok = true;
   double max_abs = 0, max_rel = 0;

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 
+#include "frontend/load_model.h"
 #include "codegen/cuda/cuda_project.h"
 #include "commands.h"
 #include "frontend/onnx/importer.h"
@@ -190,7 +191,7 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       exit_code = 0;
       return;
     }
-    auto g = onnx_fe::load_model(args->model);
+    auto g = frontend::load_model(args->model);
     ir::verify(*g);
     if (args->plan) {
       ops::ShapeInference().run(*g);

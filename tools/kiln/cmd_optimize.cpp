@@ -8,6 +8,7 @@
 
 #include <kiln/error.h>
 
+#include "frontend/load_model.h"
 #include "commands.h"
 #include "frontend/onnx/exporter.h"
 #include "frontend/onnx/importer.h"
@@ -35,7 +36,7 @@ void add_optimize_command(CLI::App& app, int& exit_code) {
     bool stats = false, verify = false, ops = false, kiln_ops = false;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("model", args->model, "Model file (.onnx)")->required();
+  cmd->add_option("model", args->model, "Model file (.onnx, a TensorFlow .pb or TF.js model.json)")->required();
   cmd->add_option("-o,--output", args->out, "Where to write the optimized model");
   auto* level = cmd->add_option("--level", args->level, "0 none, 1 basic (standard ops only), 2 extended, 3 all (2-3: with --kiln-ops)")
                     ->check(CLI::Range(0, 3))
@@ -51,7 +52,7 @@ void add_optimize_command(CLI::App& app, int& exit_code) {
       throw Error("--level " + std::to_string(args->level) +
                   " writes kiln-domain ops that other runtimes reject; add --kiln-ops for a model only kiln runs, "
                   "or use --level 1 (standard ops)");
-    auto g = onnx_fe::load_model(args->model);
+    auto g = frontend::load_model(args->model);
     ir::verify(*g);
     ops::ShapeInference().run(*g);
     const size_t before = g->num_nodes();

@@ -1,3 +1,4 @@
+#include "frontend/load_model.h"
 #include "input_ranges.h"
 
 #include <kiln/error.h>
@@ -63,7 +64,7 @@ std::map<std::string, int64_t> integer_input_bounds(const std::string& path) {
   if (runtime::is_kiln_file(path)) return bounds;
   std::unique_ptr<ir::Graph> g;
   try {
-    g = onnx_fe::load_model(path);
+    g = frontend::load_model(path);
     ops::ShapeInference().run(*g);
   } catch (const Error&) {
     return bounds;  // the session reports what is wrong with the model

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   kiln::cli::add_bench_command(app, exit_code);
   kiln::cli::add_optimize_command(app, exit_code);
   kiln::cli::add_compile_command(app, exit_code);
+  kiln::cli::add_freeze_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
