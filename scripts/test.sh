@@ -122,6 +122,7 @@ else
         >"$BUILD/tf-fetch.log" 2>&1 || tail -n 5 "$BUILD/tf-fetch.log"
     fi
   fi
+  ort_module=${ORT_NODE_MODULE:-${PEERS_NPM_PREFIX:-/opt/peers}/node_modules/onnxruntime-node}
   for shared_dir in "$TF_SHARED/models"/*/; do
     name=$(basename "$shared_dir")
     dir="$tf_models/$name"
@@ -145,6 +146,23 @@ else
     else
       failed=$((failed + 1))
       failures+=("kiln freeze $name")
+    fi
+    # The graph as ONNX (kiln optimize), run by ONNX Runtime against the same references.
+    if [ -d "$ort_module" ] && command -v node >/dev/null; then
+      if "$KILN" optimize "$dir/model.json" -o "$frozen/model.onnx" >/dev/null 2>&1 &&
+         out=$(KILN_SHARED_PEERS="$SHARED_ABS/../peers" ORT_NODE_MODULE="$ort_module" \
+               node tests/tools/ort_check.js "$frozen/model.onnx" "$dir/test_data_set_0" 2>&1); then
+        echo "  ok    tf $name (kiln optimize -> ONNX Runtime)"
+        passed=$((passed + 1))
+      else
+        echo "  FAIL  tf $name (kiln optimize -> ONNX Runtime)"
+        echo "$out" | grep -v "MergeShapeInfo" | sed 's/^/        /'
+        failed=$((failed + 1))
+        failures+=("tf $name as ONNX in ONNX Runtime")
+      fi
+    elif [ "${CI:-}" = "true" ]; then
+      failed=$((failed + 1))
+      failures+=("tf $name as ONNX: no ONNX Runtime peer ($ort_module)")
     fi
   done
 fi

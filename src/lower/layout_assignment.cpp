@@ -1,6 +1,6 @@
 // Layout assignment, in two steps (as ORT's NHWC transformer and TF's layout optimizer do):
 //
-//  1. Each 4-D float Conv / FusedConv / pooling op becomes its channels-last form between two
+//  1. Each 4-D float Conv / FusedConv / ConvTranspose / pooling op becomes its channels-last form between two
 //     layout changes:   y = Conv(x)   ->   y = T_nchw(FusedConv[channels_last](T_nhwc(x)))
 //  2. Layout changes sink through layout-agnostic ops toward their consumers, and a T_nhwc
 //     that meets a T_nchw cancels:
@@ -118,6 +118,11 @@ class Rewriter {
           if (std::any_of(d.begin(), d.end(), [](int64_t x) { return x != 1; })) continue;
         }
         to_channels_last(n, "Nhwc" + op, n->attrs, n->inputs(), {0});
+        ++converted;
+      } else if (n->domain().empty() && op == "ConvTranspose") {
+        const ir::Value* w = n->input(1);
+        if (!w || !w->is_constant() || !w->type.rank_known || w->type.rank() != 4) continue;
+        to_channels_last(n, "NhwcConvTranspose", n->attrs, n->inputs(), {0});
         ++converted;
       }
     }

@@ -19,7 +19,8 @@
 //   FusedReduce(inputs...) -> output   the same, with a body that ends in a ReduceSum/Mean/
 //       Max/Min whose output is the node's: a reduction with its elementwise prologue.
 //   NhwcMaxPool / NhwcAveragePool / NhwcGlobalAveragePool / NhwcGlobalMaxPool   the ai.onnx
-//       pooling op (its attributes, one output) on an NHWC tensor. The layout assignment
+//       pooling op (its attributes, one output) on an NHWC tensor; NhwcConvTranspose(x, W, B?)
+//       likewise ConvTranspose (weights as ONNX's). The layout assignment
 //       (src/lower/layout_assignment.cpp) forms these and channels_last FusedConv.
 //   ConvConcat(inputs...) -> output   channels-last FusedConvs and the Concat of their outputs
 //       along the channel axis, held in its `body` graph as for FusedElementwise; the CPU
@@ -232,20 +233,28 @@ KernelFn fused_kernel(std::string base) {
 }
 
 // A pooling op on NHWC: the ai.onnx op between two permutations.
-void infer_nhwc_pool(InferContext& ctx, const std::string& base) {
-  if (ctx.num_outputs() != 1) ctx.fail("channels-last pooling has one output");
+// A channels-last op (kiln.Nhwc<base>) as its ai.onnx base on NCHW: input 0 and the output
+// change layout, the other inputs (weights, bias) pass as they are.
+void infer_nhwc(InferContext& ctx, const std::string& base) {
+  if (ctx.num_outputs() != 1) ctx.fail("a channels-last op has one output");
+  if (ctx.input(0).rank_known && ctx.input(0).rank() != 4) ctx.fail("a channels-last op takes a rank-4 tensor");
   std::vector<ir::TensorType> types{to_nchw(ctx.input(0))};
-  if (ctx.input(0).rank_known && ctx.input(0).rank() != 4) ctx.fail("channels-last pooling takes a rank-4 tensor");
   std::vector<const Tensor*> values{nullptr};
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    types.push_back(ctx.has_input(i) ? ctx.input(i) : ir::TensorType());
+    values.push_back(ctx.has_input(i) ? ctx.value(i) : nullptr);
+  }
   ForwardSymbols symbols(ctx);
   InferContext inner(ctx.node(), onnx_opset(ctx.node()), types, values, symbols);
   base_def(ctx.node(), base).infer(inner);
   ctx.set_output(0, to_nhwc(inner.outputs[0]));
 }
 
-void nhwc_pool_kernel(KernelContext& ctx, const std::string& base) {
+void nhwc_kernel(KernelContext& ctx, const std::string& base) {
   Tensor x = permute4(ctx.input(0), true, ctx.node());
-  KernelContext inner(ctx.node(), onnx_opset(ctx.node()), {&x});
+  std::vector<const Tensor*> ins{&x};
+  for (int i = 1; i < ctx.num_inputs(); ++i) ins.push_back(ctx.has_input(i) ? &ctx.input(i) : nullptr);
+  KernelContext inner(ctx.node(), onnx_opset(ctx.node()), ins);
   base_def(ctx.node(), base).kernel(inner);
   ctx.set_output(0, permute4(inner.outputs[0], false, ctx.node()));
 }
@@ -418,8 +427,13 @@ KILN_REGISTER_OPS(kiln_fused) {
   for (std::string base : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
     reg.add({.name = "Nhwc" + base, .domain = "kiln", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
              .max_outputs = 1, .pattern = PatternKind::OutEWiseFusable,
-             .infer = [base](InferContext& c) { infer_nhwc_pool(c, base); },
-             .kernel = [base](KernelContext& c) { nhwc_pool_kernel(c, base); }});
+             .infer = [base](InferContext& c) { infer_nhwc(c, base); },
+             .kernel = [base](KernelContext& c) { nhwc_kernel(c, base); }});
+  // ConvTranspose on channels-last data (layout assignment); weights [C, OC/group, kH, kW] as ONNX's.
+  reg.add({.name = "NhwcConvTranspose", .domain = "kiln", .min_inputs = 2, .max_inputs = 3, .min_outputs = 1,
+           .max_outputs = 1, .pattern = PatternKind::OutEWiseFusable,
+           .infer = [](InferContext& c) { infer_nhwc(c, "ConvTranspose"); },
+           .kernel = [](KernelContext& c) { nhwc_kernel(c, "ConvTranspose"); }});
   reg.add({.name = "SiLU", .domain = "kiln", .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::ElemWise,
            .infer = infer_silu, .kernel = silu_kernel});
   reg.add({.name = "Attention", .domain = "kiln", .min_inputs = 3, .max_inputs = 4, .pattern = PatternKind::Opaque,

@@ -216,6 +216,41 @@ TEST(TfOps, Conv2DBackpropInputSameStride2) {
   EXPECT_EQ(values(out[0]), (std::vector<float>{1, 1, 2, 1, 1, 1, 2, 1, 2, 2, 4, 2, 1, 1, 2, 1}));
 }
 
+TEST(TfOps, NonMaxSuppressionV4Padded) {
+  TfGraph t;
+  t.placeholder("boxes", tfpb::DT_FLOAT, {3, 4});
+  t.placeholder("scores", tfpb::DT_FLOAT, {3});
+  t.ints("max", {}, {4});
+  t.floats("iou", {}, {0.5f});
+  t.floats("score", {}, {0.0f});
+  auto* n = t.node("NonMaxSuppressionV4", "nms", {"boxes", "scores", "max", "iou", "score"});
+  TfGraph::set_bool(n, "pad_to_max_output_size", true);
+  auto s = t.session("nms");
+  // Box 1 overlaps box 0 with IoU 0.9 / 1.1: suppressed.
+  auto out = s->run(std::vector<Tensor>{Tensor::from_vector<float>({3, 4}, {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 2, 1, 3}),
+                                        Tensor::from_vector<float>({3}, {0.9f, 0.8f, 0.7f})});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].dtype(), DType::Int32);
+  EXPECT_EQ(values(out[0]), (std::vector<float>{0, 2, 0, 0}));
+  EXPECT_EQ(values(out[1]), (std::vector<float>{2}));
+}
+
+TEST(TfOps, SpaceToBatchAndBack) {
+  TfGraph t;
+  t.placeholder("x", tfpb::DT_FLOAT, {1, 4, 4, 1});
+  t.ints("block", {2}, {2, 2});
+  t.ints("pads", {2, 2}, {0, 0, 0, 0});
+  t.node("SpaceToBatchND", "s2b", {"x", "block", "pads"});
+  t.node("BatchToSpaceND", "b2s", {"s2b", "block", "pads"});
+  t.node("Identity", "mid", {"s2b"});
+  auto s = t.session("s2b");
+  auto out = s->run({ramp({1, 4, 4, 1})});
+  ASSERT_EQ(out.size(), 2u);  // b2s:0, mid:0
+  EXPECT_EQ(values(out[0]), values(ramp({1, 4, 4, 1})));
+  EXPECT_EQ(out[1].dims(), (std::vector<int64_t>{4, 2, 2, 1}));
+  EXPECT_EQ(values(out[1]), (std::vector<float>{0, 2, 8, 10, 1, 3, 9, 11, 4, 6, 12, 14, 5, 7, 13, 15}));
+}
+
 TEST(TfOps, UnknownOpNamesTheNode) {
   TfGraph t;
   t.placeholder("x", tfpb::DT_FLOAT, {1});

@@ -92,7 +92,9 @@ ModelPath resolve_model(const std::string& path) {
   ModelPath p;
   for (const char* name : {"model.onnx", "model.kiln"})
     if (fs::exists(fs::path(path) / name)) p.model = (fs::path(path) / name).string();
-  if (p.model.empty()) throw Error("'" + path + "' is a folder without a model.onnx");
+  for (const char* name : {"model.json", "model.pb"})  // TensorFlow: a TF.js graph model, a frozen GraphDef
+    if (p.model.empty() && fs::exists(fs::path(path) / name)) p.model = (fs::path(path) / name).string();
+  if (p.model.empty()) throw Error("'" + path + "' is a folder without a model.onnx (or model.json, model.pb)");
   const auto sets = testdata::find_data_sets(path);
   if (!sets.empty()) p.data = sets.front().string();
   return p;
@@ -116,7 +118,10 @@ std::map<std::string, Tensor> model_inputs(const Session& s, const ModelPath& pa
     if (!known) throw Error("the model has no input named '" + name + "' (its inputs: " + names_of(s.inputs()) + ")");
   }
   std::vector<Tensor> data;
-  if (!path.data.empty()) data = testdata::load_data_set(path.data, s.inputs(), s.outputs()).inputs;
+  if (!path.data.empty()) {
+    testdata::DataSet ds = testdata::load_data_set(path.data, s.inputs(), s.outputs());
+    data = ds.inputs.size() == s.inputs().size() ? testdata::inputs_in_model_order(ds, s.inputs()) : ds.inputs;
+  }
   // Random integers where the model's use of them says (input_ranges.h), when any is needed.
   std::map<std::string, int64_t> bounds;
   for (size_t i = data.size(); i < s.inputs().size(); ++i)

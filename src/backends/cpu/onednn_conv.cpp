@@ -384,9 +384,11 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
 // ConvTranspose, 1-D (as a height-1 2-D) or 2-D, on oneDNN's deconvolution: groups, strides,
 // dilations, pads, auto_pad, output_padding and output_shape (the inferred output extent fixes
 // the right padding, which absorbs output_padding), optional bias. NCHW tensors; the primitive
-// picks its own layouts and run() reorders. Forms that need negative padding decline.
+// picks its own layouts and run() reorders. kiln.NhwcConvTranspose is the same on NHWC tensors.
+// Forms that need negative padding decline.
 std::unique_ptr<Kernel> make_deconv(const ir::Node& node) {
   if (node.num_inputs() < 2 || node.num_outputs() != 1) return nullptr;
+  const bool nhwc = node.domain() == "kiln";  // kiln.NhwcConvTranspose: x and y channels-last
   const ir::Value* x = node.input(0);
   const ir::Value* w = node.input(1);
   const ir::Value* b = node.input(2);
@@ -394,6 +396,11 @@ std::unique_ptr<Kernel> make_deconv(const ir::Node& node) {
   if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return nullptr;
   if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return nullptr;
   auto xd = x->type.static_dims(), yd = y->type.static_dims(), wd = w->type.static_dims();
+  if (nhwc) {
+    if (xd.size() != 4 || yd.size() != 4) return nullptr;
+    xd = {xd[0], xd[3], xd[1], xd[2]};
+    yd = {yd[0], yd[3], yd[1], yd[2]};
+  }
   if (xd.size() != wd.size() || xd.size() != yd.size() || (xd.size() != 3 && xd.size() != 4)) return nullptr;
   const size_t nsp = xd.size() - 2;
   if (nsp == 1) {  // [N, C, L] as [N, C, 1, L]
@@ -432,8 +439,8 @@ std::unique_ptr<Kernel> make_deconv(const ir::Node& node) {
     if (pl[i] < 0 || pr[i] < 0) return nullptr;
   }
   try {
-    memory::desc src_plain({N, C, xd[2], xd[3]}, dt::f32, tag::nchw);
-    memory::desc dst_plain({N, OC, yd[2], yd[3]}, dt::f32, tag::nchw);
+    memory::desc src_plain({N, C, xd[2], xd[3]}, dt::f32, nhwc ? tag::nhwc : tag::nchw);
+    memory::desc dst_plain({N, OC, yd[2], yd[3]}, dt::f32, nhwc ? tag::nhwc : tag::nchw);
     // ONNX weights are [C, OC/G, k...]: oneDNN's (OC, IC) dims with input channels outermost.
     memory::dims wdims = G == 1 ? memory::dims{OC, C, wd[2], wd[3]} : memory::dims{G, OC / G, C / G, wd[2], wd[3]};
     memory::desc w_plain(wdims, dt::f32, G == 1 ? tag::iohw : tag::giohw);
@@ -554,6 +561,7 @@ void add_onednn_conv_kernels(std::vector<KernelFactory>& table) {
     table.push_back({domain, op, [](const ir::Node& n, int t) { return make_conv(n, true, false, t); }, "onednn_alt_layout"});
   }
   table.push_back({"", "ConvTranspose", [](const ir::Node& n, int) { return make_deconv(n); }, "onednn"});
+  table.push_back({"kiln", "NhwcConvTranspose", [](const ir::Node& n, int) { return make_deconv(n); }, "onednn"});
   table.push_back({"kiln", "ConvConcat", make_conv_concat, "onednn"});
 }
 

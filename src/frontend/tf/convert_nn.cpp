@@ -195,14 +195,121 @@ Outs resize(Converter& c, bool linear) {
   const bool align = c.attr_bool_or("align_corners", false), half = c.attr_bool_or("half_pixel_centers", false);
   if (align && half) c.fail("align_corners and half_pixel_centers are both set");
   ir::Attributes attrs{{"mode", A::of_string(linear ? "linear" : "nearest")},
-                       {"axes", A::of_ints({1, 2})},
                        {"coordinate_transformation_mode",
                         A::of_string(align ? "align_corners" : half ? "half_pixel" : "asymmetric")}};
   // Nearest: TensorFlow takes floor(x * scale) (asymmetric), floor((x + 0.5) * scale) (half
-  // pixel), round(x * scale) (align corners): the last two round half up.
+  // pixel), round(x * scale) (align corners): the last two round half up. The resize runs on
+  // axes 1 and 2 of the NHWC tensor.
   if (!linear) attrs["nearest_mode"] = A::of_string(align || half ? "round_prefer_ceil" : "floor");
-  ir::Value* empty = c.constant(kiln::Tensor(DType::Float, {0}));
-  return {c.op("Resize", {c.in(0), empty, empty, c.as_int64(c.in(1))}, attrs)};
+  // sizes of all four NHWC dims (N and C kept): the form every ONNX consumer reads (rather
+  // than the `axes` attribute); roi and scales absent.
+  ir::Value* shape = c.op("Shape", {c.in(0)});
+  ir::Value* sizes = c.op("Concat", {c.op("Slice", {shape, c.ints({0}), c.ints({1})}), c.as_int64(c.in(1)),
+                                     c.op("Slice", {shape, c.ints({3}), c.ints({4})})},
+                          {{"axis", A::of_int(0)}});
+  return {c.op("Resize", {c.in(0), nullptr, nullptr, sizes}, attrs)};
+}
+
+// NonMaxSuppressionV2..V5: boxes [N, 4] (corners, either order), scores [N] -> the selected
+// indices [M] (int32), best first; as ONNX's per-batch-and-class form with one of each.
+Outs non_max_suppression(Converter& c, int version) {
+  const int need = version == 2 ? 4 : version == 5 ? 6 : 5;
+  c.expect_inputs(need);
+  if (version == 5) {
+    const kiln::Tensor* sigma = c.known(c.in(5));
+    if (!sigma || sigma->numel() != 1 || sigma->as_double(0) != 0) c.unsupported("soft NMS (soft_nms_sigma other than 0)");
+  }
+  ir::Value* boxes = c.unsqueeze(c.in(0), {0});
+  ir::Value* scores = c.unsqueeze(c.in(1), {0, 1});
+  ir::Value* max_out = c.reshape(c.as_int64(c.in(2)), {1});
+  Outs ins{boxes, scores, max_out, c.reshape(c.cast(c.in(3), DType::Float), {1})};
+  if (version >= 3) ins.push_back(c.reshape(c.cast(c.in(4), DType::Float), {1}));
+  ir::Value* sel = c.op("NonMaxSuppression", ins, {{"center_point_box", A::of_int(0)}});
+  ir::Value* idx = c.op("Gather", {sel, c.scalar(2, DType::Int64)}, {{"axis", A::of_int(1)}});
+  ir::Value* count = c.op("Shape", {idx});  // [1]
+  ir::Value* valid = c.cast(c.reshape(count, {}), DType::Int32);
+  if (version >= 4 && c.attr_bool_or("pad_to_max_output_size", false)) {
+    ir::Value* pads = c.op("Concat", {c.ints({0}), c.op("Sub", {max_out, count})}, {{"axis", A::of_int(0)}});
+    idx = c.op("Pad", {idx, pads});
+  }
+  idx = c.cast(idx, DType::Int32);
+  if (version <= 3) return {idx};
+  if (version == 4) return {idx, valid};
+  ir::Value* sel_scores = c.op("Gather", {c.in(1), idx}, {{"axis", A::of_int(0)}});
+  if (c.attr_bool_or("pad_to_max_output_size", false)) {
+    // Padded entries (index 0) score 0, as TensorFlow's.
+    ir::Value* keep = c.op("Less", {c.op("Range", {c.scalar(0, DType::Int32), c.cast(c.reshape(max_out, {}), DType::Int32),
+                                                   c.scalar(1, DType::Int32)}),
+                                    valid});
+    sel_scores = c.op("Where", {keep, sel_scores, c.scalar(0, c.in(1)->type.dtype)});
+  }
+  return {idx, sel_scores, valid};
+}
+
+// SpaceToBatchND / BatchToSpaceND on [batch, spatial (M dims)..., rest...], block_shape and
+// paddings/crops known: Pad, Reshape, Transpose, Reshape (and the inverse with a crop).
+Outs space_batch(Converter& c, bool to_batch) {
+  c.expect_inputs(3);
+  ir::Value* x = c.in(0);
+  const std::vector<int64_t> block = c.known_ints(1, "block_shape");
+  const std::vector<int64_t> pc = c.known_ints(2, to_batch ? "paddings" : "crops");
+  const int m = static_cast<int>(block.size());
+  const int r = c.rank(x);
+  if (static_cast<int>(pc.size()) != 2 * m || r < m + 1) c.fail("block_shape and paddings do not fit the input");
+  std::vector<int64_t> dims;
+  for (int i = 1; i < r; ++i) {
+    if (!x->type.dims[i].is_static()) c.unsupported("a non-batch dim not known at import");
+    dims.push_back(x->type.dims[i].value);
+  }
+  int64_t prod = 1;
+  for (int64_t b : block) prod *= b;
+  if (to_batch) {
+    std::vector<int64_t> pads(2 * r, 0);
+    for (int i = 0; i < m; ++i) {
+      pads[1 + i] = pc[2 * i];
+      pads[r + 1 + i] = pc[2 * i + 1];
+      dims[i] += pc[2 * i] + pc[2 * i + 1];
+      if (dims[i] % block[i]) c.fail("a padded spatial dim is not a multiple of its block");
+    }
+    ir::Value* padded = c.op("Pad", {x, c.ints(pads)});
+    std::vector<int64_t> shape{-1};  // [B, d0/b0, b0, d1/b1, b1, ..., rest]
+    for (int i = 0; i < m; ++i) {
+      shape.push_back(dims[i] / block[i]);
+      shape.push_back(block[i]);
+    }
+    for (int i = m; i < r - 1; ++i) shape.push_back(dims[i]);
+    std::vector<int64_t> perm;  // [b0, b1, ..., B, d0/b0, d1/b1, ..., rest]
+    for (int i = 0; i < m; ++i) perm.push_back(2 + 2 * i);
+    perm.push_back(0);
+    for (int i = 0; i < m; ++i) perm.push_back(1 + 2 * i);
+    for (int i = m; i < r - 1; ++i) perm.push_back(m + 1 + i);
+    std::vector<int64_t> out{-1};
+    for (int i = 0; i < m; ++i) out.push_back(dims[i] / block[i]);
+    for (int i = m; i < r - 1; ++i) out.push_back(dims[i]);
+    return {c.reshape(c.transpose(c.reshape(padded, shape), perm), out)};
+  }
+  std::vector<int64_t> shape(block.begin(), block.end());  // [b0, b1, ..., B/prod, d0, d1, ..., rest]
+  shape.push_back(-1);
+  for (int64_t d : dims) shape.push_back(d);
+  std::vector<int64_t> perm{m};  // [B/prod, d0, b0, d1, b1, ..., rest]
+  for (int i = 0; i < m; ++i) {
+    perm.push_back(m + 1 + i);
+    perm.push_back(i);
+  }
+  for (int i = m; i < r - 1; ++i) perm.push_back(m + 1 + i);
+  std::vector<int64_t> out{-1};
+  for (int i = 0; i < m; ++i) out.push_back(dims[i] * block[i]);
+  for (int i = m; i < r - 1; ++i) out.push_back(dims[i]);
+  ir::Value* y = c.reshape(c.transpose(c.reshape(x, shape), perm), out);
+  std::vector<int64_t> starts, ends, axes;
+  for (int i = 0; i < m; ++i) {
+    if (pc[2 * i] == 0 && pc[2 * i + 1] == 0) continue;
+    starts.push_back(pc[2 * i]);
+    ends.push_back(out[1 + i] - pc[2 * i + 1]);
+    axes.push_back(1 + i);
+  }
+  if (!axes.empty()) y = c.op("Slice", {y, c.ints(starts), c.ints(ends), c.ints(axes)});
+  return {y};
 }
 
 }  // namespace
@@ -289,6 +396,12 @@ void add_nn_converters(ConverterTable& t) {
     };
   }
 
+  t["NonMaxSuppressionV2"] = [](Converter& c) { return non_max_suppression(c, 2); };
+  t["NonMaxSuppressionV3"] = [](Converter& c) { return non_max_suppression(c, 3); };
+  t["NonMaxSuppressionV4"] = [](Converter& c) { return non_max_suppression(c, 4); };
+  t["NonMaxSuppressionV5"] = [](Converter& c) { return non_max_suppression(c, 5); };
+  t["SpaceToBatchND"] = [](Converter& c) { return space_batch(c, true); };
+  t["BatchToSpaceND"] = [](Converter& c) { return space_batch(c, false); };
   t["ResizeBilinear"] = [](Converter& c) { return resize(c, true); };
   t["ResizeNearestNeighbor"] = [](Converter& c) { return resize(c, false); };
 
