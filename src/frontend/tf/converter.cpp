@@ -6,16 +6,28 @@
 
 namespace kiln::tf_fe {
 
-Converter::Converter(ir::Graph& g, ops::ShapeInference& infer, const tfpb::NodeDef& node, std::vector<ir::Value*> inputs)
-    : g_(g), infer_(infer), node_(node), inputs_(std::move(inputs)) {}
+Converter::Converter(ir::Graph& g, ops::ShapeInference& infer, const tfpb::NodeDef& node, std::vector<ir::Value*> inputs,
+                     ImportContext* context, std::string where, std::string prefix)
+    : g_(g),
+      infer_(infer),
+      node_(node),
+      inputs_(std::move(inputs)),
+      context_(context),
+      where_(std::move(where)),
+      prefix_(std::move(prefix)) {}
 
-void Converter::fail(const std::string& msg) const {
-  throw Error("TensorFlow node '" + node_.name() + "' (" + node_.op() + "): " + msg);
+ImportContext& Converter::context() const {
+  if (!context_) fail("needs the whole import (library functions), not a lone converter");
+  return *context_;
 }
 
-void Converter::unsupported(const std::string& msg) const {
-  throw UnsupportedError("TensorFlow node '" + node_.name() + "' (" + node_.op() + "): " + msg);
+std::string Converter::describe() const {
+  return "TensorFlow node '" + node_.name() + "' (" + node_.op() + ")" + where_;
 }
+
+void Converter::fail(const std::string& msg) const { throw Error(describe() + ": " + msg); }
+
+void Converter::unsupported(const std::string& msg) const { throw UnsupportedError(describe() + ": " + msg); }
 
 ir::Value* Converter::in(int i) const {
   if (i < 0 || i >= num_inputs()) fail("has no input " + std::to_string(i));
@@ -99,7 +111,7 @@ std::vector<int64_t> Converter::known_ints(int i, const std::string& what) const
 
 std::vector<ir::Value*> Converter::op_n(const std::string& type, std::vector<ir::Value*> inputs, int outputs,
                                         ir::Attributes attrs) {
-  const std::string base = g_.unique_name(node_.name() + "/" + type);
+  const std::string base = g_.unique_name(prefix_ + node_.name() + "/" + type);
   std::vector<ir::Value*> outs;
   for (int k = 0; k < outputs; ++k) outs.push_back(g_.add_value(outputs == 1 ? base : base + ":" + std::to_string(k)));
   ir::Node* n = g_.add_node(type, std::move(inputs), outs, std::move(attrs), base);
@@ -112,7 +124,7 @@ ir::Value* Converter::op(const std::string& type, std::vector<ir::Value*> inputs
 }
 
 ir::Value* Converter::constant(kiln::Tensor t) {
-  ir::Value* v = g_.add_constant(g_.unique_name(node_.name() + "/const"), std::move(t));
+  ir::Value* v = g_.add_constant(g_.unique_name(prefix_ + node_.name() + "/const"), std::move(t));
   v->type = ir::TensorType::from_dims(v->constant().dtype(), v->constant().dims());
   return v;
 }
@@ -195,6 +207,8 @@ const ConverterTable& converters() {
     add_array_converters(t);
     add_math_converters(t);
     add_nn_converters(t);
+    add_control_flow_converters(t);
+    add_tensor_list_converters(t);
     return t;
   }();
   return table;

@@ -1,13 +1,16 @@
-// What a TensorFlow op's converter sees (importer.cpp calls one per NodeDef): the node, its data
+// What a TensorFlow op's converter sees (graph_walk.cpp calls one per NodeDef): the node, its data
 // inputs already as IR values, and a builder that emits ai.onnx nodes into the graph, each
 // inferred as it is made, so a converter can read the rank, dtype and compile-time value of
-// what it builds on (StridedSlice's begin/end, a reduction's axes, a Transpose's perm).
+// what it builds on (StridedSlice's begin/end, a reduction's axes, a Transpose's perm). The
+// graph may be a subgraph (a loop body, a branch) whose nodes read values of the graphs
+// around it; control-flow converters reach the library's functions through the ImportContext.
 #pragma once
 #include <kiln/dtype.h>
 #include <kiln/tensor.h>
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,14 +21,42 @@
 
 namespace kiln::tf_fe {
 
+// What the import offers converters beyond their own node.
+class ImportContext {
+ public:
+  virtual ~ImportContext() = default;
+  // Converts library function `fn` into `into` (which may be a subgraph), its input arguments
+  // bound to `args` (values of `into` or of a graph around it), the values it makes named
+  // `prefix` + its node names; returns its outputs in output_arg order. `caller` ("TensorFlow
+  // node 'w' (While)") starts the errors about the call itself (a missing function, a wrong
+  // number of arguments, recursion).
+  virtual std::vector<ir::Value*> call_function(const std::string& fn, ir::Graph& into,
+                                                const std::vector<ir::Value*>& args, const std::string& prefix,
+                                                const std::string& caller) = 0;
+  virtual ops::ShapeInference& inference() = 0;
+  // Drops a subgraph built and not used (a loop body built again with wider types): its nodes
+  // stop reading the enclosing graphs' values, and it is kept until the import ends, as the
+  // inference's table of known values is keyed by value address, which a freed value could
+  // hand to a new one.
+  virtual void drop(std::shared_ptr<ir::Graph> g) = 0;
+};
+
 class Converter {
  public:
-  Converter(ir::Graph& g, ops::ShapeInference& infer, const tfpb::NodeDef& node, std::vector<ir::Value*> inputs);
+  // `where` follows the op in error messages (" in function 'body'"); `prefix` starts the names
+  // of the values it makes (a called function's are prefixed with the caller's name).
+  Converter(ir::Graph& g, ops::ShapeInference& infer, const tfpb::NodeDef& node, std::vector<ir::Value*> inputs,
+            ImportContext* context = nullptr, std::string where = "", std::string prefix = "");
 
   const tfpb::NodeDef& node() const { return node_; }
   const std::string& name() const { return node_.name(); }
   ir::Graph& graph() const { return g_; }
+  const std::string& prefix() const { return prefix_; }
+  // The import this node is part of; fails when the converter runs without one.
+  ImportContext& context() const;
 
+  // "TensorFlow node 'conv1' (Conv2D)", with `where` when the node is in a function.
+  std::string describe() const;
   // "TensorFlow node 'conv1' (Conv2D): msg" as kiln::Error / UnsupportedError.
   [[noreturn]] void fail(const std::string& msg) const;
   [[noreturn]] void unsupported(const std::string& msg) const;
@@ -82,6 +113,8 @@ class Converter {
   ops::ShapeInference& infer_;
   const tfpb::NodeDef& node_;
   std::vector<ir::Value*> inputs_;
+  ImportContext* context_;
+  std::string where_, prefix_;
 };
 
 // A converter returns the node's outputs in order (output k is "name:k").
@@ -92,6 +125,8 @@ using ConverterTable = std::map<std::string, ConvertFn>;
 void add_array_converters(ConverterTable& t);
 void add_math_converters(ConverterTable& t);
 void add_nn_converters(ConverterTable& t);
+void add_control_flow_converters(ConverterTable& t);
+void add_tensor_list_converters(ConverterTable& t);
 const ConverterTable& converters();
 
 // kiln dtype of a TensorFlow DataType; fails naming `what` for the ones kiln has no type for.
