@@ -196,9 +196,14 @@ TfModel read_tfjs_model_text(const std::string& text, const fs::path& dir, const
   m.inputs = signature_names(sig, "inputs");
   m.outputs = signature_names(sig, "outputs");
 
-  std::map<std::string, tfpb::NodeDef*> consts;
+  // A weight is the value of every Const of its name, those in library functions' bodies too
+  // (TF.js keeps one map of weights by name for the graph and its functions).
+  std::multimap<std::string, tfpb::NodeDef*> consts;
   for (auto& n : *m.graph.mutable_node())
-    if (n.op() == "Const") consts[n.name()] = &n;
+    if (n.op() == "Const") consts.emplace(n.name(), &n);
+  for (auto& f : *m.graph.mutable_library()->mutable_function())
+    for (auto& n : *f.mutable_node_def())
+      if (n.op() == "Const") consts.emplace(n.name(), &n);
   if (!doc.contains("weightsManifest")) return m;
   int group_index = 0;
   for (const auto& group : doc.at("weightsManifest")) {
@@ -213,9 +218,9 @@ TfModel read_tfjs_model_text(const std::string& text, const fs::path& dir, const
     for (const auto& e : group.at("weights")) {
       Decoded d = decode_entry(e, buffer.data(), buffer.size(), used, gw);
       const std::string name = e.value("name", "");
-      auto it = consts.find(name);
-      if (it == consts.end()) throw Error(gw + ": weight '" + name + "' names no Const node of the graph");
-      set_const_value(*it->second, d, gw);
+      auto [first, last] = consts.equal_range(name);
+      if (first == last) throw Error(gw + ": weight '" + name + "' names no Const node of the graph");
+      for (auto it = first; it != last; ++it) set_const_value(*it->second, d, gw);
     }
     if (used != buffer.size())
       throw Error(gw + ": the weight files hold " + std::to_string(buffer.size()) + " bytes, the manifest's entries " +
