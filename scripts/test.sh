@@ -167,6 +167,45 @@ else
   done
 fi
 
+# TensorFlow control flow (docs/tensorflow.md): small TF.js graph models written by hand (TF2
+# While/If with TensorLists, TF1 while-loop frames with a TensorArray), each checked against its
+# TensorFlow.js references (tests/data/tf_control_flow/README.md) at fusion levels 3 and 0, from
+# the frozen .pb, and, where ONNX Runtime is installed, as ONNX (kiln optimize) in ONNX Runtime.
+echo "== TensorFlow control flow (tests/data/tf_control_flow)"
+cf_ort=${ORT_NODE_MODULE:-${PEERS_NPM_PREFIX:-/opt/peers}/node_modules/onnxruntime-node}
+for dir in tests/data/tf_control_flow/*/; do
+  name=$(basename "$dir")
+  check "tf control flow $name" "$dir/model.json"
+  check "tf control flow $name --fusion 0" "$dir/model.json" --fusion 0
+  out_dir="$BUILD/tf-control-flow/$name"
+  mkdir -p "$out_dir"
+  rm -rf "$out_dir"/test_data_set_*
+  cp -r "$dir"/test_data_set_* "$out_dir/"
+  if "$KILN" freeze "$dir/model.json" -o "$out_dir/model.pb" >/dev/null 2>&1; then
+    check "tf control flow $name (frozen .pb)" "$out_dir/model.pb"
+  else
+    failed=$((failed + 1))
+    failures+=("kiln freeze tf control flow $name")
+  fi
+  if [ -d "$cf_ort" ] && command -v node >/dev/null; then
+    for set in "$dir"/test_data_set_*/; do
+      label="tf control flow $name $(basename "$set") (kiln optimize -> ONNX Runtime)"
+      out=""
+      if "$KILN" optimize "$dir/model.json" -o "$out_dir/model.onnx" >/dev/null 2>&1 &&
+         out=$(KILN_SHARED_PEERS="$SHARED_ABS/../peers" ORT_NODE_MODULE="$cf_ort" \
+               node tests/tools/ort_check.js "$out_dir/model.onnx" "$set" 2>&1); then
+        echo "  ok    $label"
+        passed=$((passed + 1))
+      else
+        echo "  FAIL  $label"
+        echo "$out" | sed 's/^/        /'
+        failed=$((failed + 1))
+        failures+=("$label")
+      fi
+    done
+  fi
+done
+
 # Code generation (docs/codegen.md): three shared models emitted as C++ projects, built outside
 # the repository and checked against their test data (`make test-codegen`: every shared model).
 echo "== code generation (C++ target; scripts/test-codegen.sh)"
