@@ -9,6 +9,7 @@
 #include "lower/fuse_conv_chain.h"
 #include "lower/fuse_conv_concat.h"
 #include "lower/materialize_constants.h"
+#include "passes/pass.h"
 
 namespace kiln::lower {
 
@@ -24,6 +25,11 @@ passes::PassManager make_lowering_pipeline(const LoweringTarget& t, LoweringStat
   passes::PassManager pm(passes::PassManager::Options{.verify = false, .max_iterations = 1, .infer = true});
   if (t.backend.empty()) return pm;
   pm.add(make_materialize_constants_pass());
+  // The input shapes are bound here: the shape arithmetic of a model with symbolic dims (Shape ->
+  // Slice -> Concat -> Reshape or Resize) folds to constants, which the kernels want for their
+  // shapes, sizes and pads.
+  pm.add(passes::make_constant_folding(4096));
+  pm.add(passes::make_dce());
   if (t.channels_last && on("channels_last")) pm.add(make_channels_last_pass(&st->layout));
   if (on("channel_shuffle")) pm.add(make_channel_shuffle_pass(&st->layout));
   if (t.fusion_level >= 3) pm.add(fusion::make_anchor_epilogues_pass());

@@ -27,7 +27,7 @@ PassManager make_pipeline(const OptimizeOptions& o) {
   if (o.level == 0) return pm;
   pm.add_stage(list(make_dce(), make_constant_folding(), make_eliminate_noops(), make_cse(),
                     make_reshape_folding(), make_transpose_folding()));
-  pm.add_stage(list(make_fold_batchnorm(), make_fold_scale_bias(), make_matmul_add_to_gemm(),
+  pm.add_stage(list(make_fold_batchnorm(), make_fold_pad(), make_fold_scale_bias(), make_matmul_add_to_gemm(),
                     make_transpose_folding()));
   pm.add_stage(cleanup());
   if (o.level >= 2) {

@@ -46,9 +46,10 @@ std::unique_ptr<ir::Graph> conv_relu() {
 TEST(LoweringPipelines, CpuPipelineRunsItsPassesInOrderWithStats) {
   auto g = conv_relu();
   LoweringStats st = run_lowering(*g, cpu_like());
-  const std::vector<std::string> want = {"materialize_constants", "channels_last", "channel_shuffle",
-                                         "anchor_epilogues",      "collapse_groups", "channel_scale",
-                                         "conv_concat",           "conv_chain",      "blocked_layout"};
+  const std::vector<std::string> want = {"materialize_constants", "constant_folding", "dce",
+                                         "channels_last",         "channel_shuffle",  "anchor_epilogues",
+                                         "collapse_groups",       "channel_scale",    "conv_concat",
+                                         "conv_chain",            "blocked_layout"};
   EXPECT_EQ(names(st), want);
   for (const passes::PassStats& p : st.passes) EXPECT_EQ(p.runs, 1) << p.pass;
   auto changed = [&](const std::string& pass) {

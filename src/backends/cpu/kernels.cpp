@@ -25,6 +25,7 @@ void add_recurrent_kernels(std::vector<KernelFactory>& table);
 void add_gelu_kernels(std::vector<KernelFactory>& table);
 void add_transpose_kernels(std::vector<KernelFactory>& table);
 void add_concat_kernels(std::vector<KernelFactory>& table);
+void add_cast_kernels(std::vector<KernelFactory>& table);
 void add_split_kernels(std::vector<KernelFactory>& table);
 void add_slice_kernels(std::vector<KernelFactory>& table);
 void add_gather_kernels(std::vector<KernelFactory>& table);
@@ -72,6 +73,7 @@ const std::vector<KernelFactory>& kernel_factories() {
     add_gelu_kernels(t);
     add_transpose_kernels(t);
     add_concat_kernels(t);
+    add_cast_kernels(t);
     add_split_kernels(t);
     add_slice_kernels(t);
     add_gather_kernels(t);
