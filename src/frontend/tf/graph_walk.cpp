@@ -82,8 +82,15 @@ void GraphWalk::walk(const NodeSet& set, Scope& scope, const std::vector<int>& r
   for (int i : region) {
     if (scope.find(i)) continue;
     const std::string& op = set.node(i).op();
+    if (set.branch_of(i) != scope.branch) {
+      if (set.branch_within(set.branch_of(i), scope.branch)) continue;  // converted with its conditional's Merge
+      throw Error(set.describe(i) + ": runs outside the conditional branch being converted but was not converted before it");
+    }
     if (op == "Placeholder") throw Error(set.describe(i) + ": a Placeholder can only be a graph input");
-    if (is_effect_only(op)) {
+    if (set.is_cond_switch(i)) continue;  // its outputs are bound in the branches of its Merge
+    if (set.is_cond_merge(i)) {
+      build_cond(set, i, scope);
+    } else if (is_effect_only(op)) {
       scope.values[i] = {};
     } else if (is_exit(op)) {
       build_frame(set, set.frame_of(i), scope);
@@ -92,7 +99,7 @@ void GraphWalk::walk(const NodeSet& set, Scope& scope, const std::vector<int>& r
     } else if (is_tf1_control_flow(op)) {
       throw UnsupportedError(set.describe(i) +
                              ": TensorFlow 1 control flow outside a while loop's Enter -> Merge -> Switch -> "
-                             "NextIteration / Exit structure (a Switch/Merge conditional) is not supported");
+                             "NextIteration / Exit structure or a conditional's Switch -> Merge is not supported");
     } else if (op == "Const") {
       constant(set, scope, i);
     } else {

@@ -22,6 +22,7 @@ struct Scope {
   ir::Graph* graph = nullptr;
   std::string prefix;                          // starts the names of the values made here
   std::vector<ir::Value*> args;                // a function's arguments (NodeInput::arg)
+  int branch = 0;                              // the conditional branch converted here (NodeSet::branch)
   std::map<int, std::vector<ir::Value*>> values;  // node -> its outputs (nullptr: not available here)
 
   const std::vector<ir::Value*>* find(int node) const {
@@ -66,6 +67,9 @@ class GraphWalk : public ImportContext {
   // A TensorFlow 1 while loop: the frame's nodes rebuilt as an ONNX Loop in scope.graph, its
   // Exits bound in `scope` (tf1_loops.cpp).
   void build_frame(const NodeSet& set, int frame, Scope& scope);
+  // A TensorFlow 1 conditional: the Merge and the two branches it joins as an ONNX If in
+  // scope.graph (tf1_conds.cpp).
+  void build_cond(const NodeSet& set, int merge, Scope& scope);
 };
 
 }  // namespace kiln::tf_fe

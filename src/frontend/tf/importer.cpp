@@ -112,14 +112,18 @@ std::unique_ptr<ir::Graph> import_graph(const TfModel& m, const std::string& wha
       const std::string& op = set.node(i).op();
       if (set.data_consumed(i) || op == "Const" || op == "Placeholder" || is_effect_only(op) || !root.values.count(i))
         continue;
-      for (int k = 0; k < static_cast<int>(root.values.at(i).size()); ++k) wanted.emplace_back(i, k);
+      const auto& outs = root.values.at(i);
+      for (int k = 0; k < static_cast<int>(outs.size()); ++k)
+        if (outs[k]) wanted.emplace_back(i, k);  // a TF1 Merge's value_index is made only when read
     }
   }
   if (wanted.empty()) throw Error(what + ": the graph has no output");
   for (const auto& [node, k] : wanted) {
     const std::string name = tensor_name(set.node(node).name(), k);
     const std::vector<ir::Value*>* outs = root.find(node);
-    if (!outs) throw Error(what + ": output '" + name + "' is computed inside a while loop (read it through an Exit)");
+    if (!outs)
+      throw Error(what + ": output '" + name +
+                  "' exists only inside a while loop or a conditional branch (read it through an Exit or a Merge)");
     if (k >= static_cast<int>(outs->size()) || !(*outs)[k]) throw Error(what + ": output '" + name + "' does not exist");
     ir::Value* v = (*outs)[k];
     if (v->name() != name) {

@@ -66,6 +66,7 @@ NodeSet::NodeSet(const NodeDefs& nodes, const std::vector<std::string>* args, st
   }
   sort();
   assign_frames();
+  assign_branches();
 }
 
 int NodeSet::find(const std::string& name) const {
@@ -224,6 +225,118 @@ void NodeSet::assign_frames() {
         auto& outer = frames_[f].outer_inputs;
         if (std::find(outer.begin(), outer.end(), r.node) == outer.end()) outer.push_back(r.node);
       }
+    }
+  }
+}
+
+bool NodeSet::is_cond_switch(int i) const {
+  const std::string& op = node(i).op();
+  if (op != "Switch" && op != "RefSwitch") return false;
+  int seen = 0;
+  for (const NodeInput& r : inputs_[i]) {
+    if (r.control || seen++ != 1) continue;
+    return r.node < 0 || node(r.node).op() != "LoopCond";
+  }
+  return true;
+}
+
+bool NodeSet::is_cond_merge(int i) const {
+  if (!is_merge(node(i).op())) return false;
+  for (const NodeInput& r : inputs_[i])
+    if (r.back_edge) return false;
+  return true;
+}
+
+NodeInput NodeSet::canonical_pred(int s) const {
+  NodeInput p;
+  int seen = 0;
+  for (const NodeInput& r : inputs_[s])
+    if (!r.control && seen++ == 1) p = r;
+  if (seen < 2) throw Error(describe(s) + ": has no pred input");
+  while (p.node >= 0 && (node(p.node).op() == "Identity" || node(p.node).op() == "Snapshot")) {
+    const NodeInput* next = nullptr;
+    for (const NodeInput& r : inputs_[p.node])
+      if (!r.control) next = &r;
+    if (!next) break;
+    p = *next;
+  }
+  return p;
+}
+
+bool NodeSet::same_pred(const NodeInput& a, const NodeInput& b) const {
+  return a.node == b.node && a.arg == b.arg && a.output == b.output;
+}
+
+int NodeSet::child_branch(int parent, const NodeInput& pred, int port) {
+  for (int b = 1; b < static_cast<int>(branches_.size()); ++b)
+    if (branches_[b].parent == parent && branches_[b].port == port && same_pred(branches_[b].pred, pred)) return b;
+  branches_.push_back(Branch{parent, pred, port});
+  return static_cast<int>(branches_.size()) - 1;
+}
+
+bool NodeSet::branch_within(int b, int ancestor) const {
+  for (; b >= 0; b = branches_[b].parent)
+    if (b == ancestor) return true;
+  return false;
+}
+
+int NodeSet::value_branch(const NodeInput& r) const {
+  if (r.node < 0) return 0;
+  const int b = branch_of_[r.node];
+  if (r.control || !is_cond_switch(r.node)) return b;
+  const NodeInput pred = canonical_pred(r.node);
+  for (int c = 1; c < static_cast<int>(branches_.size()); ++c)
+    if (branches_[c].parent == b && branches_[c].port == r.output && same_pred(branches_[c].pred, pred)) return c;
+  return b;  // a port nothing reads
+}
+
+void NodeSet::assign_branches() {
+  const int n = size();
+  branches_.push_back(Branch{});
+  branch_of_.assign(n, 0);
+  for (int i : order_) {
+    int b = 0, from = -1;
+    std::vector<int> sides;  // a conditional Merge: the branch of each data input
+    for (const NodeInput& r : inputs_[i]) {
+      if (r.node < 0 || r.back_edge) continue;
+      const int c = value_branch(r);
+      if (is_cond_merge(i) && !r.control) {
+        sides.push_back(c);
+        continue;
+      }
+      if (branch_within(c, b)) {
+        b = c;
+        from = r.node;
+      } else if (!branch_within(b, c)) {
+        throw Error(describe(i) + ": reads '" + node(r.node).name() + "' and '" + node(from).name() +
+                    "', which only exist in different branches of a conditional");
+      }
+    }
+    if (!sides.empty()) {
+      // The Merge runs outside the branches it joins: in the parent of its deepest side, whose
+      // other sides are that parent or its branches of the same pred.
+      int deepest = sides[0];
+      for (int c : sides)
+        if (branch_within(c, deepest)) deepest = c;
+      const int outside = deepest == 0 ? 0 : branches_[deepest].parent;
+      std::vector<int> ports;
+      for (int c : sides) {
+        if (c == outside) continue;
+        if (c <= 0 || branches_[c].parent != outside || !same_pred(branches_[c].pred, branches_[deepest].pred))
+          throw UnsupportedError(describe(i) + ": joins values of different conditionals");
+        if (std::find(ports.begin(), ports.end(), branches_[c].port) != ports.end())
+          throw UnsupportedError(describe(i) + ": joins two values of the same branch");
+        ports.push_back(branches_[c].port);
+      }
+      if (!branch_within(outside, b) && !branch_within(b, outside))
+        throw Error(describe(i) + ": its control inputs and its data inputs are in different conditional branches");
+      b = branch_within(outside, b) ? outside : b;
+    }
+    branch_of_[i] = b;
+    if (is_cond_switch(i)) {
+      const NodeInput pred = canonical_pred(i);
+      child_branch(b, pred, 0);
+      child_branch(b, pred, 1);
     }
   }
 }

@@ -7,6 +7,13 @@
 // error naming a node on it. Frames follow TensorFlow's executor: a node runs in the frame of
 // its inputs, an Enter's output is in the frame its frame_name names (a child of the Enter's
 // own), an Exit's in the parent of the frame the Exit runs in.
+//
+// A TensorFlow 1 conditional (tf.compat.v1.cond) is Switch(x, pred) for each value a branch
+// reads, output 1 into the true branch and 0 into the false one, and a Merge of the two
+// branches' results. Branches are found the same way as frames: a value a Switch (not a loop's,
+// whose pred is a LoopCond) gives on port p is in the branch (pred, p) of the Switch's own
+// branch, a node runs in the innermost branch of its inputs, and a Merge of the two branches
+// of one pred runs where its Switches do.
 #pragma once
 #include <map>
 #include <string>
@@ -38,6 +45,14 @@ struct Frame {
   std::vector<int> outer_inputs;
 };
 
+// A conditional branch: the values that exist only when `pred` is `port` (1: true). Branch 0 is
+// outside every conditional.
+struct Branch {
+  int parent = -1;
+  NodeInput pred;  // the predicate, Identities looked through
+  int port = -1;
+};
+
 class NodeSet {
  public:
   // `args`: a function body's input argument names (references "arg" and
@@ -66,6 +81,18 @@ class NodeSet {
   // True when frame f is `ancestor` or nested in it.
   bool within(int f, int ancestor) const;
 
+  int branch_of(int i) const { return branch_of_[i]; }  // where node i runs
+  const Branch& branch(int b) const { return branches_[b]; }
+  // The branch of the value r names (a conditional Switch's output is in a branch of its own).
+  int value_branch(const NodeInput& r) const;
+  bool branch_within(int b, int ancestor) const;
+  // A Switch of a conditional (its pred is no LoopCond), a Merge that joins a conditional's two
+  // branches (no NextIteration feeds it).
+  bool is_cond_switch(int i) const;
+  bool is_cond_merge(int i) const;
+  // Two predicates are one when they name the same tensor, Identities looked through.
+  bool same_pred(const NodeInput& a, const NodeInput& b) const;
+
  private:
   std::vector<const tfpb::NodeDef*> nodes_;
   std::map<std::string, int> index_;
@@ -77,10 +104,15 @@ class NodeSet {
   std::string where_;
   std::vector<int> frame_of_, out_frame_;
   std::vector<Frame> frames_;
+  std::vector<int> branch_of_;
+  std::vector<Branch> branches_;
 
   NodeInput parse(const std::string& s, const std::string& what) const;
   void sort();
   void assign_frames();
+  void assign_branches();
+  NodeInput canonical_pred(int switch_node) const;
+  int child_branch(int parent, const NodeInput& pred, int port);
 };
 
 }  // namespace kiln::tf_fe

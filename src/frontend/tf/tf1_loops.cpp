@@ -70,7 +70,7 @@ void GraphWalk::build_frame(const NodeSet& set, int f, Scope& scope) {
       if (loop_cond >= 0)
         throw Error(what + ": has two LoopCond nodes ('" + set.node(loop_cond).name() + "', '" + set.node(i).name() + "')");
       loop_cond = i;
-    } else if (op == "Merge" || op == "RefMerge") {
+    } else if ((op == "Merge" || op == "RefMerge") && !set.is_cond_merge(i)) {
       LoopVar v;
       v.merge = i;
       for (const NodeInput& r : set.inputs(i)) {
@@ -82,9 +82,8 @@ void GraphWalk::build_frame(const NodeSet& set, int f, Scope& scope) {
         else v.enter = v.next_iteration = -2;
       }
       if (v.enter < 0 || v.next_iteration < 0)
-        throw UnsupportedError(set.describe(i) + ": a Merge in while loop '" + fr.name +
-                               "' must join the loop's Enter and a NextIteration (a conditional inside a loop is not "
-                               "supported)");
+        throw Error(set.describe(i) + ": a Merge in while loop '" + fr.name +
+                    "' with a NextIteration input must join it and one of the loop's Enters");
       var_of_merge[i] = static_cast<int>(vars.size());
       vars.push_back(v);
     }
@@ -94,14 +93,13 @@ void GraphWalk::build_frame(const NodeSet& set, int f, Scope& scope) {
 
   for (int i : fr.nodes) {
     const std::string& op = set.node(i).op();
-    if (op == "Switch" || op == "RefSwitch") {
+    if ((op == "Switch" || op == "RefSwitch") && !set.is_cond_switch(i)) {
       const NodeInput& data = data_input(set, i, 0, "data");
       const NodeInput& p = data_input(set, i, 1, "pred");
       auto it = data.node >= 0 ? var_of_merge.find(data.node) : var_of_merge.end();
       if (p.node != loop_cond || it == var_of_merge.end())
-        throw UnsupportedError(set.describe(i) + ": a Switch in while loop '" + fr.name +
-                               "' must split a loop variable's Merge on the LoopCond (a conditional inside a loop is "
-                               "not supported)");
+        throw Error(set.describe(i) + ": a Switch on a LoopCond in while loop '" + fr.name +
+                    "' must split a loop variable's Merge on that loop's LoopCond");
       LoopVar& v = vars[it->second];
       if (v.switch_node >= 0)
         throw Error(set.describe(i) + ": loop variable '" + set.node(v.merge).name() + "' has two Switches");
@@ -148,6 +146,7 @@ void GraphWalk::build_frame(const NodeSet& set, int f, Scope& scope) {
     s.graph = &g;
     s.prefix = prefix;
     s.args = scope.args;
+    s.branch = scope.branch;
     for (size_t k = 0; k < invariants.size(); ++k) s.values[invariants[k]] = {invariant_values[k]};
     for (size_t k = 0; k < vars.size(); ++k) {
       s.values[vars[k].merge] = {values[k], nullptr};
