@@ -225,6 +225,33 @@ TEST(TfControlFlow, TensorArrayScatterReadSize) {
   EXPECT_EQ(values(out[1]), (std::vector<float>{3}));
 }
 
+TEST(TfControlFlow, Tf1CondWithAConstBranchAndValueIndex) {
+  // tf.compat.v1.cond(p, lambda: [7, 7], lambda: -x): the true branch's result is a Const,
+  // in its branch by a control input only; Merge:1 says which input was taken.
+  TfGraph t;
+  t.placeholder("p", tfpb::DT_BOOL, {});
+  t.placeholder("x", tfpb::DT_FLOAT, {2});
+  t.node("Switch", "c/Switch", {"p", "p"});
+  t.node("Identity", "c/switch_t", {"c/Switch:1"});
+  t.floats("c/seven", {2}, {7, 7});
+  t.g.mutable_node(t.g.node_size() - 1)->add_input("^c/switch_t");
+  t.node("Switch", "c/x", {"x", "p"});
+  t.node("Neg", "c/neg", {"c/x"});
+  t.node("Merge", "c/Merge", {"c/neg", "c/seven"});
+  t.node("Identity", "which", {"c/Merge:1"});
+  t.node("Identity", "y", {"c/Merge"});
+  auto s = t.session("tf1_cond");
+  ASSERT_EQ(s->outputs().size(), 2u);
+  EXPECT_EQ(s->outputs()[0].name, "which:0");
+  Tensor x = Tensor::from_vector<float>({2}, {1, -2});
+  auto out = s->run(std::vector<Tensor>{Tensor::scalar<bool>(true), x});
+  EXPECT_EQ(values(out[0]), (std::vector<float>{1}));
+  EXPECT_EQ(values(out[1]), (std::vector<float>{7, 7}));
+  out = s->run(std::vector<Tensor>{Tensor::scalar<bool>(false), x});
+  EXPECT_EQ(values(out[0]), (std::vector<float>{0}));
+  EXPECT_EQ(values(out[1]), (std::vector<float>{-1, 2}));
+}
+
 TEST(TfControlFlow, CycleNotThroughNextIterationIsRefused) {
   // Merge <- Identity <- Merge: a cycle, but its back edge is no NextIteration.
   TfGraph t;

@@ -459,6 +459,115 @@ MODELS.tf1_nested = {
   },
 };
 
+// A TensorFlow 1 conditional (tf.compat.v1.cond) with two results (two Merges on one pred),
+// Consts in the branches (there by a control input from the branch's pivot, as TF1 writes
+// them) and a conditional nested in the false branch:
+// if sum(x) > 0: (2x, x + 7) else: (v = x - 1; 10v if max(v) > 0 else -v, -x).
+// (No branch result is a Const itself: TF.js holds every Const from the start, so a Merge
+// reading one forwards it even when its branch is not taken; TensorFlow and kiln do not.)
+MODELS.tf1_cond = {
+  inputs: [['x', 'DT_FLOAT']],
+  outputs: [['out:0', 'DT_FLOAT'], ['cond/Merge_1:0', 'DT_FLOAT']],
+  sets: [{ x: [[1, 2, -0.5], [3]] }, { x: [[-1, 0.5, -2], [3]] }, { x: [[-3, 2, 0], [3]] }],
+  build() {
+    const g = new Builder();
+    const f32 = { T: A.type('DT_FLOAT') };
+    // Switch(pred, pred) and its two pivots, pred's Identity the data Switches take (as TF1 does).
+    const pivots = (p, pred) => {
+      g.add(`${p}/Switch`, 'Switch', [pred, pred], { T: A.type('DT_BOOL') });
+      g.add(`${p}/switch_t`, 'Identity', [`${p}/Switch:1`], { T: A.type('DT_BOOL') });
+      g.add(`${p}/switch_f`, 'Identity', [`${p}/Switch:0`], { T: A.type('DT_BOOL') });
+      g.add(`${p}/pred_id`, 'Identity', [pred], { T: A.type('DT_BOOL') });
+    };
+    g.placeholder('x', 'DT_FLOAT', [3]);
+    g.const('axis', 'DT_INT32', [1], [0]);
+    g.const('zero', 'DT_FLOAT', [], [0]);
+    g.add('Sum', 'Sum', ['x', 'axis'], { ...f32, Tidx: A.type('DT_INT32'), keep_dims: A.b(false) });
+    g.add('Greater', 'Greater', ['Sum', 'zero'], f32);
+    pivots('cond', 'Greater');
+    // true branch
+    g.add('cond/mul/Switch', 'Switch', ['x', 'cond/pred_id'], f32);
+    g.const('cond/mul/y', 'DT_FLOAT', [], [2], ['^cond/switch_t']);
+    g.add('cond/mul', 'Mul', ['cond/mul/Switch:1', 'cond/mul/y'], f32);
+    g.const('cond/seven', 'DT_FLOAT', [], [7], ['^cond/switch_t']);
+    g.add('cond/add', 'AddV2', ['cond/mul/Switch:1', 'cond/seven'], f32);
+    // false branch, with a conditional inside
+    g.add('cond/sub/Switch', 'Switch', ['x', 'cond/pred_id'], f32);
+    g.const('cond/sub/y', 'DT_FLOAT', [], [1], ['^cond/switch_f']);
+    g.add('cond/sub', 'Sub', ['cond/sub/Switch', 'cond/sub/y'], f32);
+    g.add('cond/neg', 'Neg', ['cond/sub/Switch'], f32);
+    g.const('cond/axis', 'DT_INT32', [1], [0], ['^cond/switch_f']);
+    g.add('cond/Max', 'Max', ['cond/sub', 'cond/axis'], { ...f32, Tidx: A.type('DT_INT32'), keep_dims: A.b(false) });
+    g.const('cond/zero', 'DT_FLOAT', [], [0], ['^cond/switch_f']);
+    g.add('cond/Greater', 'Greater', ['cond/Max', 'cond/zero'], f32);
+    pivots('cond/inner', 'cond/Greater');
+    g.add('cond/inner/mul/Switch', 'Switch', ['cond/sub', 'cond/inner/pred_id'], f32);
+    g.const('cond/inner/mul/y', 'DT_FLOAT', [], [10], ['^cond/inner/switch_t']);
+    g.add('cond/inner/mul', 'Mul', ['cond/inner/mul/Switch:1', 'cond/inner/mul/y'], f32);
+    g.add('cond/inner/neg/Switch', 'Switch', ['cond/sub', 'cond/inner/pred_id'], f32);
+    g.add('cond/inner/neg', 'Neg', ['cond/inner/neg/Switch'], f32);
+    g.add('cond/inner/Merge', 'Merge', ['cond/inner/neg', 'cond/inner/mul'], { ...f32, N: A.i(2) });
+    // the results
+    g.add('cond/Merge', 'Merge', ['cond/inner/Merge', 'cond/mul'], { ...f32, N: A.i(2) });
+    g.add('cond/Merge_1', 'Merge', ['cond/neg', 'cond/add'], { ...f32, N: A.i(2) });
+    g.add('out', 'Identity', ['cond/Merge'], f32);
+    return g;
+  },
+};
+
+// A TF1 conditional inside a TF1 loop's body: for i in range(n): acc = acc * 2 if i < 2 else
+// acc + x (the branches read the loop variable and an invariant through Switches on the
+// body's predicate).
+MODELS.tf1_while_cond = {
+  inputs: [['x', 'DT_FLOAT'], ['n', 'DT_INT32']],
+  outputs: [['acc:0', 'DT_FLOAT']],
+  sets: [{ x: [[1, -3], [2]], n: [[5], []] }],
+  build() {
+    const g = new Builder();
+    const f32 = { T: A.type('DT_FLOAT') };
+    const F = 'loop/while_context';
+    const enter = (name, input, dtype, constant) => g.add(name, 'Enter', [input],
+      { T: A.type(dtype), frame_name: A.s(F), is_constant: A.b(constant), parallel_iterations: A.i(10) });
+    g.placeholder('x', 'DT_FLOAT', [2]);
+    g.placeholder('n', 'DT_INT32', []);
+    g.const('i0', 'DT_INT32', [], [0]);
+    g.const('acc0', 'DT_FLOAT', [2], [1, 1]);
+    enter('loop/Enter', 'i0', 'DT_INT32', false);
+    enter('loop/Enter_1', 'acc0', 'DT_FLOAT', false);
+    enter('loop/Enter_2', 'n', 'DT_INT32', true);
+    enter('loop/Enter_3', 'x', 'DT_FLOAT', true);
+    const lv = [['', 'DT_INT32'], ['_1', 'DT_FLOAT']];
+    for (const [k, t] of lv) g.add(`loop/Merge${k}`, 'Merge', [`loop/Enter${k}`, `loop/NextIteration${k}`], { T: A.type(t), N: A.i(2) });
+    g.add('loop/Less', 'Less', ['loop/Merge', 'loop/Enter_2'], { T: A.type('DT_INT32') });
+    g.add('loop/LoopCond', 'LoopCond', ['loop/Less']);
+    for (const [k, t] of lv) {
+      g.add(`loop/Switch${k}`, 'Switch', [`loop/Merge${k}`, 'loop/LoopCond'], { T: A.type(t) });
+      g.add(`loop/Identity${k}`, 'Identity', [`loop/Switch${k}:1`], { T: A.type(t) });
+    }
+    // the conditional in the body
+    g.const('loop/two', 'DT_INT32', [], [2], ['^loop/Identity']);
+    g.add('loop/Less_1', 'Less', ['loop/Identity', 'loop/two'], { T: A.type('DT_INT32') });
+    g.add('loop/cond/Switch', 'Switch', ['loop/Less_1', 'loop/Less_1'], { T: A.type('DT_BOOL') });
+    g.add('loop/cond/switch_t', 'Identity', ['loop/cond/Switch:1'], { T: A.type('DT_BOOL') });
+    g.add('loop/cond/pred_id', 'Identity', ['loop/Less_1'], { T: A.type('DT_BOOL') });
+    g.add('loop/cond/mul/Switch', 'Switch', ['loop/Identity_1', 'loop/cond/pred_id'], f32);
+    g.const('loop/cond/mul/y', 'DT_FLOAT', [], [2], ['^loop/cond/switch_t']);
+    g.add('loop/cond/mul', 'Mul', ['loop/cond/mul/Switch:1', 'loop/cond/mul/y'], f32);
+    g.add('loop/cond/add/Switch', 'Switch', ['loop/Identity_1', 'loop/cond/pred_id'], f32);
+    g.add('loop/cond/add/Switch_1', 'Switch', ['loop/Enter_3', 'loop/cond/pred_id'], f32);
+    g.add('loop/cond/add', 'AddV2', ['loop/cond/add/Switch', 'loop/cond/add/Switch_1'], f32);
+    g.add('loop/cond/Merge', 'Merge', ['loop/cond/add', 'loop/cond/mul'], { ...f32, N: A.i(2) });
+    g.const('loop/add/y', 'DT_INT32', [], [1], ['^loop/Identity']);
+    g.add('loop/add', 'AddV2', ['loop/Identity', 'loop/add/y'], { T: A.type('DT_INT32') });
+    for (const [k, t, v] of [['', 'DT_INT32', 'loop/add'], ['_1', 'DT_FLOAT', 'loop/cond/Merge']]) {
+      g.add(`loop/NextIteration${k}`, 'NextIteration', [v], { T: A.type(t) });
+      g.add(`loop/Exit${k}`, 'Exit', [`loop/Switch${k}`], { T: A.type(t) });
+    }
+    g.add('acc', 'Identity', ['loop/Exit_1'], f32);
+    return g;
+  },
+};
+
 // ---------------------------------------------------------------- TensorProto writer
 // The same bytes as /work/shared/tf-models/make_refs.js writes (and
 // onnx.numpy_helper.from_array(array, name).SerializeToString() gives).
