@@ -12,7 +12,7 @@
 #include <limits>
 #include <optional>
 
-#include "frontend/tf/converter.h"
+#include "frontend/tf/control_flow.h"
 
 namespace kiln::tf_fe {
 
@@ -57,6 +57,33 @@ ir::Value* stack(Converter& c, ir::Value* list) {
 }
 
 ir::Value* length(Converter& c, ir::Value* list) { return c.cast(c.op("SequenceLength", {list}), DType::Int32); }
+
+// A TensorArray's handle is a constant standing for the array: 1 when its size is dynamic, so
+// that a write, which gets the handle (through Enters when in a loop), knows it may append.
+bool dynamic_array(Converter& c, ir::Value* handle) {
+  const kiln::Tensor* h = c.known(handle);
+  return h && h->numel() == 1 && h->as_double(0) != 0;
+}
+
+// A write to a TensorArray of dynamic size: at an index below the length, a replacement; at the
+// length, an append (an If on index < length).
+ir::Value* write_growing(Converter& c, ir::Value* list, ir::Value* index, ir::Value* item) {
+  ImportContext& ctx = c.context();
+  ir::Value* i = c.as_int64(index);
+  ir::Value* inside = c.op("Less", {i, c.op("SequenceLength", {list})});
+  const std::string base = c.prefix() + c.name();
+  auto branch = [&](bool replace) {
+    auto g = std::make_shared<ir::Graph>();
+    g->name = base + (replace ? "/replace" : "/append");
+    g->parent = &c.graph();
+    ir::Value* out = replace ? add_op(ctx, *g, "SequenceInsert", {add_op(ctx, *g, "SequenceErase", {list, i}, g->name + "/erase"), item, i},
+                                      g->name + ":0")
+                             : add_op(ctx, *g, "SequenceInsert", {list, item}, g->name + ":0");
+    g->add_output(out);
+    return g;
+  };
+  return c.op("If", {inside}, {{"then_branch", A::of_graph(branch(true))}, {"else_branch", A::of_graph(branch(false))}});
+}
 
 }  // namespace
 
@@ -109,11 +136,11 @@ void add_tensor_list_converters(ConverterTable& t) {
   };
 
   // ---------------------------------------------------------------- TensorArray
-  // The handle (output 0) is a placeholder: every op that reads the array takes its flow.
+  // Every op that reads the array takes its flow; the handle (output 0) only says whether the
+  // array may grow (dynamic_array).
   t["TensorArrayV3"] = [](Converter& c) -> Outs {
     c.expect_inputs(1);
-    if (c.attr_bool_or("dynamic_size", false))
-      c.unsupported("a TensorArray of dynamic size is not supported (only a fixed size)");
+    const bool dynamic = c.attr_bool_or("dynamic_size", false);
     const DType dt = c.attr_type("dtype");
     std::optional<std::vector<int64_t>> dims;
     bool unknown_rank = true;
@@ -123,10 +150,11 @@ void add_tensor_list_converters(ConverterTable& t) {
       dims.emplace();
       for (const auto& d : s.dim()) dims->push_back(d.size());
     }
-    return {c.scalar(0, DType::Float), reserved(c, c.in(0), dt, placeholder_dims(dims, unknown_rank))};
+    return {c.scalar(dynamic ? 1 : 0, DType::Float), reserved(c, c.in(0), dt, placeholder_dims(dims, unknown_rank))};
   };
   t["TensorArrayWriteV3"] = [](Converter& c) -> Outs {
     c.expect_inputs(4);
+    if (dynamic_array(c, c.in(0))) return {write_growing(c, c.in(3), c.in(1), c.in(2))};
     return {set_item(c, c.in(3), c.in(1), c.in(2))};
   };
   t["TensorArrayReadV3"] = [](Converter& c) -> Outs {
