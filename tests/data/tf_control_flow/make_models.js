@@ -344,7 +344,19 @@ MODELS.tf1_tensor_array = {
   inputs: [['x', 'DT_FLOAT'], ['n', 'DT_INT32']],
   outputs: [['acc:0', 'DT_FLOAT'], ['stacked:0', 'DT_FLOAT']],
   sets: [{ x: [[1, 2, 4], [3]], n: [[4], []] }],
-  build() {
+  build() { return tensorArrayLoop(false); },
+};
+
+// The same loop with a TensorArray of dynamic size, created empty: every write appends.
+MODELS.tf1_tensor_array_dynamic = {
+  inputs: [['x', 'DT_FLOAT'], ['n', 'DT_INT32']],
+  outputs: [['acc:0', 'DT_FLOAT'], ['stacked:0', 'DT_FLOAT']],
+  sets: [{ x: [[1, 2, 4], [3]], n: [[4], []] }],
+  build() { return tensorArrayLoop(true); },
+};
+
+function tensorArrayLoop(dynamic) {
+  {
     const g = new Builder();
     const F = 'loop/while_context';
     const enter = (name, input, dtype, constant) => g.add(name, 'Enter', [input],
@@ -353,8 +365,9 @@ MODELS.tf1_tensor_array = {
     g.placeholder('n', 'DT_INT32', []);
     g.const('i0', 'DT_INT32', [], [0]);
     g.const('acc0', 'DT_FLOAT', [3], [0, 0, 0]);
-    g.add('ta', 'TensorArrayV3', ['n'], {
-      dtype: A.type('DT_FLOAT'), element_shape: A.shape([3]), dynamic_size: A.b(false), clear_after_read: A.b(true),
+    if (dynamic) g.const('ta_size', 'DT_INT32', [], [0]);
+    g.add('ta', 'TensorArrayV3', [dynamic ? 'ta_size' : 'n'], {
+      dtype: A.type('DT_FLOAT'), element_shape: A.shape([3]), dynamic_size: A.b(dynamic), clear_after_read: A.b(true),
       identical_element_shapes: A.b(true), tensor_array_name: A.s(''),
     });
     enter('loop/Enter', 'i0', 'DT_INT32', false);
@@ -391,8 +404,8 @@ MODELS.tf1_tensor_array = {
     g.add('stacked', 'TensorArrayGatherV3', ['ta', 'range', 'loop/Exit_2'],
       { dtype: A.type('DT_FLOAT'), element_shape: A.shape([3]) });
     return g;
-  },
-};
+  }
+}
 
 // Two TF1 frames, one inside the other's body: the inner loop's initial values are Consts of
 // the outer frame and it reads the outer counter through an invariant Enter:
