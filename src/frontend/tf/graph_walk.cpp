@@ -160,7 +160,20 @@ void GraphWalk::convert(const NodeSet& set, Scope& scope, int i) {
     if (!r.control) ins.push_back(input_value(set, scope, i, r));
   ir::Graph& g = *scope.graph;
   Converter c(g, infer_, nd, std::move(ins), this, set.where(), scope.prefix);
-  std::vector<ir::Value*> outs = conv->second(c);
+  std::vector<ir::Value*> outs;
+  // An error of the ops a converter emits (their inference) names an ONNX node: say which
+  // TensorFlow node it came from.
+  auto named = [&](const Error& e) {
+    const std::string msg = e.what();
+    return msg.rfind("TensorFlow ", 0) == 0 ? msg : set.describe(i) + ": " + msg;
+  };
+  try {
+    outs = conv->second(c);
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(named(e));
+  } catch (const Error& e) {
+    throw Error(named(e));
+  }
   // What the converter made carries TensorFlow's tensor name ("node:k"), so that `keep`,
   // `inspect` and errors speak of the tensors as the model's author knows them. A tensor passed
   // through (Identity and its kin, or a value of an enclosing graph) gets an Identity node of

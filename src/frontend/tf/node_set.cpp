@@ -295,7 +295,8 @@ void NodeSet::assign_branches() {
   branches_.push_back(Branch{});
   branch_of_.assign(n, 0);
   for (int i : order_) {
-    int b = 0, from = -1;
+    int b = 0;
+    std::string from;  // the input b came from, for the error
     std::vector<int> sides;  // a conditional Merge: the branch of each data input
     for (const NodeInput& r : inputs_[i]) {
       if (r.node < 0 || r.back_edge) continue;
@@ -306,9 +307,9 @@ void NodeSet::assign_branches() {
       }
       if (branch_within(c, b)) {
         b = c;
-        from = r.node;
+        from = r.text;
       } else if (!branch_within(b, c)) {
-        throw Error(describe(i) + ": reads '" + node(r.node).name() + "' and '" + node(from).name() +
+        throw Error(describe(i) + ": reads '" + r.text + "' and '" + from +
                     "', which only exist in different branches of a conditional");
       }
     }
