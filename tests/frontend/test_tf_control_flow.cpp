@@ -252,6 +252,30 @@ TEST(TfControlFlow, Tf1CondWithAConstBranchAndValueIndex) {
   EXPECT_EQ(values(out[1]), (std::vector<float>{-1, 2}));
 }
 
+TEST(TfControlFlow, TensorListPopBackLengthGather) {
+  // l = TensorListFromTensor(x); l2, last = PopBack(l); last, Length(l2), Gather(l2, [1, 0])
+  TfGraph t;
+  t.placeholder("x", tfpb::DT_FLOAT, {3, 2});
+  t.ints("shape", {1}, {2});
+  t.ints("order", {2}, {1, 0});
+  auto* from = t.node("TensorListFromTensor", "l", {"x", "shape"});
+  TfGraph::set_type(from, "element_dtype", tfpb::DT_FLOAT);
+  auto* pop = t.node("TensorListPopBack", "pop", {"l", "shape"});
+  TfGraph::set_type(pop, "element_dtype", tfpb::DT_FLOAT);
+  t.node("Identity", "last", {"pop:1"});
+  t.node("TensorListLength", "n", {"pop"});
+  auto* gather = t.node("TensorListGather", "g", {"pop", "order", "shape"});
+  TfGraph::set_type(gather, "element_dtype", tfpb::DT_FLOAT);
+  auto s = t.session("tensor_list");
+  ASSERT_EQ(s->outputs().size(), 3u);
+  EXPECT_EQ(s->outputs()[0].name, "last:0");
+  auto out = s->run({ramp({3, 2})});
+  EXPECT_EQ(values(out[0]), (std::vector<float>{4, 5}));
+  EXPECT_EQ(values(out[1]), (std::vector<float>{2}));
+  EXPECT_EQ(out[2].dims(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(values(out[2]), (std::vector<float>{2, 3, 0, 1}));
+}
+
 TEST(TfControlFlow, CycleNotThroughNextIterationIsRefused) {
   // Merge <- Identity <- Merge: a cycle, but its back edge is no NextIteration.
   TfGraph t;
