@@ -49,7 +49,8 @@ for dir in "$models"/*/; do
     done
   done
   km=$(printf '%s\n' "${k[@]}" | median); tm=$(printf '%s\n' "${t[@]}" | median)
-  kr=$(printf '%s\n' "${k[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -); tr_=$(printf '%s\n' "${t[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)
+  range() { sort -g | sed -n '1p;$p' | xargs printf '%.2f\n' | paste -sd- -; }
+  kr=$(printf '%s\n' "${k[@]}" | range); tr_=$(printf '%s\n' "${t[@]}" | range)
   ratio=$(python3 -c "print(f'{$km/$tm:.2f}')")
   echo "$name kiln $km ($kr) tfjs-wasm $tm ($tr_) ratio $ratio" >&2
   rows+="| $name | $(printf %.2f "$km") ($kr) | $(printf %.2f "$tm") ($tr_) | $ratio |"$'\n'
