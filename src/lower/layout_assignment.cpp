@@ -10,6 +10,8 @@
 //       Concat(T_nchw(a), ..., axis=1) => T_nchw(Concat(a, ..., axis=3))
 //       Split(T_nchw(a), axis=1)     =>  T_nchw each of Split(a, axis=3)     (Slice likewise)
 //       channel shuffle (Reshape, Transpose, Reshape) => the same shuffle of NHWC's last axis
+//       Pad(T_nchw(a), p)            =>  T_nchw(Pad(a, p moved))
+//       Transpose(Reshape(T_nchw(a), [N,C,HW]), [0,2,1]) => Reshape(a, [N,HW,C])
 //       T_nhwc(T_nchw(a))            =>  a
 //
 //     What remains are the layout changes a model really needs: after its input, before its
@@ -119,6 +121,11 @@ class Rewriter {
         }
         to_channels_last(n, "Nhwc" + op, n->attrs, n->inputs(), {0});
         ++converted;
+      } else if (n->domain().empty() && (op == "DepthToSpace" || op == "SpaceToDepth")) {
+        // Not an anchor: channels-last only where its input already is (after a conv), so the
+        // layout changes around it cancel instead of being added.
+        if (!nhwc_source(n->input(0))) continue;
+        to_channels_last(n, "Nhwc" + op, n->attrs, n->inputs(), {0});
       } else if (n->domain().empty() && op == "ConvTranspose") {
         const ir::Value* w = n->input(1);
         if (!w || !w->is_constant() || !w->type.rank_known || w->type.rank() != 4) continue;
@@ -159,7 +166,8 @@ class Rewriter {
   // Step 2, one node; returns true when it moved a layout change past n.
   bool sink(ir::Node* n) {
     if (n->num_outputs() < 1 || !n->output(0) || n->output(0)->uses().empty()) return false;
-    if (n->domain().empty() && n->op_type() == "Reshape") return sink_channel_shuffle(n);
+    if (n->domain().empty() && n->op_type() == "Reshape") return sink_channel_shuffle(n) || sink_flatten_spatial(n);
+    if (n->domain().empty() && n->op_type() == "Pad") return sink_pad(n);
     const ir::Value* y0 = n->output(0);
     if (!y0->type.rank_known || y0->type.rank() != 4 || !y0->type.is_static()) return false;
     const std::string& op = n->op_type();
@@ -271,6 +279,43 @@ class Rewriter {
     ir::Value* r2 = value("shuffle_join", {N, H, W, C});
     reshape(t1, r2, back->name());
     g_.replace_all_uses(back->output(0), transpose(r2, kToNchw));
+    return true;
+  }
+
+  // A detection head's or a patch embedding's Reshape [N,C,H,W] -> [N,C,H*W] read only by
+  // Transposes [0,2,1] is, on the NHWC data, one Reshape to [N,H*W,C] (the same element order).
+  bool sink_flatten_spatial(ir::Node* n) {
+    ir::Value* src = nhwc_source(n->input(0));
+    ir::Value* flat = n->output(0);
+    if (!src || !flat->type.is_static() || flat->type.rank() != 3 || ir::is_graph_output(g_, flat)) return false;
+    const auto d = n->input(0)->type.static_dims();  // N, C, H, W
+    if (flat->type.static_dims() != std::vector<int64_t>{d[0], d[1], d[2] * d[3]}) return false;
+    for (const ir::Use& u : flat->uses())
+      if (!is_transpose(u.node, {0, 2, 1})) return false;
+    ir::Value* r = g_.add_value(g_.unique_name(flat->name() + "_nlc"),
+                                ir::TensorType::from_dims(src->type.dtype, {d[0], d[2] * d[3], d[1]}));
+    reshape(src, r, n->name());
+    const std::vector<ir::Use> uses = flat->uses();
+    for (const ir::Use& u : uses) g_.replace_all_uses(u.node->output(0), r);
+    return true;
+  }
+
+  // A Pad with constant amounts (and no axes input) pads the NHWC data with its amounts moved.
+  bool sink_pad(ir::Node* n) {
+    ir::Value* src = nhwc_source(n->input(0));
+    if (!src || g_.opset() < 11 || n->num_inputs() < 2 || n->has_input(3)) return false;
+    const Tensor* p = ir::const_of(n->input(1));
+    if (!p || p->numel() != 8 || !dtype_is_integer(p->dtype())) return false;
+    const std::vector<int64_t> v = p->to_int64_vector();
+    std::vector<int64_t> moved(8);
+    for (int i = 0; i < 4; ++i) {
+      moved[nhwc_axis(i)] = v[i];
+      moved[nhwc_axis(i) + 4] = v[i + 4];
+    }
+    std::vector<ir::Value*> ins = n->inputs();
+    ins[0] = src;
+    ins[1] = ir::add_const(g_, "layout_pads", Tensor::from_vector<int64_t>({8}, moved));
+    replace_with(n, "Pad", ins, n->attrs);
     return true;
   }
 

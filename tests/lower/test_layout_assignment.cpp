@@ -125,6 +125,49 @@ TEST(LayoutAssignment, BatchNormStaysNchw) {
   EXPECT_EQ(count(*g, "BatchNormalization"), 1);
 }
 
+TEST(LayoutAssignment, DepthToSpaceAndConvTransposeAfterAConvStayChannelsLast) {
+  // conv -> DepthToSpace -> ConvTranspose -> Relu: one layout change in, one out.
+  lower::LayoutStats st;
+  auto g = assign(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 3, 5, 6});
+        ir::Value* c = b.op("Conv", {x, b.rand({8, 3, 3, 3})}, pad1());
+        ir::Value* d = b.op("DepthToSpace", {c}, {{"blocksize", I(2)}, {"mode", S("CRD")}});
+        ir::Value* t = b.op("ConvTranspose", {d, b.rand({2, 3, 2, 2})}, {{"strides", Is({2, 2})}});
+        b.out(b.op("Relu", {t}));
+      },
+      &st);
+  EXPECT_EQ(count(*g, "NhwcDepthToSpace"), 1);
+  EXPECT_EQ(count(*g, "NhwcConvTranspose"), 1);
+  EXPECT_EQ(st.transposes, 2);
+}
+
+TEST(LayoutAssignment, DepthToSpaceOnTheModelInputStaysAsItIs) {
+  auto g = assign([](Builder& b) {
+    ir::Value* x = b.in("x", {1, 8, 5, 6});
+    ir::Value* d = b.op("DepthToSpace", {x}, {{"blocksize", I(2)}});
+    b.out(b.op("Conv", {d, b.rand({4, 2, 3, 3})}, pad1()));
+  });
+  EXPECT_EQ(count(*g, "DepthToSpace"), 1);
+  EXPECT_EQ(count(*g, "NhwcDepthToSpace"), 0);
+}
+
+TEST(LayoutAssignment, PadAndAFlattenedHeadFollowTheLayout) {
+  // conv -> Pad -> conv -> Reshape [N,C,HW] -> Transpose [0,2,1]: only the input's change left.
+  lower::LayoutStats st;
+  auto g = assign(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 3, 6, 5});
+        ir::Value* c = b.op("Conv", {x, b.rand({4, 3, 3, 3})}, pad1());
+        ir::Value* p = b.op("Pad", {c, b.ints({0, 0, 1, 0, 0, 0, 0, 1})});
+        ir::Value* d = b.op("Conv", {p, b.rand({6, 4, 3, 3})});
+        ir::Value* r = b.op("Reshape", {d, b.ints({1, 6, -1})});
+        b.out(b.op("Transpose", {r}, {{"perm", Is({0, 2, 1})}}));
+      },
+      &st);
+  EXPECT_EQ(st.transposes, 1);
+}
+
 TEST(LayoutAssignment, NothingToDoWithoutConvs) {
   lower::LayoutStats st;
   assign([](Builder& b) { b.out(b.op("Relu", {b.in("x", {1, 4, 6, 6})})); }, &st);

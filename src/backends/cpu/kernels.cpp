@@ -26,6 +26,8 @@ void add_gelu_kernels(std::vector<KernelFactory>& table);
 void add_transpose_kernels(std::vector<KernelFactory>& table);
 void add_concat_kernels(std::vector<KernelFactory>& table);
 void add_cast_kernels(std::vector<KernelFactory>& table);
+void add_depth_space_kernels(std::vector<KernelFactory>& table);
+void add_pad_kernels(std::vector<KernelFactory>& table);
 void add_split_kernels(std::vector<KernelFactory>& table);
 void add_slice_kernels(std::vector<KernelFactory>& table);
 void add_gather_kernels(std::vector<KernelFactory>& table);
@@ -74,6 +76,8 @@ const std::vector<KernelFactory>& kernel_factories() {
     add_transpose_kernels(t);
     add_concat_kernels(t);
     add_cast_kernels(t);
+    add_depth_space_kernels(t);
+    add_pad_kernels(t);
     add_split_kernels(t);
     add_slice_kernels(t);
     add_gather_kernels(t);
