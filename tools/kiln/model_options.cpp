@@ -94,6 +94,8 @@ ModelPath resolve_model(const std::string& path) {
     if (fs::exists(fs::path(path) / name)) p.model = (fs::path(path) / name).string();
   for (const char* name : {"model.json", "model.pb"})  // TensorFlow: a TF.js graph model, a frozen GraphDef
     if (p.model.empty() && fs::exists(fs::path(path) / name)) p.model = (fs::path(path) / name).string();
+  // A TensorFlow SavedModel: the frontend says how to freeze it.
+  if (p.model.empty() && fs::exists(fs::path(path) / "saved_model.pb")) p.model = path;
   if (p.model.empty()) throw Error("'" + path + "' is a folder without a model.onnx (or model.json, model.pb)");
   const auto sets = testdata::find_data_sets(path);
   if (!sets.empty()) p.data = sets.front().string();
