@@ -28,6 +28,8 @@ void add_concat_kernels(std::vector<KernelFactory>& table);
 void add_cast_kernels(std::vector<KernelFactory>& table);
 void add_depth_space_kernels(std::vector<KernelFactory>& table);
 void add_pad_kernels(std::vector<KernelFactory>& table);
+void add_topk_kernels(std::vector<KernelFactory>& table);
+void add_compare_kernels(std::vector<KernelFactory>& table);
 void add_split_kernels(std::vector<KernelFactory>& table);
 void add_slice_kernels(std::vector<KernelFactory>& table);
 void add_gather_kernels(std::vector<KernelFactory>& table);
@@ -78,6 +80,8 @@ const std::vector<KernelFactory>& kernel_factories() {
     add_cast_kernels(t);
     add_depth_space_kernels(t);
     add_pad_kernels(t);
+    add_topk_kernels(t);
+    add_compare_kernels(t);
     add_split_kernels(t);
     add_slice_kernels(t);
     add_gather_kernels(t);
