@@ -92,6 +92,34 @@ TEST(CollapseGroups, ElementwiseChainBecomesOneNode) {
   EXPECT_EQ(net.g->outputs()[0]->name(), ref.g->outputs()[0]->name());
 }
 
+// A long chain (more steps than the evaluator has tiles) with a value kept alive across it and
+// two outputs: the cpu kernel reuses tiles of dead values.
+void long_chain(Net& n) {
+  auto x = n.in("x", {3, 40});
+  auto y = n.in("y", {3, 40});
+  ir::Value* v = x;
+  ir::Value* early = nullptr;
+  for (int i = 0; i < 70; ++i) {
+    v = n.op(i % 3 == 0 ? "Mul" : i % 3 == 1 ? "Add" : "Sub", "step" + std::to_string(i), {v, i % 2 ? y : x});
+    if (i % 7 == 6) v = n.op("Tanh", "squash" + std::to_string(i), {v});
+    if (i == 10) early = v;
+  }
+  n.out(n.op("Mul", "square", {v, v}));
+  n.out(n.op("Add", "late", {v, early}));
+  n.infer();
+}
+
+TEST(CollapseGroups, LongChainRunsOnTheCpuKernel) {
+  Net ref, net;
+  long_chain(ref);
+  long_chain(net);
+  collapse_and_check(ref, net);  // every fused node gets its cpu kernel
+  size_t longest = 0;
+  for (const ir::Node* n : net.g->nodes())
+    if (n->op_type() == "FusedElementwise") longest = std::max(longest, n->attr_graph("body")->num_nodes());
+  EXPECT_GT(longest, 48u);  // more values than tiles
+}
+
 TEST(CollapseGroups, LevelZeroKeepsEveryNode) {
   Net ref, net;
   chain(ref);

@@ -305,13 +305,45 @@ std::unique_ptr<ElementwiseProgram> ElementwiseProgram::compile(const std::vecto
       }
     }
     slot[n->output(0)] = acc;
-    if (next > kMaxSlots) return nullptr;
   }
-  impl->n_slots = next;
   for (const ir::Value* o : outputs) {
     auto it = slot.find(o);
     if (it == slot.end()) return nullptr;
     impl->output_slot.push_back(it->second);
+  }
+  // The steps above name a fresh slot per value; a tile is reused once its value is dead
+  // (linear scan), so a long group needs as many tiles as values live at once. A step's
+  // destination is never one of its own sources (the loops read them through __restrict).
+  {
+    std::vector<size_t> last(next, 0);
+    std::vector<bool> kept(next, false);
+    for (size_t k = 0; k < impl->steps.size(); ++k) {
+      last[impl->steps[k].a] = k;
+      if (impl->steps[k].b >= 0) last[impl->steps[k].b] = k;
+    }
+    for (int o : impl->output_slot) kept[o] = true;
+    std::vector<int> phys(next, -1), free_slots;
+    for (int v = 0; v < impl->n_sources; ++v) phys[v] = v;
+    int top = impl->n_sources;
+    for (size_t k = 0; k < impl->steps.size(); ++k) {
+      Step& st = impl->steps[k];
+      const int a = st.a, b = st.b, d = st.dst;
+      st.a = phys[a];
+      if (b >= 0) st.b = phys[b];
+      if (free_slots.empty()) {
+        phys[d] = top++;
+      } else {
+        phys[d] = free_slots.back();
+        free_slots.pop_back();
+      }
+      st.dst = phys[d];
+      for (int v : {a, b == a ? -1 : b})
+        if (v >= impl->n_sources && !kept[v] && last[v] == k) free_slots.push_back(phys[v]);
+      if (!kept[d] && last[d] <= k) free_slots.push_back(phys[d]);  // never read
+    }
+    for (int& o : impl->output_slot) o = phys[o];
+    if (top > kMaxSlots) return nullptr;
+    impl->n_slots = top;
   }
   for (const auto& a : plan->outputs) access.push_back(&a);
 
@@ -397,7 +429,7 @@ void ElementwiseProgram::Impl::tiles(const std::vector<const Tensor*>& inputs, i
   // scale is the same [C] vector for every pixel): refill it only when the offset changes.
   int64_t filled[kMaxSlots];
   std::fill(filled, filled + kMaxSlots, int64_t{-1});
-  const int last_dst = steps.empty() ? -1 : steps.back().dst;
+  const Step* last_step = steps.empty() ? nullptr : &steps.back();
   for (int64_t row = row_begin; row < row_end; ++row) {
     int64_t off[kMaxSlots] = {};
     int64_t rem = row;
@@ -431,7 +463,7 @@ void ElementwiseProgram::Impl::tiles(const std::vector<const Tensor*>& inputs, i
       }
       for (const Step& st : steps) {
         // With `direct`, the last step writes the (single, contiguous) output in place.
-        float* dst = direct && st.dst == last_dst ? direct + row * inner + c : tiles[st.dst];
+        float* dst = direct && &st == last_step ? direct + row * inner + c : tiles[st.dst];
         if (st.b < 0) unary(st.op, ptr[st.a], dst, n, st.p0, st.p1);
         else binary(st.op, ptr[st.a], ptr[st.b], dst, n);
         ptr[st.dst] = dst;
