@@ -31,7 +31,8 @@ PassManager make_pipeline(const OptimizeOptions& o) {
                     make_transpose_folding()));
   pm.add_stage(cleanup());
   if (o.level >= 2) {
-    pm.add_stage(list(make_pattern_substitution(), make_onnx_attention(), make_transpose_folding()));
+    pm.add_stage(list(make_pattern_substitution(), make_onnx_attention(), make_convtranspose_to_conv(),
+                      make_transpose_folding()));
     pm.add_stage(cleanup());
   }
   if (o.level >= 3) {

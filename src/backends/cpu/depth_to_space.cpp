@@ -13,6 +13,14 @@ namespace kiln::backends::cpu {
 
 namespace {
 
+// dst[wide + k] = src[at + k·stride] for k < n, elements of type T.
+template <typename T>
+void gather(const char* src, char* dst, int64_t at, int64_t wide, int64_t n, int64_t stride) {
+  const T* s = reinterpret_cast<const T*>(src) + at;
+  T* d = reinterpret_cast<T*>(dst) + wide;
+  for (int64_t k = 0; k < n; ++k) d[k] = s[k * stride];
+}
+
 class DepthSpaceKernel : public Kernel {
  public:
   // Dims of the deep side: [N, H, W, C], C = b·b·c.
@@ -40,9 +48,12 @@ class DepthSpaceKernel : public Kernel {
                 else std::memcpy(dst + at * elem_, src + wide * elem_, run);
                 continue;
               }
-              for (int64_t k = 0; k < c_; ++k) {
-                const int64_t at = deep + k * b_ * b_ + i * b_ + j;
-                std::memcpy(dst + (wide + k) * elem_, src + at * elem_, elem_);
+              const int64_t at = deep + i * b_ + j;  // channel k of the block at at + k·b²
+              switch (elem_) {
+                case 4: gather<uint32_t>(src, dst, at, wide, c_, b_ * b_); break;
+                case 2: gather<uint16_t>(src, dst, at, wide, c_, b_ * b_); break;
+                case 8: gather<uint64_t>(src, dst, at, wide, c_, b_ * b_); break;
+                default: gather<uint8_t>(src, dst, at, wide, c_, b_ * b_); break;
               }
             }
       }
