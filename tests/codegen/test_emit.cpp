@@ -151,6 +151,39 @@ TEST(CodegenEmit, AntialiasedResizeAndLargeSoftplusMatch) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// DepthToSpace after a conv (channels-last, kiln.NhwcDepthToSpace, CRD), on the input (NCHW, DCR)
+// and SpaceToDepth (NCHW): the block moves as strided copies.
+TEST(CodegenEmit, DepthToSpaceAndSpaceToDepthMatch) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets[""] = 17;
+  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {2, 8, 5, 6}));
+  auto node = [&](const std::string& op, std::vector<ir::Value*> ins, ir::Attributes a = {}) {
+    ir::Value* o = g->add_value(op + std::to_string(g->nodes().size()));
+    g->add_node(op, ins, {o}, std::move(a), op + std::to_string(g->nodes().size()));
+    return o;
+  };
+  std::mt19937 wrng(3);
+  ir::Value* w = g->add_constant("w", random_tensor({12, 8, 1, 1}, wrng));
+  auto d2s = [&](ir::Value* v, const char* mode) {
+    return node("DepthToSpace", {v}, {{"blocksize", ir::Attribute::of_int(2)}, {"mode", ir::Attribute::of_string(mode)}});
+  };
+  ir::Value* up = d2s(node("Conv", {x, w}), "CRD");  // [2, 3, 10, 12]
+  g->add_output(node("SpaceToDepth", {node("Relu", {up})}, {{"blocksize", ir::Attribute::of_int(2)}}));
+  g->add_output(d2s(x, "DCR"));  // [2, 2, 10, 12]
+  const fs::path dir = scratch("depth-space");
+  std::mt19937 rng(9);
+  write_model_with_data(*g, dir, {random_tensor({2, 8, 5, 6}, rng)});
+  Result r = emit_and_build(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::ifstream f(dir / "project" / "model.cpp");
+  const std::string code((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_NE(code.find("NhwcDepthToSpace"), std::string::npos) << "the conv's DepthToSpace did not go channels-last";
+  r = sh((dir / "project" / "build" / "kiln_model_main").string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 TEST(CodegenEmit, AnOpWithoutAnEmitterIsAClearError) {
   auto g = std::make_unique<ir::Graph>();
   g->opsets[""] = 17;

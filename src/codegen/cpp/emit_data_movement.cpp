@@ -1,5 +1,5 @@
-// Concat, Split and Slice as strided copies (loop_nest.h); Gather as row copies by the indices
-// read at run time.
+// Concat, Split, Slice and the block moves (DepthToSpace, SpaceToDepth) as strided copies
+// (loop_nest.h); Gather as row copies by the indices read at run time.
 #include <string>
 #include <vector>
 
@@ -125,6 +125,34 @@ void emit_pad(EmitContext& ctx) {
     dst += std::max<int64_t>(0, b) * ys[k];
   }
   emit_strided_copy(ctx, x.dtype, ctx.in(0), src, xs, ctx.out(0), dst, ys, extent);
+}
+
+// DepthToSpace / SpaceToDepth, ONNX's on NCHW and kiln's channels-last forms, as one strided
+// copy over the six dims (n, h, i, w, j, k) of a block move: pixel (h·b + i, w·b + j), channel k
+// of the wide side is channel (i·b + j)·c + k (DCR) or k·b² + i·b + j (CRD) of pixel (h, w) of
+// the deep side.
+void emit_depth_space(EmitContext& ctx) {
+  const bool to_space = ctx.node.op_type().find("DepthToSpace") != std::string::npos;
+  const bool nhwc = ctx.node.domain() == "kiln";
+  const Operand& x = ctx.step.inputs.at(0);
+  const Operand& y = ctx.step.outputs.at(0);
+  const Operand& deep = to_space ? x : y;
+  if (deep.dims.size() != 4) throw ctx.unsupported("a rank-4 tensor is needed");
+  const int64_t b = ctx.node.attr_int("blocksize", 0);
+  const bool crd = to_space && ctx.node.attr_string("mode", "DCR") == "CRD";
+  const int64_t N = deep.dims[0], C = nhwc ? deep.dims[3] : deep.dims[1], H = nhwc ? deep.dims[1] : deep.dims[2],
+                W = nhwc ? deep.dims[2] : deep.dims[3];
+  if (b < 1 || C % (b * b)) throw ctx.unsupported("the channels are not a multiple of blocksize²");
+  const int64_t c = C / (b * b), HW = H * W, Wb = W * b;
+  // Strides of (n, h, i, w, j, k) on each side.
+  auto ch = [&](int64_t s) { return nhwc ? s : s * HW; };  // one channel step on the deep side
+  const std::vector<int64_t> deep_st = nhwc ? std::vector<int64_t>{H * W * C, W * C, crd ? b : b * c, C, crd ? 1 : c, crd ? b * b : 1}
+                                            : std::vector<int64_t>{C * HW, W, crd ? ch(b) : ch(b * c), 1, crd ? ch(1) : ch(c), crd ? ch(b * b) : ch(1)};
+  const std::vector<int64_t> wide_st = nhwc ? std::vector<int64_t>{H * b * Wb * c, b * Wb * c, Wb * c, b * c, c, 1}
+                                            : std::vector<int64_t>{c * H * b * Wb, b * Wb, Wb, b, 1, H * b * Wb};
+  const std::vector<int64_t> dims{N, H, b, W, b, c};
+  if (to_space) emit_strided_copy(ctx, x.dtype, ctx.in(0), 0, deep_st, ctx.out(0), 0, wide_st, dims);
+  else emit_strided_copy(ctx, x.dtype, ctx.in(0), 0, wide_st, ctx.out(0), 0, deep_st, dims);
 }
 
 void emit_dropout(EmitContext& ctx) {

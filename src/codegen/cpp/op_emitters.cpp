@@ -20,6 +20,8 @@ OpEmitFn find_op_emitter(const ir::Node& n) {
       {"FusedMatMul", emit_matmul},
       {"SkipLayerNorm", emit_skip_layernorm},
       {"Attention", emit_attention},
+      {"NhwcDepthToSpace", emit_depth_space},
+      {"NhwcSpaceToDepth", emit_depth_space},
   };
   static const std::map<std::string, OpEmitFn> onnx_ops = {
       {"Gemm", emit_gemm},
@@ -29,6 +31,8 @@ OpEmitFn find_op_emitter(const ir::Node& n) {
       {"Split", emit_split},
       {"Gather", emit_gather},
       {"Pad", emit_pad},
+      {"DepthToSpace", emit_depth_space},
+      {"SpaceToDepth", emit_depth_space},
       {"Dropout", emit_dropout},
       {"Resize", emit_resize},
       {"Upsample", emit_resize},

@@ -27,6 +27,7 @@ void emit_matmul(EmitContext& ctx);
 // emit_data_movement.cpp: Concat, Slice, Split, Gather, Pad (constant), Dropout (inference), MatMul
 // of two computed operands.
 void emit_pad(EmitContext& ctx);
+void emit_depth_space(EmitContext& ctx);
 void emit_dropout(EmitContext& ctx);
 void emit_matmul_runtime(EmitContext& ctx);
 void emit_concat(EmitContext& ctx);

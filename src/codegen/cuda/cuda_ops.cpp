@@ -41,6 +41,8 @@ OpEmitFn find_cuda_op_emitter(const ir::Node& n) {
       {"Split", cpp::emit_split},
       {"Gather", emit_gather},
       {"Pad", cpp::emit_pad},
+      {"DepthToSpace", cpp::emit_depth_space},
+      {"SpaceToDepth", cpp::emit_depth_space},
       {"Resize", emit_resize},
       {"Upsample", emit_resize},
       {"Dropout", emit_dropout},
