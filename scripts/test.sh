@@ -12,6 +12,17 @@ passed=0
 failed=0
 failures=()
 
+# missing WHAT WHY: test material that is not here fails the run under CI (so a green CI run means
+# every check ran) and is a skip on a user's machine.
+missing() {
+  if [ "${CI:-}" = "true" ]; then
+    failed=$((failed + 1))
+    failures+=("$1")
+  else
+    echo "  skipped: $2"
+  fi
+}
+
 # The ONNX Runtime comparisons (a unit test and the Python module's) need the peer
 # (onnxruntime-node): under CI, installed first when missing.
 peers_setup="$SHARED_ABS/../peers/setup.sh"
@@ -50,12 +61,8 @@ echo "== ONNX 1.20 test data: node, pytorch-converted, pytorch-operator, simple,
 deb=$(ls "$(dirname "$SHARED_MODELS")"/onnx-tests/libonnx-testdata_1.20*_all.deb 2>/dev/null | head -n 1)
 data120="$BUILD/onnx-testdata-1.20/usr/share/libonnx-testdata/data"
 if [ -z "$deb" ] && [ ! -d "$data120/node" ]; then
-  if [ "${CI:-}" = "true" ]; then
-    failed=$((failed + 1))
-    failures+=("ONNX 1.20 test data missing (../shared/onnx-tests/libonnx-testdata_1.20*.deb)")
-  else
-    echo "  skipped: no ../shared/onnx-tests/libonnx-testdata_1.20*.deb"
-  fi
+  missing "ONNX 1.20 test data missing (../shared/onnx-tests/libonnx-testdata_1.20*.deb)" \
+          "no ../shared/onnx-tests/libonnx-testdata_1.20*.deb"
 else
   [ -d "$data120/node" ] || dpkg-deb -x "$deb" "$BUILD/onnx-testdata-1.20"
   for set in node pytorch-converted pytorch-operator simple real; do
@@ -108,12 +115,7 @@ echo "== TensorFlow models (../shared/tf-models: model.json and frozen .pb)"
 TF_SHARED="$SHARED_ABS/../tf-models"
 tf_models="$TF_SHARED/models"
 if [ ! -d "$tf_models" ]; then
-  if [ "${CI:-}" = "true" ]; then
-    failed=$((failed + 1))
-    failures+=("TensorFlow models: $TF_SHARED missing")
-  else
-    echo "  skipped: no $TF_SHARED"
-  fi
+  missing "TensorFlow models: $TF_SHARED missing" "no $TF_SHARED"
 else
   if [ ! -f "$tf_models/nanodet/nanodet.bin" ]; then
     tf_models="$BUILD_ABS/tf-models"
@@ -127,12 +129,8 @@ else
     name=$(basename "$shared_dir")
     dir="$tf_models/$name"
     if [ ! -f "$dir/model.json" ] || ! ls "$dir"/*.bin >/dev/null 2>&1; then
-      if [ "${CI:-}" = "true" ]; then
-        failed=$((failed + 1))
-        failures+=("TensorFlow model $name: weights missing (fetch.sh failed: $BUILD/tf-fetch.log)")
-      else
-        echo "  skipped: tf $name (its weights are not here and fetch.sh could not get them: $BUILD/tf-fetch.log)"
-      fi
+      missing "TensorFlow model $name: weights missing (fetch.sh failed: $BUILD/tf-fetch.log)" \
+              "tf $name (its weights are not here and fetch.sh could not get them: $BUILD/tf-fetch.log)"
       continue
     fi
     check "tf $name" "$dir/model.json"
@@ -211,12 +209,7 @@ done
 echo "== code generation (C++ target; scripts/test-codegen.sh)"
 codegen_models=(mlp_small:--embed-weights squeezenet1_1 bert_tiny_op13:--threads,2)
 if [ ! -d "$SHARED_MODELS/squeezenet1_1" ]; then
-  if [ "${CI:-}" = "true" ]; then
-    failed=$((failed + 1))
-    failures+=("code generation: $SHARED_MODELS missing")
-  else
-    echo "  skipped: no $SHARED_MODELS"
-  fi
+  missing "code generation: $SHARED_MODELS missing" "no $SHARED_MODELS"
 else
   out=$(bash scripts/test-codegen.sh "$BUILD" "$SHARED_MODELS" "${codegen_models[@]}")
   echo "$out"
@@ -232,12 +225,7 @@ fi
 # (`make test-cuda`: every shared model).
 echo "== code generation (CUDA target; scripts/test-cuda.sh)"
 if [ ! -d "$SHARED_MODELS/squeezenet1_1" ]; then
-  if [ "${CI:-}" = "true" ]; then
-    failed=$((failed + 1))
-    failures+=("CUDA code generation: $SHARED_MODELS missing")
-  else
-    echo "  skipped: no $SHARED_MODELS"
-  fi
+  missing "CUDA code generation: $SHARED_MODELS missing" "no $SHARED_MODELS"
 else
   out=$(bash scripts/test-cuda.sh "$BUILD" "$SHARED_MODELS" squeezenet1_1 bert_tiny_op13)
   echo "$out"

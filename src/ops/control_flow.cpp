@@ -25,29 +25,8 @@ std::shared_ptr<ir::Graph> body_attr(const ir::Node& node, const char* name) {
   return g;
 }
 
-bool same_type(const ir::TensorType& a, const ir::TensorType& b) {
-  if (a.dtype != b.dtype || a.rank_known != b.rank_known || a.is_sequence != b.is_sequence ||
-      a.is_optional != b.is_optional || a.rank() != b.rank())
-    return false;
-  for (int i = 0; i < a.rank(); ++i)
-    if (!a.dims[i].same_as(b.dims[i])) return false;
-  return true;
-}
-
-// The most specific type covering both: equal dims stay, different ones become fresh symbols,
-// different ranks give unknown rank. Kinds are or-ed: an optional branch makes the value
-// optional.
 ir::TensorType unify(InferContext& ctx, const ir::TensorType& a, const ir::TensorType& b) {
-  if (same_type(a, b)) return a;
-  ir::TensorType t = ir::TensorType::unranked(a.dtype != DType::Undefined ? a.dtype : b.dtype);
-  t.is_sequence = a.is_sequence || b.is_sequence;
-  t.is_optional = a.is_optional || b.is_optional;
-  if (a.rank_known && b.rank_known && a.rank() == b.rank()) {
-    t.rank_known = true;
-    for (int i = 0; i < a.rank(); ++i)
-      t.dims.push_back(a.dims[i].same_as(b.dims[i]) ? a.dims[i] : ctx.fresh_dim());
-  }
-  return t;
+  return unify_types(a, b, [&] { return ctx.fresh_dim(); });
 }
 
 bool scalar_flag(KernelContext& ctx, const Tensor& t, const char* what) {

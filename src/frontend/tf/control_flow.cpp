@@ -6,32 +6,17 @@
 
 #include <set>
 
+#include "ops/core/shape_util.h"
+
 namespace kiln::tf_fe {
 
 namespace {
 
 using Outs = std::vector<ir::Value*>;
 
-// The type covering both a and b: equal dims stay, others become fresh symbols; a different
-// rank leaves the rank unknown.
+// The type covering both a and b (ops::unify_types), fresh dims from the import's inference.
 ir::TensorType widen(ImportContext& ctx, const ir::TensorType& a, const ir::TensorType& b) {
-  ir::TensorType t = ir::TensorType::unranked(a.dtype != DType::Undefined ? a.dtype : b.dtype);
-  t.is_sequence = a.is_sequence || b.is_sequence;
-  t.is_optional = a.is_optional || b.is_optional;
-  if (a.rank_known && b.rank_known && a.rank() == b.rank()) {
-    t.rank_known = true;
-    for (int i = 0; i < a.rank(); ++i) t.dims.push_back(a.dims[i].same_as(b.dims[i]) ? a.dims[i] : ctx.inference().fresh());
-  }
-  return t;
-}
-
-bool same_type(const ir::TensorType& a, const ir::TensorType& b) {
-  if (a.dtype != b.dtype || a.rank_known != b.rank_known || a.is_sequence != b.is_sequence ||
-      a.is_optional != b.is_optional || a.rank() != b.rank())
-    return false;
-  for (int i = 0; i < a.rank(); ++i)
-    if (!a.dims[i].same_as(b.dims[i])) return false;
-  return true;
+  return ops::unify_types(a, b, [&] { return ctx.inference().fresh(); });
 }
 
 // A condition as ONNX wants it: bool (TensorFlow tests other scalars against zero).
@@ -143,7 +128,7 @@ std::vector<ir::Value*> emit_loop(ImportContext& ctx, ir::Graph& g, const std::s
         throw Error(what + ": loop variable " + std::to_string(k) + " starts as " + types[k].str() +
                     " and the body makes it " + next[k]->type.str());
       wider.push_back(widen(ctx, types[k], next[k]->type));
-      changed = changed || !same_type(wider.back(), types[k]);
+      changed = changed || !ops::same_type(wider.back(), types[k]);
     }
     if (changed && attempt == 0) {
       ctx.drop(body);

@@ -7,6 +7,27 @@
 
 namespace kiln::ops {
 
+bool same_type(const ir::TensorType& a, const ir::TensorType& b) {
+  if (a.dtype != b.dtype || a.rank_known != b.rank_known || a.is_sequence != b.is_sequence ||
+      a.is_optional != b.is_optional || a.rank() != b.rank())
+    return false;
+  for (int i = 0; i < a.rank(); ++i)
+    if (!a.dims[i].same_as(b.dims[i])) return false;
+  return true;
+}
+
+ir::TensorType unify_types(const ir::TensorType& a, const ir::TensorType& b, const std::function<ir::Dim()>& fresh) {
+  if (same_type(a, b)) return a;
+  ir::TensorType t = ir::TensorType::unranked(a.dtype != DType::Undefined ? a.dtype : b.dtype);
+  t.is_sequence = a.is_sequence || b.is_sequence;
+  t.is_optional = a.is_optional || b.is_optional;
+  if (a.rank_known && b.rank_known && a.rank() == b.rank()) {
+    t.rank_known = true;
+    for (int i = 0; i < a.rank(); ++i) t.dims.push_back(a.dims[i].same_as(b.dims[i]) ? a.dims[i] : fresh());
+  }
+  return t;
+}
+
 int64_t normalize_axis(int64_t axis, int64_t rank, const ir::Node& node) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
     throw Error(node.describe() + ": axis " + std::to_string(axis) + " is out of range for rank " +

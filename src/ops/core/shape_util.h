@@ -2,6 +2,7 @@
 // concrete dims and on symbolic types), strides, strided copies and a broadcasting index walker.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,12 @@
 namespace kiln::ops {
 
 // Maps a possibly negative axis into [0, rank); throws kiln::Error naming the node otherwise.
+// Whether a and b are the same type: dtype, kinds, rank and every dim the same extent or symbol.
+bool same_type(const ir::TensorType& a, const ir::TensorType& b);
+// The most specific type covering both (a loop-carried value, an If's two branches): equal dims
+// stay, others become dims from `fresh`; different ranks give unknown rank; kinds are or-ed.
+ir::TensorType unify_types(const ir::TensorType& a, const ir::TensorType& b, const std::function<ir::Dim()>& fresh);
+
 int64_t normalize_axis(int64_t axis, int64_t rank, const ir::Node& node);
 std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t rank, const ir::Node& node);
 
