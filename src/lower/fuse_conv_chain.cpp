@@ -18,7 +18,7 @@ bool static_float4(const ir::Value* v) {
 
 // A FusedConv the banded kernel runs: channels-last and plain NHWC on every end, constant
 // weights and bias, explicit pads, no dilation. Not the 3x3 stride-1 dense convs, which run
-// oneDNN's Winograd form on blocked activations.
+// oneDNN's Winograd form on blocked activations, nor grouped ones (below).
 bool member(const ir::Node* n) {
   if (!n || n->domain() != "kiln" || n->op_type() != "FusedConv" || !n->attr_int("channels_last", 0)) return false;
   if (n->num_inputs() < 2 || n->num_outputs() != 1 || !static_float4(n->output(0))) return false;
@@ -34,7 +34,12 @@ bool member(const ir::Node* n) {
   if (wd.size() != 4) return false;
   const bool winograd = n->attr_int("group", 1) == 1 && wd[2] == 3 && wd[3] == 3 &&
                         n->attr_ints("strides", {1, 1}) == std::vector<int64_t>{1, 1};
-  return !winograd;
+  // Grouped convs other than depthwise have no kiln band kernel: on a band of plain NHWC rows
+  // oneDNN runs them with few channels per group in each vector, at a fraction of the speed it
+  // reaches on the whole tensor in its own layout, so they end a chain.
+  const int64_t group = n->attr_int("group", 1);
+  const bool grouped = group > 1 && !(wd[1] == 1 && group == wd[0]);
+  return !winograd && !grouped;
 }
 
 // A channels-last max or average pool the banded kernel runs after a conv (squeezenet's and
