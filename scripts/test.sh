@@ -96,6 +96,47 @@ check() {  # check NAME DIR ARGS...
     failures+=("kiln check $label")
   fi
 }
+# check_tf LABEL DIR WORK: a TensorFlow model folder (model.json, test_data_set_*/) checked from
+# model.json at fusion levels 3 and 0, from the frozen .pb `kiln freeze` writes into WORK (with
+# nothing else beside it), and, as ONNX (`kiln optimize`), in ONNX Runtime on every test set.
+ort_module=${ORT_NODE_MODULE:-${PEERS_NPM_PREFIX:-/opt/peers}/node_modules/onnxruntime-node}
+check_tf() {
+  local label=$1 dir=$2 work=$3 set out
+  check "$label" "$dir/model.json"
+  check "$label --fusion 0" "$dir/model.json" --fusion 0
+  mkdir -p "$work"
+  rm -rf "$work"/test_data_set_*
+  cp -r "$dir"/test_data_set_* "$work/"
+  if "$KILN" freeze "$dir/model.json" -o "$work/model.pb" >/dev/null 2>&1; then
+    check "$label (frozen .pb)" "$work/model.pb"
+  else
+    failed=$((failed + 1))
+    failures+=("kiln freeze $label")
+  fi
+  if [ ! -d "$ort_module" ] || ! command -v node >/dev/null; then
+    missing "$label as ONNX: no ONNX Runtime peer ($ort_module)" "$label as ONNX (no ONNX Runtime peer)"
+    return
+  fi
+  if ! out=$("$KILN" optimize "$dir/model.json" -o "$work/model.onnx" 2>&1); then
+    echo "  FAIL  $label (kiln optimize)"
+    echo "$out" | sed 's/^/        /'
+    failed=$((failed + 1))
+    failures+=("kiln optimize $label")
+    return
+  fi
+  for set in "$dir"/test_data_set_*/; do
+    if out=$(KILN_SHARED_PEERS="$SHARED_ABS/../peers" ORT_NODE_MODULE="$ort_module" \
+             node tests/tools/ort_check.js "$work/model.onnx" "$set" 2>&1); then
+      echo "  ok    $label $(basename "$set") (kiln optimize -> ONNX Runtime)"
+      passed=$((passed + 1))
+    else
+      echo "  FAIL  $label $(basename "$set") (kiln optimize -> ONNX Runtime)"
+      echo "$out" | grep -v "MergeShapeInfo" | sed 's/^/        /'
+      failed=$((failed + 1))
+      failures+=("$label $(basename "$set") as ONNX in ONNX Runtime")
+    fi
+  done
+}
 for dir in models/*/ "$SHARED_MODELS"/*/; do
   [ -f "$dir/model.onnx" ] || continue
   name=$(basename "$dir")
@@ -124,7 +165,6 @@ else
         >"$BUILD/tf-fetch.log" 2>&1 || tail -n 5 "$BUILD/tf-fetch.log"
     fi
   fi
-  ort_module=${ORT_NODE_MODULE:-${PEERS_NPM_PREFIX:-/opt/peers}/node_modules/onnxruntime-node}
   for shared_dir in "$TF_SHARED/models"/*/; do
     name=$(basename "$shared_dir")
     dir="$tf_models/$name"
@@ -133,75 +173,17 @@ else
               "tf $name (its weights are not here and fetch.sh could not get them: $BUILD/tf-fetch.log)"
       continue
     fi
-    check "tf $name" "$dir/model.json"
-    check "tf $name --fusion 0" "$dir/model.json" --fusion 0
-    frozen="$BUILD/tf-frozen/$name"
-    mkdir -p "$frozen"
-    rm -rf "$frozen/test_data_set_0"
-    cp -r "$dir/test_data_set_0" "$frozen/"
-    if "$KILN" freeze "$dir/model.json" -o "$frozen/model.pb" >/dev/null 2>&1; then
-      check "tf $name (frozen .pb)" "$frozen/model.pb"
-    else
-      failed=$((failed + 1))
-      failures+=("kiln freeze $name")
-    fi
-    # The graph as ONNX (kiln optimize), run by ONNX Runtime against the same references.
-    if [ -d "$ort_module" ] && command -v node >/dev/null; then
-      if "$KILN" optimize "$dir/model.json" -o "$frozen/model.onnx" >/dev/null 2>&1 &&
-         out=$(KILN_SHARED_PEERS="$SHARED_ABS/../peers" ORT_NODE_MODULE="$ort_module" \
-               node tests/tools/ort_check.js "$frozen/model.onnx" "$dir/test_data_set_0" 2>&1); then
-        echo "  ok    tf $name (kiln optimize -> ONNX Runtime)"
-        passed=$((passed + 1))
-      else
-        echo "  FAIL  tf $name (kiln optimize -> ONNX Runtime)"
-        echo "$out" | grep -v "MergeShapeInfo" | sed 's/^/        /'
-        failed=$((failed + 1))
-        failures+=("tf $name as ONNX in ONNX Runtime")
-      fi
-    elif [ "${CI:-}" = "true" ]; then
-      failed=$((failed + 1))
-      failures+=("tf $name as ONNX: no ONNX Runtime peer ($ort_module)")
-    fi
+    check_tf "tf $name" "$dir" "$BUILD/tf-frozen/$name"
   done
 fi
 
 # TensorFlow control flow (docs/tensorflow.md): small TF.js graph models written by hand (TF2
 # While/If with TensorLists, TF1 while-loop frames with a TensorArray), each checked against its
 # TensorFlow.js references (tests/data/tf_control_flow/README.md) at fusion levels 3 and 0, from
-# the frozen .pb, and, where ONNX Runtime is installed, as ONNX (kiln optimize) in ONNX Runtime.
+# the frozen .pb, and as ONNX (kiln optimize) in ONNX Runtime (check_tf).
 echo "== TensorFlow control flow (tests/data/tf_control_flow)"
-cf_ort=${ORT_NODE_MODULE:-${PEERS_NPM_PREFIX:-/opt/peers}/node_modules/onnxruntime-node}
 for dir in tests/data/tf_control_flow/*/; do
-  name=$(basename "$dir")
-  check "tf control flow $name" "$dir/model.json"
-  check "tf control flow $name --fusion 0" "$dir/model.json" --fusion 0
-  out_dir="$BUILD/tf-control-flow/$name"
-  mkdir -p "$out_dir"
-  rm -rf "$out_dir"/test_data_set_*
-  cp -r "$dir"/test_data_set_* "$out_dir/"
-  if "$KILN" freeze "$dir/model.json" -o "$out_dir/model.pb" >/dev/null 2>&1; then
-    check "tf control flow $name (frozen .pb)" "$out_dir/model.pb"
-  else
-    failed=$((failed + 1))
-    failures+=("kiln freeze tf control flow $name")
-  fi
-  if [ -d "$cf_ort" ] && command -v node >/dev/null; then
-    for set in "$dir"/test_data_set_*/; do
-      label="tf control flow $name $(basename "$set") (kiln optimize -> ONNX Runtime)"
-      out=""
-      if "$KILN" optimize "$dir/model.json" -o "$out_dir/model.onnx" >/dev/null 2>&1 &&
-         out=$(KILN_SHARED_PEERS="$SHARED_ABS/../peers" ORT_NODE_MODULE="$cf_ort" \
-               node tests/tools/ort_check.js "$out_dir/model.onnx" "$set" 2>&1); then
-        echo "  ok    $label"
-        passed=$((passed + 1))
-      else
-        echo "  FAIL  $label"
-        echo "$out" | sed 's/^/        /'
-        failed=$((failed + 1))
-        failures+=("$label")
-      fi
-    done
-  fi
+  check_tf "tf control flow $(basename "$dir")" "$dir" "$BUILD/tf-control-flow/$(basename "$dir")"
 done
 
 # Code generation (docs/codegen.md): three shared models emitted as C++ projects, built outside
