@@ -251,6 +251,27 @@ TEST(TfOps, SpaceToBatchAndBack) {
   EXPECT_EQ(values(out[1]), (std::vector<float>{0, 2, 8, 10, 1, 3, 9, 11, 4, 6, 12, 14, 5, 7, 13, 15}));
 }
 
+TEST(TfOps, SliceWithSizeToTheEndKnownAndAtRunTime) {
+  // x[1:, 0:2] of a 3x4 ramp, begin and size constant, then fed at run time.
+  for (bool fed : {false, true}) {
+    TfGraph t;
+    t.placeholder("x", tfpb::DT_FLOAT, {3, 4});
+    if (fed) {
+      t.placeholder("b", tfpb::DT_INT32, {2});
+    } else {
+      t.ints("b", {2}, {1, 0});
+    }
+    t.ints("s", {2}, {-1, 2});
+    t.node("Slice", "y", {"x", "b", "s"});
+    auto sess = t.session(fed ? "slice_fed" : "slice");
+    std::vector<Tensor> ins{ramp({3, 4})};
+    if (fed) ins.push_back(Tensor::from_vector<int32_t>({2}, {1, 0}));
+    auto out = sess->run(ins);
+    EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{2, 2})) << fed;
+    EXPECT_EQ(values(out[0]), (std::vector<float>{4, 5, 8, 9})) << fed;
+  }
+}
+
 TEST(TfOps, UnknownOpNamesTheNode) {
   TfGraph t;
   t.placeholder("x", tfpb::DT_FLOAT, {1});

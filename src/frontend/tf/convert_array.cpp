@@ -183,19 +183,17 @@ void add_array_converters(ConverterTable& t) {
   };
   t["Slice"] = [](Converter& c) -> Outs {
     c.expect_inputs(3);
+    // size -1: to the end of the dim (kMax, written as an int64: a double cannot hold it).
+    const auto b = c.maybe_ints(c.in(1)), k = c.maybe_ints(c.in(2));
+    if (b && k && b->size() == k->size()) {
+      std::vector<int64_t> ends;
+      for (size_t i = 0; i < k->size(); ++i) ends.push_back((*k)[i] == -1 ? kMax : (*b)[i] + (*k)[i]);
+      return {c.op("Slice", {c.in(0), c.ints(*b), c.ints(ends)})};
+    }
     ir::Value* begin = c.as_int64(c.in(1));
     ir::Value* size = c.as_int64(c.in(2));
-    // size -1: to the end of the dim.
     ir::Value* to_end = c.op("Equal", {size, c.scalar(-1, DType::Int64)});
-    ir::Value* end = c.op("Where", {to_end, c.scalar(static_cast<double>(kMax), DType::Int64), c.op("Add", {begin, size})});
-    if (auto k = c.maybe_ints(c.in(2))) {
-      std::vector<int64_t> ends;
-      auto b = c.maybe_ints(c.in(1));
-      if (b) {
-        for (size_t i = 0; i < k->size(); ++i) ends.push_back((*k)[i] == -1 ? kMax : (*b)[i] + (*k)[i]);
-        end = c.ints(ends);
-      }
-    }
+    ir::Value* end = c.op("Where", {to_end, c.constant(kiln::Tensor::scalar<int64_t>(kMax)), c.op("Add", {begin, size})});
     return {c.op("Slice", {c.in(0), begin, end})};
   };
   t["StridedSlice"] = [](Converter& c) -> Outs { return {strided_slice(c)}; };
