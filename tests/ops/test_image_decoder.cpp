@@ -7,6 +7,7 @@
 #include <openjpeg.h>
 #include <png.h>
 #include <tiffio.h>
+#include <unistd.h>
 #include <webp/encode.h>
 
 #include <cstdlib>
@@ -140,9 +141,10 @@ struct TiffSpec {
   std::vector<uint16_t> colormap;  // R, G, B runs of 2^bits entries each
 };
 
-// rows: packed, stride bytes each. Written to a file, as libtiff writes, and read back.
+// rows: packed, stride bytes each. Written to a file, as libtiff writes, and read back. The
+// file is this process's own: ctest runs the TIFF tests as parallel processes.
 Pixels encode_tiff(const TiffSpec& s, const Pixels& rows) {
-  const std::string path = ::testing::TempDir() + "kiln_test_image_decoder.tif";
+  const std::string path = ::testing::TempDir() + "kiln_test_image_decoder_" + std::to_string(::getpid()) + ".tif";
   TIFF* t = TIFFOpen(path.c_str(), "w");
   TIFFSetField(t, TIFFTAG_IMAGEWIDTH, s.w);
   TIFFSetField(t, TIFFTAG_IMAGELENGTH, s.h);
