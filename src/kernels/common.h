@@ -1,13 +1,15 @@
-// What every kernel of an emitted project shares: the activation epilogues and the restrict
-// qualifier. The kernels under src/kernels/ are self-contained C++17: kiln copies the
-// ones a model uses into the emitted project's kernels/ folder, where they build with nothing
-// but a C++ compiler. They include no kiln header and no library header beyond the standard.
+// What every kernel of an emitted project shares: the activation epilogues (activation.h), the
+// restrict qualifier and the 16-float vector. The kernels under src/kernels/ are self-contained
+// C++17: kiln copies the ones a model uses into the emitted project's kernels/ folder, where
+// they build with nothing but a C++ compiler. They include no kiln header and no library header
+// beyond the standard.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
+#include "activation.h"
 #include "parallel.h"
 #include "vector_math.h"
 
@@ -26,34 +28,5 @@ inline v16f load16(const float* p) {
 inline void store16(float* p, v16f v) { __builtin_memcpy(p, &v, sizeof v); }
 inline v16f max16(v16f a, v16f b) { return a > b ? a : b; }
 inline v16f splat16(float s) { return s - v16f{}; }  // a broadcast (s - 0 is s, -0 included)
-
-// An elementwise epilogue, fixed at compile time (the transcendental ones through vector_math.h,
-// so that a loop applying one vectorizes) (a template argument of the kernels that take
-// one), with its parameters a, b at run time: Clip's [min, max], LeakyRelu's alpha, HardSigmoid's
-// alpha and beta.
-enum class Act { None, Relu, Clip, Sigmoid, Tanh, SiLU, Gelu, GeluTanh, HardSigmoid, HardSwish, LeakyRelu };
-
-template <Act A>
-inline float activate(float x, float a, float b) {
-  if constexpr (A == Act::None) return x;
-  if constexpr (A == Act::Relu) return x > 0.f ? x : 0.f;
-  if constexpr (A == Act::Clip) return std::min(std::max(x, a), b);
-  if constexpr (A == Act::Sigmoid) return math::sigmoid(x);
-  if constexpr (A == Act::Tanh) return math::tanh(x);
-  if constexpr (A == Act::SiLU) return math::silu(x);
-  if constexpr (A == Act::Gelu) return 0.5f * x * (1.f + math::erf(x * 0.70710678118654752f));
-  if constexpr (A == Act::GeluTanh) return 0.5f * x * (1.f + math::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-  if constexpr (A == Act::HardSigmoid) return std::max(0.f, std::min(1.f, a * x + b));
-  if constexpr (A == Act::HardSwish) return x * std::max(0.f, std::min(1.f, x / 6.f + 0.5f));
-  if constexpr (A == Act::LeakyRelu) return x >= 0.f ? x : a * x;
-  return x;
-}
-
-// The activation over n values in place.
-template <Act A>
-inline void activate_all(float* KILN_RESTRICT y, int64_t n, float a, float b) {
-  if constexpr (A != Act::None)
-    for (int64_t i = 0; i < n; ++i) y[i] = activate<A>(y[i], a, b);
-}
 
 }  // namespace kiln_kernels

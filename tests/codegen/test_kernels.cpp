@@ -10,9 +10,11 @@
 #include "codegen/cpp/weight_packing.h"
 #include "kernels/attention.h"
 #include "kernels/conv2d.h"
+#include "kernels/depthwise_rows.h"
 #include "kernels/gemm.h"
 #include "kernels/norm.h"
 #include "kernels/parallel.h"
+#include "kernels/pointwise_rows.h"
 #include "kernels/pool.h"
 #include "kernels/winograd.h"
 
@@ -131,6 +133,105 @@ TEST(CodegenKernels, WinogradF23) {
                                                                   b.data<float>(), nullptr, y.data(), 0.f, 0.f, t);
       expect_close(want, y.data(), "winograd panel 32, C=" + std::to_string(C));
     }
+  }
+}
+
+// The AVX-512 kernels kiln's CPU backend runs, which emitted code calls on such CPUs
+// (depthwise_rows.h, pointwise_rows.h), on whole tensors through the emitted code's entry points.
+bool avx512() { return __builtin_cpu_supports("avx512f"); }
+
+TEST(CodegenKernels, DepthwiseRowsMatchTheReference) {
+  if (!avx512()) GTEST_SKIP() << "this CPU has no AVX-512F, which the kernel needs";
+  kiln_kernels::Team team(2);
+  struct Case {
+    int64_t N, C, H, W, K, stride, pad;
+  };
+  // 3x3 and 5x5 (registers), 7x7 (the generic row), strides 1 and 2, channels not a multiple of
+  // 16, widths below a group of eight pixels, two images.
+  for (const Case& k : {Case{1, 32, 9, 11, 3, 1, 1}, Case{2, 20, 8, 5, 3, 2, 1}, Case{1, 40, 7, 13, 5, 1, 2},
+                        Case{1, 17, 10, 9, 5, 2, 2}, Case{1, 16, 6, 7, 7, 1, 3}, Case{1, 48, 3, 3, 3, 1, 0}}) {
+    const Tensor x = random(DType::Float, {k.N, k.C, k.H, k.W}, 21);
+    const Tensor w = random(DType::Float, {k.C, 1, k.K, k.K}, 22);
+    const Tensor b = random(DType::Float, {k.C}, 23);
+    ir::Attributes a;
+    a["group"] = ir::Attribute::of_int(k.C);
+    a["strides"] = ir::Attribute::of_ints({k.stride, k.stride});
+    a["pads"] = ir::Attribute::of_ints({k.pad, k.pad, k.pad, k.pad});
+    a["kernel_shape"] = ir::Attribute::of_ints({k.K, k.K});
+    const Tensor ref = to_nhwc(OneNode("Conv", {{x}, {w, true}, {b, true}}, 1, a).reference()[0]);
+    const int64_t OH = ref.dim(1), OW = ref.dim(2), C16 = (k.C + 15) / 16 * 16;
+    const kiln_kernels::Conv2dShape s{k.N, k.H, k.W, k.C, OH, OW, k.C, k.K, k.K, k.stride, k.stride, k.pad, k.pad, 1, 1, k.C};
+    const kiln_kernels::DepthwiseShape d{k.H, k.W, k.C, OH, OW, k.K, k.K, k.stride, k.stride, k.pad, k.pad};
+    std::vector<float> pw(C16 * k.K * k.K), pb(C16);
+    kiln_kernels::pack_depthwise(d, w.data<float>(), b.data<float>(), pw.data(), pb.data());
+    const Tensor xh = to_nhwc(x);
+    const std::string what = "depthwise C=" + std::to_string(k.C) + " K=" + std::to_string(k.K) + " stride " +
+                             std::to_string(k.stride);
+    for (kiln_kernels::Team* t : {static_cast<kiln_kernels::Team*>(nullptr), &team}) {
+      // Clip in registers; HardSwish after the rows are written.
+      std::vector<float> y(ref.numel(), -7.f), want(ref.numel());
+      kiln_kernels::depthwise_nhwc_rows<kiln_kernels::Act::Clip>(s, xh.data<float>(), pw.data(), pb.data(), y.data(),
+                                                                 -1.f, 1.5f, t);
+      for (int64_t i = 0; i < ref.numel(); ++i) want[i] = std::min(std::max(ref.data<float>()[i], -1.f), 1.5f);
+      expect_close(Tensor::from_vector<float>({ref.numel()}, want), y.data(), what + " Clip");
+      kiln_kernels::depthwise_nhwc_rows<kiln_kernels::Act::HardSwish>(s, xh.data<float>(), pw.data(), pb.data(),
+                                                                      y.data(), 0.f, 0.f, t);
+      for (int64_t i = 0; i < ref.numel(); ++i)
+        want[i] = kiln_kernels::activate<kiln_kernels::Act::HardSwish>(ref.data<float>()[i], 0.f, 0.f);
+      expect_close(Tensor::from_vector<float>({ref.numel()}, want), y.data(), what + " HardSwish");
+    }
+  }
+}
+
+TEST(CodegenKernels, PointwiseRowsMatchTheReference) {
+  if (!avx512()) GTEST_SKIP() << "this CPU has no AVX-512F, which the kernel needs";
+  kiln_kernels::Team team(2);
+  struct Case {
+    int64_t M, K, N;
+    bool pair, k_major;
+    int64_t depth;
+  };
+  // Pair mode (N <= 24, odd K), blocks of 1-4 vectors with a partial last one, several input
+  // ranges (K > depth), weights given either way round, one row.
+  for (const Case& k : {Case{37, 21, 24, true, false, 64}, Case{50, 16, 13, true, true, 64}, Case{29, 40, 100, false, false, 64},
+                        Case{64, 300, 144, false, true, 128}, Case{1, 96, 1000, false, false, 64},
+                        Case{23, 130, 17, false, false, 32}}) {
+    const Tensor x = random(DType::Float, {k.M, k.K}, 31), w = random(DType::Float, {k.N, k.K}, 32);
+    const Tensor b = random(DType::Float, {k.N}, 33), z = random(DType::Float, {k.M, k.N}, 34);
+    std::vector<float> want(k.M * k.N), wk(k.K * k.N);
+    for (int64_t n = 0; n < k.N; ++n)
+      for (int64_t c = 0; c < k.K; ++c) wk[c * k.N + n] = w.data<float>()[n * k.K + c];
+    const kiln_kernels::PointwiseLayout L(k.K, k.N, k.pair, k.depth, k.N);
+    float* packed = static_cast<float*>(std::aligned_alloc(64, (L.packed_size() * 4 + 63) / 64 * 64));
+    L.pack(k.k_major ? wk.data() : w.data<float>(), k.k_major, packed);
+    std::vector<float> bias(kiln_kernels::PointwiseLayout::round16(k.N), 0.f);
+    std::copy(b.data<float>(), b.data<float>() + k.N, bias.begin());
+    const std::string what = "pointwise M=" + std::to_string(k.M) + " K=" + std::to_string(k.K) + " N=" +
+                             std::to_string(k.N) + (k.pair ? " pair" : "");
+    for (const bool split : {false, true})
+      for (kiln_kernels::Team* t : {static_cast<kiln_kernels::Team*>(nullptr), &team}) {
+        std::vector<float> y(k.M * k.N, -7.f);
+        // Relu and a residual in registers; Sigmoid after the rows are written.
+        kiln_kernels::pointwise_nhwc<kiln_kernels::Act::Relu>(L, k.M, x.data<float>(), packed, bias.data(),
+                                                              z.data<float>(), y.data(), 0.f, 0.f, split, t);
+        for (int64_t m = 0; m < k.M; ++m)
+          for (int64_t n = 0; n < k.N; ++n) {
+            double v = b.data<float>()[n] + z.data<float>()[m * k.N + n];
+            for (int64_t c = 0; c < k.K; ++c) v += double(x.data<float>()[m * k.K + c]) * w.data<float>()[n * k.K + c];
+            want[m * k.N + n] = static_cast<float>(std::max(v, 0.0));
+          }
+        expect_close(Tensor::from_vector<float>({k.M * k.N}, want), y.data(), what + " Relu");
+        kiln_kernels::pointwise_nhwc<kiln_kernels::Act::Sigmoid>(L, k.M, x.data<float>(), packed, bias.data(), nullptr,
+                                                                 y.data(), 0.f, 0.f, split, t);
+        for (int64_t m = 0; m < k.M; ++m)
+          for (int64_t n = 0; n < k.N; ++n) {
+            double v = b.data<float>()[n];
+            for (int64_t c = 0; c < k.K; ++c) v += double(x.data<float>()[m * k.K + c]) * w.data<float>()[n * k.K + c];
+            want[m * k.N + n] = static_cast<float>(1.0 / (1.0 + std::exp(-v)));
+          }
+        expect_close(Tensor::from_vector<float>({k.M * k.N}, want), y.data(), what + " Sigmoid");
+      }
+    std::free(packed);
   }
 }
 

@@ -9,16 +9,15 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "kernels/depthwise_rows.h"
 #include "ops/core/activation.h"
 
 namespace kiln::backends::cpu {
 
 // Kernel heights DepthwiseConv takes (depthwise_shape declines taller ones).
-constexpr int64_t kMaxKernelRows = 16;
+constexpr int64_t kMaxKernelRows = kiln_kernels::kDepthwiseMaxKernelRows;
 
-struct DepthwiseShape {
-  int64_t H = 0, W = 0, C = 0, OH = 0, OW = 0, KH = 0, KW = 0, SH = 1, SW = 1, PT = 0, PL = 0;
-};
+using DepthwiseShape = kiln_kernels::DepthwiseShape;
 
 class DepthwiseConv {
  public:
@@ -34,7 +33,7 @@ class DepthwiseConv {
 
  private:
   DepthwiseShape s_;
-  std::vector<float> w_;     // [C16 / 16][KH * KW][16], channels zero-padded to C16
+  std::vector<float> w_;     // [C16 / 16][KH * KW][16], channels zero-padded to C16 (pack_depthwise)
   std::vector<float> bias_;  // [C16]
   ops::Activation act_;
 };

@@ -16,6 +16,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/aligned_floats.h"
+#include "kernels/pointwise_rows.h"
 #include "ops/core/activation.h"
 #include "plan/kernel_spec.h"
 
@@ -54,7 +55,7 @@ std::function<std::map<std::string, plan::ParamValue>(const ir::Node&, int)> poi
 std::function<plan::ParamChoices(const ir::Node&, int)> pointwise_lister(PointwiseDimsOf dims_of);
 
 // Pair mode (pointwise_conv.cpp) up to this many input channels.
-constexpr int64_t kPairMaxK = 1024;
+constexpr int64_t kPairMaxK = kiln_kernels::kPointwisePairMaxK;
 
 // Weights of N outputs by K inputs, as the model holds them: [N][K] (a conv's), or k_major
 // [K][N] (a MatMul's B), read once when they are packed.
@@ -84,25 +85,14 @@ class PointwiseRows {
             int64_t part1) const;
   int64_t parts() const;
 
-  int64_t K() const { return K_; }
-  int64_t N() const { return N_; }
-
-  // A block of up to 64 output channels, its weights packed [K][nv * 16] at `offset` (zeros
-  // past N); `tail` masks its last vector's outputs.
-  struct Block {
-    int64_t n0, nv, offset;
-    __mmask16 tail;
-  };
+  int64_t K() const { return layout_.K(); }
+  int64_t N() const { return layout_.N(); }
 
  private:
-
-  int64_t K_, N_, ldy_;
+  kiln_kernels::PointwiseLayout layout_;  // src/kernels/pointwise_rows.h: the kernel itself
   ops::Activation act_;
-  int64_t pair_vectors_ = 0;  // vectors of 8 outputs in pair mode, 0 in blocks
-  int64_t depth_;             // input channels per range for 64 outputs (pointwise_conv.cpp)
   AlignedFloats packed_;
   std::vector<float> bias_;
-  std::vector<Block> blocks_;
 };
 
 // The kernel for `rows` rows of K floats times constant weights w (packed) into rows of

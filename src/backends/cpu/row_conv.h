@@ -9,14 +9,12 @@
 #include "backends/backend.h"
 #include "backends/cpu/parallel.h"
 #include "ir/graph.h"
+#include "kernels/depthwise_rows.h"
 
 namespace kiln::backends::cpu {
 
-// The slot of input row r in the rows a row-at-a-time kernel reads: rows one after another from
-// row x_row0 on, or (ring > 0) a ConvChain's line buffer kept as a ring of `ring` rows, row r in
-// slot r % ring, so that a band moving on overwrites the rows no longer needed instead of
-// moving the ones still needed to the front.
-inline int64_t row_slot(int64_t r, int64_t x_row0, int64_t ring) { return ring > 0 ? r % ring : r - x_row0; }
+// The slot of input row r of a row-at-a-time kernel (kernels/depthwise_rows.h).
+using kiln_kernels::row_slot;
 
 struct RowConvGeometry {
   int64_t H = 0, W = 0, C = 0, OH = 0, OW = 0, OC = 0, KH = 0, KW = 0, SH = 1, SW = 1, PT = 0, PL = 0, G = 1;
