@@ -184,6 +184,65 @@ TEST(CodegenEmit, DepthToSpaceAndSpaceToDepthMatch) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// An inverted-residual block and a classifier: 1x1 convs (pair mode and blocks), a depthwise
+// conv at stride 2, a residual and a Gemm. For a target with AVX-512 (this machine's, when it
+// has it) they run on the kernels kiln's CPU backend runs (pointwise_rows.h, depthwise_rows.h);
+// for an AVX2 target on the portable kernels (which a baseline target runs too). Both build and
+// match.
+TEST(CodegenEmit, ConvBlockMatchesOnEveryIsa) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets[""] = 17;
+  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {2, 12, 14, 14}));
+  auto node = [&](const std::string& op, std::vector<ir::Value*> ins, ir::Attributes a = {}) {
+    ir::Value* o = g->add_value(op + std::to_string(g->nodes().size()));
+    g->add_node(op, ins, {o}, std::move(a), op + std::to_string(g->nodes().size()));
+    return o;
+  };
+  std::mt19937 wrng(4);
+  auto conv = [&](ir::Value* v, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t group) {
+    const std::string n = "w" + std::to_string(g->nodes().size());
+    ir::Value* w = g->add_constant(n, random_tensor({cout, cin / group, k, k}, wrng));
+    ir::Value* b = g->add_constant(n + "b", random_tensor({cout}, wrng));
+    const int64_t p = k / 2;
+    return node("Conv", {v, w, b},
+                {{"strides", ir::Attribute::of_ints({stride, stride})}, {"pads", ir::Attribute::of_ints({p, p, p, p})},
+                 {"group", ir::Attribute::of_int(group)}});
+  };
+  auto clip = [&](ir::Value* v) {
+    return node("Clip", {v, g->add_constant("lo" + std::to_string(g->nodes().size()), Tensor::scalar<float>(0.f)),
+                         g->add_constant("hi" + std::to_string(g->nodes().size()), Tensor::scalar<float>(6.f))});
+  };
+  ir::Value* e = clip(conv(x, 12, 72, 1, 1, 1));  // 1x1 expand: blocks
+  ir::Value* d = clip(conv(e, 72, 72, 3, 2, 72));  // depthwise, stride 2
+  ir::Value* p = conv(d, 72, 20, 1, 1, 1);         // 1x1 project: pair mode
+  ir::Value* r = node("Add", {p, conv(p, 20, 20, 1, 1, 1)});
+  ir::Value* pooled = node("Flatten", {node("GlobalAveragePool", {r})});
+  ir::Value* fc = g->add_constant("fc", random_tensor({10, 20}, wrng));
+  g->add_output(node("Gemm", {pooled, fc, g->add_constant("fcb", random_tensor({10}, wrng))},
+                     {{"transB", ir::Attribute::of_int(1)}, {"alpha", ir::Attribute::of_float(0.5f)}}));
+  g->add_output(r);
+  const fs::path dir = scratch("conv-block");
+  std::mt19937 rng(6);
+  write_model_with_data(*g, dir, {random_tensor({2, 12, 14, 14}, rng)});
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  for (const std::string isa : {"", "avx2"}) {
+    if (isa == "avx2" && !__builtin_cpu_supports("avx2")) continue;
+    fs::remove_all(dir / "project");
+    Result r = emit_and_build(dir, isa.empty() ? "--threads 2" : "--isa " + isa);
+    ASSERT_EQ(r.status, 0) << isa << ": " << r.out;
+    std::ifstream f(dir / "project" / "model.cpp");
+    const std::string code((std::istreambuf_iterator<char>(f)), {});
+    const bool shared = isa.empty() && avx512;
+    EXPECT_EQ(code.find("kiln_kernels::pointwise_conv_nhwc") != std::string::npos, shared) << isa;
+    EXPECT_EQ(code.find("kiln_kernels::depthwise_nhwc_rows") != std::string::npos, shared) << isa;
+    EXPECT_EQ(code.find("kiln_kernels::pointwise_nhwc<") != std::string::npos, shared) << isa << " (the Gemm)";
+    r = sh((dir / "project" / "build" / "kiln_model_main").string());
+    EXPECT_EQ(r.status, 0) << isa << ": " << r.out;
+    EXPECT_NE(r.out.find("check passed"), std::string::npos) << isa << ": " << r.out;
+  }
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 TEST(CodegenEmit, AnOpWithoutAnEmitterIsAClearError) {
   auto g = std::make_unique<ir::Graph>();
   g->opsets[""] = 17;

@@ -63,7 +63,7 @@ void add_compile_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("compile", "Compile a model ahead of time (.kiln: runs without the source model)");
   struct Args {
     ModelOptions model_options;
-    std::string model, out, target = "kiln";
+    std::string model, out, target = "kiln", isa;
     bool embed_weights = false, no_onednn = false, check_on_cpu = false;
   };
   auto args = std::make_shared<Args>();
@@ -76,12 +76,17 @@ void add_compile_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--embed-weights", args->embed_weights, "--target cpp: link weights.bin into the program");
   cmd->add_flag("--no-onednn", args->no_onednn, "--target cpp: kiln's portable kernels only, no dependency at all");
+  cmd->add_option("--isa", args->isa,
+                  "--target cpp: the CPU features the emitted kernels use: avx512f, avx2 (with FMA) or baseline "
+                  "(default: this machine's)")
+      ->check(CLI::IsMember({"avx512f", "avx2", "baseline"}));
   cmd->add_flag("--check-on-cpu", args->check_on_cpu,
                 "--target cuda: the project builds model.cu as host C++ by default (no GPU; checks the kernels)");
   args->model_options.add_to(cmd, "SYMBOL=N[,M...]: precompile these extents of a symbolic input dim (every combination)");
   cmd->callback([args, &exit_code] {
     const bool cpp = args->target == "cpp", cuda = args->target == "cuda";
-    if (!cpp && (args->embed_weights || args->no_onednn)) throw Error("--embed-weights and --no-onednn go with --target cpp");
+    if (!cpp && (args->embed_weights || args->no_onednn || !args->isa.empty()))
+      throw Error("--embed-weights, --no-onednn and --isa go with --target cpp");
     if (!cuda && args->check_on_cpu) throw Error("--check-on-cpu goes with --target cuda");
     if ((cpp || cuda) && args->out.empty()) throw Error("--target " + args->target + " writes a folder: give it with -o DIR");
     const auto t0 = std::chrono::steady_clock::now();
@@ -128,7 +133,10 @@ void add_compile_command(CLI::App& app, int& exit_code) {
       co.embed_weights = args->embed_weights;
       co.source = std::filesystem::path(args->model).filename().string();
       co.test_data = test_data;
-      co.isa = plans.front().plan->isa;
+      co.isa = args->isa.empty()       ? plans.front().plan->isa
+               : args->isa == "avx512f" ? std::vector<std::string>{"avx512f"}
+               : args->isa == "avx2"    ? std::vector<std::string>{"avx2", "fma"}
+                                        : std::vector<std::string>{};
       co.threads = args->model_options.threads;
       const codegen::CppProjectStats st = codegen::write_cpp_project(plans, co, args->out);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

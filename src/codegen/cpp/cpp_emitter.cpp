@@ -45,10 +45,11 @@ std::string identifier(const std::string& s) {
   return r;
 }
 
+CppEmitter::CppEmitter(const std::vector<std::string>& isa) : panel_(panel_for(isa)), avx512_(has_avx512(isa)) {}
+
 void CppEmitter::begin(int signature, const PlanSource& source, const std::vector<Operand>& inputs,
                        const std::vector<Operand>& outputs) {
   signature_ = signature;
-  panel_ = panel_for(source.plan->isa);
   SignatureCode sc;
   for (const Operand& o : inputs) sc.inputs.push_back({o.value->name(), o.dtype, o.dims});
   for (const Operand& o : outputs) sc.outputs.push_back({o.value->name(), o.dtype, o.dims});
@@ -75,7 +76,7 @@ std::string function_name(int signature, const Step& s, std::set<std::string>& u
 }
 
 void CppEmitter::step(const Step& s) {
-  EmitContext ctx(s, weights, kernels, panel_);
+  EmitContext ctx(s, weights, kernels, panel_, avx512_);
   OpEmitFn fn = find_op_emitter(*s.node);
   if (!fn) throw ctx.unsupported("the C++ target has no emitter for this op");
   fn(ctx);

@@ -26,6 +26,8 @@ struct SignatureCode {
 
 class CppEmitter : public Emitter {
  public:
+  // isa: the CPU features the emitted kernels may use (ExecutablePlan::isa's names).
+  explicit CppEmitter(const std::vector<std::string>& isa);
   void begin(int signature, const PlanSource& source, const std::vector<Operand>& inputs,
              const std::vector<Operand>& outputs) override;
   void step(const Step& s) override;
@@ -38,7 +40,8 @@ class CppEmitter : public Emitter {
 
  private:
   int signature_ = 0;
-  int panel_ = 32;
+  int panel_;
+  bool avx512_;
   std::set<std::string> used_names_;
 };
 

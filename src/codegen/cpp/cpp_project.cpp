@@ -54,7 +54,7 @@ const std::vector<std::string>& cpp_disabled_passes() {
 
 CppProjectStats write_cpp_project(const std::vector<PlanSource>& plans, const CppOptions& o, const std::string& dir) {
   if (plans.empty()) throw Error("code generation: no compiled plan to emit");
-  cpp::CppEmitter e;
+  cpp::CppEmitter e(o.isa);
   for (size_t g = 0; g < plans.size(); ++g) walk_plan(static_cast<int>(g), plans[g], e);
   e.kernels.insert("common.h");
   const std::set<std::string> files = with_includes(e.kernels);

@@ -29,12 +29,15 @@ std::string c_string(const std::string& s);
 
 class EmitContext {
  public:
-  EmitContext(const Step& s, WeightsBlob& weights, std::set<std::string>& kernels, int panel)
-      : step(s), node(*s.node), panel(panel), weights_(weights), kernels_(kernels) {}
+  EmitContext(const Step& s, WeightsBlob& weights, std::set<std::string>& kernels, int panel, bool avx512 = false)
+      : step(s), node(*s.node), panel(panel), avx512(avx512), weights_(weights), kernels_(kernels) {}
 
   const Step& step;
   const ir::Node& node;
   const int panel;  // the matrix kernels' panel width for the target's CPU (weight_packing.h)
+  // Whether the target's CPU runs AVX-512F: then the kernels written in its intrinsics, which
+  // kiln's CPU backend runs too (depthwise_rows.h), serve the ops they take.
+  const bool avx512;
 
   // A pointer expression to operand o's first element, typed by its dtype (const unless
   // `writable`): "reinterpret_cast<float*>(c.arena + 4096)".

@@ -6,8 +6,10 @@
 #include "codegen/cpp/epilogue.h"
 #include "codegen/cpp/code_text.h"
 #include "codegen/cpp/op_emitters.h"
+#include "codegen/cpp/emit_pointwise.h"
 #include "codegen/cpp/weight_packing.h"
 #include "codegen/cpp/window_call.h"
+#include "kernels/depthwise_rows.h"
 #include "ops/core/conv_geometry.h"
 
 namespace kiln::codegen::cpp {
@@ -103,14 +105,44 @@ WindowCall window_call(EmitContext& ctx, const ir::Node& n, const std::vector<in
                            (bd ? ctx.weights(key + ":bias", std::vector<float>(bd, bd + M)) : "nullptr") + ", ");
     return c;
   }
+  const bool residual = n.num_inputs() > 3 && n.has_input(3);
+  c.shape_type = "kiln_kernels::Conv2dShape";
+  c.shape_init = int_list({N, H, W, C, OH, OW, M, KH, KW, g.sh, g.sw, g.ph.begin, g.pw.begin, g.dh, g.dw, G});
+  // With AVX-512, the depthwise rows kiln's CPU backend runs (kernels/depthwise_rows.h).
+  if (depthwise && ctx.avx512 && g.dh == 1 && g.dw == 1 && KH <= kiln_kernels::kDepthwiseMaxKernelRows && !residual) {
+    ctx.use_kernel("depthwise_rows.h");
+    const kiln_kernels::DepthwiseShape ds{H, W, C, OH, OW, KH, KW, g.sh, g.sw, g.ph.begin, g.pw.begin};
+    const int64_t C16 = (C + 15) / 16 * 16;
+    std::vector<float> pw(static_cast<size_t>(C16 * KH * KW)), pb(static_cast<size_t>(C16));
+    kiln_kernels::pack_depthwise(ds, wd, bd, pw.data(), pb.data());
+    const std::string key = "depthwise16:" + n.input(1)->name() + (bd ? ":" + n.input(2)->name() : "");
+    const std::string args = ctx.weights(key, pw) + ", " + ctx.weights(key + ":bias", pb);
+    const std::string fn = "kiln_kernels::depthwise_nhwc_rows<" + e.act + ">";
+    c.call = [fn, args, e](const std::string& s, const std::string& x, const std::string&, const std::string& y,
+                           const std::string& team) {
+      return fn + "(" + s + ", " + x + ", " + args + ", " + y + ", " + e.a + ", " + e.b + ", " + team + ");";
+    };
+    return c;
+  }
+  // With AVX-512, a 1x1 conv runs on the pointwise rows kiln's CPU backend runs (kernels/pointwise_rows.h).
+  const bool pointwise = KH == 1 && KW == 1 && G == 1 && g.sh == 1 && g.sw == 1 && g.ph.begin == 0 && g.ph.end == 0 &&
+                         g.pw.begin == 0 && g.pw.end == 0;
+  if (pointwise && ctx.avx512) {
+    const PointwiseCall p = pointwise_call(ctx, n, C, M, wd, false, 1.f, bd, n.input(1)->name());
+    const std::string fn = "kiln_kernels::pointwise_conv_nhwc<" + e.act + ">";
+    c.call = [fn, p, e](const std::string& s, const std::string& x, const std::string& z, const std::string& y,
+                        const std::string& team) {
+      return fn + "(" + s + ", " + p.layout + ", " + x + ", " + p.weights + ", " + p.bias + ", " + z + ", " + y + ", " + e.a +
+             ", " + e.b + ", " + (p.split_outputs ? "true" : "false") + ", " + team + ");";
+    };
+    return c;
+  }
   const std::vector<float> packed =
       depthwise ? pack_depthwise(wd, C, KH, KW) : pack_conv2d(wd, M, C, G, KH, KW, ctx.panel);
   const std::vector<float> bias = !bd ? std::vector<float>{} : depthwise ? std::vector<float>(bd, bd + M)
                                                                          : pack_conv2d_bias(bd, M, G, ctx.panel);
   ctx.use_kernel("conv2d.h");
   const std::string key = "conv:" + n.input(1)->name() + ":" + panel;
-  c.shape_type = "kiln_kernels::Conv2dShape";
-  c.shape_init = int_list({N, H, W, C, OH, OW, M, KH, KW, g.sh, g.sw, g.ph.begin, g.pw.begin, g.dh, g.dw, G});
   c.call = make_call(depthwise ? "kiln_kernels::depthwise_nhwc<" + e.act + ">"
                                : "kiln_kernels::conv2d_nhwc<" + e.act + ", " + panel + ">",
                      ctx.weights(key, packed) + ", " + (bd ? ctx.weights(key + ":bias", bias) : "nullptr") + ", ");

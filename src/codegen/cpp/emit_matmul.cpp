@@ -6,6 +6,7 @@
 #include "codegen/cpp/epilogue.h"
 #include "codegen/cpp/code_text.h"
 #include "codegen/cpp/op_emitters.h"
+#include "codegen/cpp/emit_pointwise.h"
 #include "codegen/cpp/weight_packing.h"
 
 namespace kiln::codegen::cpp {
@@ -21,6 +22,26 @@ void call_gemm(EmitContext& ctx, int64_t M, int64_t K, int64_t N, const std::str
            e.b + ", c.team);");
 }
 
+// The product by constant weights w ([N][K], k_major: [K][N]) times alpha with bias (N floats,
+// or nullptr) and residual z: on the pointwise rows kiln's CPU backend runs linear layers on
+// (kernels/pointwise_rows.h) with AVX-512, else on gemm_packed.
+void call_product(EmitContext& ctx, int64_t M, int64_t K, int64_t N, const float* w, bool k_major, float alpha,
+                  const float* bias, const std::string& z, const std::string& key) {
+  if (ctx.avx512) {
+    const Epilogue e = epilogue_of(ctx.node);
+    const PointwiseCall p = pointwise_call(ctx, ctx.node, K, N, w, k_major, alpha, bias, key);
+    ctx.line("kiln_kernels::pointwise_nhwc<" + e.act + ">(" + p.layout + ", " + i64(M) + ", " + ctx.in(0) + ", " + p.weights +
+             ", " + p.bias + ", " + z + ", " + ctx.out(0) + ", " + e.a + ", " + e.b + ", " +
+             (p.split_outputs ? "true" : "false") + ", c.team);");
+    return;
+  }
+  const std::string bp = ctx.weights("gemm:" + key + (k_major ? "" : ":t") + ":" + std::to_string(alpha) + ":" +
+                                         std::to_string(ctx.panel),
+                                     pack_gemm_b(w, K, N, !k_major, alpha, ctx.panel));
+  const std::string b = bias ? ctx.weights("gemm-bias:" + key, std::vector<float>(bias, bias + N)) : "nullptr";
+  call_gemm(ctx, M, K, N, ctx.in(0), bp, b, z, N);
+}
+
 }  // namespace
 
 void emit_gemm(EmitContext& ctx) {
@@ -34,24 +55,22 @@ void emit_gemm(EmitContext& ctx) {
   const bool tb = n.attr_int("transB", 0) != 0;
   const int64_t M = y.dims[0], N = y.dims[1], K = a.dims[1];
   const float alpha = n.attr_float("alpha", 1.f), beta = n.attr_float("beta", 1.f);
-  const std::string key = "gemm:" + n.input(1)->name() + (tb ? ":t" : "") + ":" + std::to_string(alpha) + ":" +
-                          std::to_string(ctx.panel);
-  const std::string bp = ctx.weights(key, pack_gemm_b(b.data<float>(), K, N, tb, alpha, ctx.panel));
-  std::string bias = "nullptr", z = "nullptr";
+  std::vector<float> bias;
+  std::string z = "nullptr";
   if (ctx.has_input(2) && beta != 0.f) {
     const Operand& c = ctx.step.inputs[2];
     if (ctx.is_constant(2) && (c.numel() == N || c.numel() == 1)) {
       const float* cd = ctx.constant(2).data<float>();
-      std::vector<float> v(N);
-      for (int64_t j = 0; j < N; ++j) v[j] = beta * cd[c.numel() == 1 ? 0 : j];
-      bias = ctx.weights("gemm-bias:" + n.input(2)->name() + ":" + std::to_string(beta), v);
+      bias.resize(N);
+      for (int64_t j = 0; j < N; ++j) bias[j] = beta * cd[c.numel() == 1 ? 0 : j];
     } else if (c.numel() == M * N && beta == 1.f) {
       z = ctx.in(2);
     } else {
       throw ctx.unsupported("this form of C is not emitted");
     }
   }
-  call_gemm(ctx, M, K, N, ctx.in(0), bp, bias, z, N);
+  const std::string key = n.input(1)->name() + (bias.empty() ? "" : ":" + n.input(2)->name() + ":" + std::to_string(beta));
+  call_product(ctx, M, K, N, b.data<float>(), !tb, alpha, bias.empty() ? nullptr : bias.data(), z, key);
 }
 
 void emit_matmul(EmitContext& ctx) {
@@ -62,15 +81,13 @@ void emit_matmul(EmitContext& ctx) {
     throw ctx.unsupported("only a MatMul by a constant 2-D B or of two computed operands is emitted");
   const Tensor& b = ctx.constant(1);
   const int64_t K = b.dim(0), N = b.dim(1), M = a.numel() / K;
-  const std::string bp = ctx.weights("matmul:" + ctx.node.input(1)->name() + ":" + std::to_string(ctx.panel),
-                                     pack_gemm_b(b.data<float>(), K, N, false, 1.f, ctx.panel));
-  std::string bias = "nullptr";
+  const float* bias = nullptr;
   if (ctx.has_input(2)) {
     if (!ctx.is_constant(2) || ctx.step.inputs[2].numel() != N) throw ctx.unsupported("the bias must be a constant [N]");
-    const float* bd = ctx.constant(2).data<float>();
-    bias = ctx.weights("matmul-bias:" + ctx.node.input(2)->name(), std::vector<float>(bd, bd + N));
+    bias = ctx.constant(2).data<float>();
   }
-  call_gemm(ctx, M, K, N, ctx.in(0), bp, bias, "nullptr", N);
+  call_product(ctx, M, K, N, b.data<float>(), true, 1.f, bias,
+               "nullptr", ctx.node.input(1)->name() + (bias ? ":" + ctx.node.input(2)->name() : ""));
 }
 
 }  // namespace kiln::codegen::cpp

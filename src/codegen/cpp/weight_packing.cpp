@@ -24,9 +24,9 @@ int64_t padded(int64_t n, int panel) {
 
 }  // namespace
 
-int panel_for(const std::vector<std::string>& isa) {
-  return std::find(isa.begin(), isa.end(), "avx512f") != isa.end() ? 64 : 32;
-}
+bool has_avx512(const std::vector<std::string>& isa) { return std::find(isa.begin(), isa.end(), "avx512f") != isa.end(); }
+
+int panel_for(const std::vector<std::string>& isa) { return has_avx512(isa) ? 64 : 32; }
 
 std::vector<float> pack_gemm_b(const float* b, int64_t K, int64_t N, bool trans, float alpha, int panel) {
   std::vector<float> p(K * padded(N, panel), 0.f);
