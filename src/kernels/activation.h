@@ -31,6 +31,24 @@ inline float activate(float x, float a, float b) {
   return x;
 }
 
+// The activation `kind`, chosen at run time, on one value.
+inline float activate(Act kind, float x, float a, float b) {
+  switch (kind) {
+    case Act::None: return x;
+    case Act::Relu: return activate<Act::Relu>(x, a, b);
+    case Act::Clip: return activate<Act::Clip>(x, a, b);
+    case Act::Sigmoid: return activate<Act::Sigmoid>(x, a, b);
+    case Act::Tanh: return activate<Act::Tanh>(x, a, b);
+    case Act::SiLU: return activate<Act::SiLU>(x, a, b);
+    case Act::Gelu: return activate<Act::Gelu>(x, a, b);
+    case Act::GeluTanh: return activate<Act::GeluTanh>(x, a, b);
+    case Act::HardSigmoid: return activate<Act::HardSigmoid>(x, a, b);
+    case Act::HardSwish: return activate<Act::HardSwish>(x, a, b);
+    case Act::LeakyRelu: return activate<Act::LeakyRelu>(x, a, b);
+  }
+  return x;
+}
+
 // The activation over n values in place.
 template <Act A>
 inline void activate_all(float* __restrict__ y, int64_t n, float a, float b) {

@@ -1,42 +1,71 @@
 // Normalizations over the last axis, row by row: (skip) layer normalization and softmax.
 #pragma once
-#include <vector>
-
 #include "common.h"
+#include "row_reduce.h"
 
 namespace kiln_kernels {
 
-// For each of `rows` rows of H: s = x + skip + bias (skip, bias may be null); y = (s - mean) /
-// sqrt(var + eps) * gamma + beta; sum (when not null) = s. Statistics in double, as the
-// reference kernels compute them.
+namespace detail {
+
+template <bool Skip, bool Bias>
+[[gnu::always_inline]] inline float add_row(const float* x, const float* skip, const float* bias, float* s, int64_t m) {
+  float acc[16] = {};
+  int64_t j = 0;
+  for (; j + 16 <= m; j += 16)
+    for (int k = 0; k < 16; ++k) {
+      float v = x[j + k];
+      if constexpr (Skip) v += skip[j + k];
+      if constexpr (Bias) v += bias[j + k];
+      s[j + k] = v;
+      acc[k] += v;
+    }
+  float total = 0.f;
+  for (; j < m; ++j) {
+    float v = x[j];
+    if constexpr (Skip) v += skip[j];
+    if constexpr (Bias) v += bias[j];
+    s[j] = v;
+    total += v;
+  }
+  for (int k = 0; k < 16; ++k) total += acc[k];
+  return total;
+}
+
+}  // namespace detail
+
+// s = x + skip (+ bias) for one row of m (skip, bias may be null; s may be x); returns the sum
+// of s. Sixteen partial sums (reduce::sum's), so the add and the reduction vectorize in one
+// sweep; a loop per form, so none tests for its operands inside.
+[[gnu::always_inline]] inline float layernorm_add_row(const float* x, const float* skip, const float* bias, float* s,
+                                                      int64_t m) {
+  if (skip) return bias ? detail::add_row<true, true>(x, skip, bias, s, m) : detail::add_row<true, false>(x, skip, bias, s, m);
+  return bias ? detail::add_row<false, true>(x, skip, bias, s, m) : detail::add_row<false, false>(x, skip, bias, s, m);
+}
+
+// y = (s - mean) / sqrt(var + eps) * gamma + beta for one row of m (beta may be null; y may be
+// s). The variance about the mean in a second sweep, which stays accurate where E[s^2] -
+// mean^2 would cancel.
+[[gnu::always_inline]] inline void layernorm_normalize_row(const float* s, float* y, int64_t m, float mean,
+                                                           const float* gamma, const float* beta, float eps) {
+  const float inv = 1.f / std::sqrt(reduce::sum_sq_dev(s, m, mean) / static_cast<float>(m) + eps);
+  if (beta) {
+    for (int64_t j = 0; j < m; ++j) y[j] = (s[j] - mean) * inv * gamma[j] + beta[j];
+  } else {
+    for (int64_t j = 0; j < m; ++j) y[j] = (s[j] - mean) * inv * gamma[j];
+  }
+}
+
+// For each of `rows` rows of H: s = x + skip + bias (skip, bias may be null), summed into the
+// row of `sum` when not null, else into y's row, which is then normalized in place (still in
+// L1); y = (s - mean) / sqrt(var + eps) * gamma + beta. The rows kiln's CPU backend runs
+// kiln.SkipLayerNorm on.
 inline void layernorm_rows(int64_t rows, int64_t H, const float* x, const float* skip, const float* gamma,
                            const float* beta, const float* bias, float eps, float* y, float* sum, Team* team = nullptr) {
   parallel_for(team, rows, [&](int64_t r0, int64_t r1) {
-    std::vector<float> row(static_cast<size_t>(H));
-    float* s = row.data();
     for (int64_t r = r0; r < r1; ++r) {
-      const float* xr = x + r * H;
-      const float* sr = skip ? skip + r * H : nullptr;
-      double mean = 0;
-      for (int64_t i = 0; i < H; ++i) {
-        float v = xr[i];
-        if (sr) v += sr[i];
-        if (bias) v += bias[i];
-        s[i] = v;
-        mean += v;
-      }
-      mean /= static_cast<double>(H);
-      double var = 0;
-      for (int64_t i = 0; i < H; ++i) {
-        const double d = s[i] - mean;
-        var += d * d;
-      }
-      var /= static_cast<double>(H);
-      const float m = static_cast<float>(mean);
-      const float inv = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps)));
-      float* KILN_RESTRICT yr = y + r * H;
-      for (int64_t i = 0; i < H; ++i) yr[i] = (s[i] - m) * inv * gamma[i] + (beta ? beta[i] : 0.f);
-      if (sum) std::memcpy(sum + r * H, s, static_cast<size_t>(H) * sizeof(float));
+      float* s = sum ? sum + r * H : y + r * H;
+      const float total = layernorm_add_row(x + r * H, skip ? skip + r * H : nullptr, bias, s, H);
+      layernorm_normalize_row(s, y + r * H, H, total / static_cast<float>(H), gamma, beta, eps);
     }
   });
 }

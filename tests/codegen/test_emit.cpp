@@ -184,15 +184,16 @@ TEST(CodegenEmit, DepthToSpaceAndSpaceToDepthMatch) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
-// An inverted-residual block and a classifier: 1x1 convs (pair mode and blocks), a depthwise
-// conv at stride 2, a residual and a Gemm. For a target with AVX-512 (this machine's, when it
-// has it) they run on the kernels kiln's CPU backend runs (pointwise_rows.h, depthwise_rows.h);
+// A stem, an inverted-residual block and a classifier: a 3x3 conv on three channels, 1x1 convs
+// (pair mode and blocks), a depthwise conv at stride 2, a residual and a Gemm. For a target
+// with AVX-512 (this machine's, when it has it) they run on the kernels kiln's CPU backend runs
+// (stem_rows.h, pointwise_rows.h, depthwise_rows.h);
 // for an AVX2 target on the portable kernels (which a baseline target runs too). Both build and
 // match.
 TEST(CodegenEmit, ConvBlockMatchesOnEveryIsa) {
   auto g = std::make_unique<ir::Graph>();
   g->opsets[""] = 17;
-  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {2, 12, 14, 14}));
+  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {2, 3, 14, 14}));
   auto node = [&](const std::string& op, std::vector<ir::Value*> ins, ir::Attributes a = {}) {
     ir::Value* o = g->add_value(op + std::to_string(g->nodes().size()));
     g->add_node(op, ins, {o}, std::move(a), op + std::to_string(g->nodes().size()));
@@ -212,7 +213,8 @@ TEST(CodegenEmit, ConvBlockMatchesOnEveryIsa) {
     return node("Clip", {v, g->add_constant("lo" + std::to_string(g->nodes().size()), Tensor::scalar<float>(0.f)),
                          g->add_constant("hi" + std::to_string(g->nodes().size()), Tensor::scalar<float>(6.f))});
   };
-  ir::Value* e = clip(conv(x, 12, 72, 1, 1, 1));  // 1x1 expand: blocks
+  ir::Value* stem = clip(conv(x, 3, 12, 3, 1, 1));  // few input channels: the stem kernel
+  ir::Value* e = clip(conv(stem, 12, 72, 1, 1, 1));  // 1x1 expand: blocks
   ir::Value* d = clip(conv(e, 72, 72, 3, 2, 72));  // depthwise, stride 2
   ir::Value* p = conv(d, 72, 20, 1, 1, 1);         // 1x1 project: pair mode
   ir::Value* r = node("Add", {p, conv(p, 20, 20, 1, 1, 1)});
@@ -223,7 +225,7 @@ TEST(CodegenEmit, ConvBlockMatchesOnEveryIsa) {
   g->add_output(r);
   const fs::path dir = scratch("conv-block");
   std::mt19937 rng(6);
-  write_model_with_data(*g, dir, {random_tensor({2, 12, 14, 14}, rng)});
+  write_model_with_data(*g, dir, {random_tensor({2, 3, 14, 14}, rng)});
   const bool avx512 = __builtin_cpu_supports("avx512f");
   for (const std::string isa : {"", "avx2"}) {
     if (isa == "avx2" && !__builtin_cpu_supports("avx2")) continue;
@@ -235,6 +237,7 @@ TEST(CodegenEmit, ConvBlockMatchesOnEveryIsa) {
     const bool shared = isa.empty() && avx512;
     EXPECT_EQ(code.find("kiln_kernels::pointwise_conv_nhwc") != std::string::npos, shared) << isa;
     EXPECT_EQ(code.find("kiln_kernels::depthwise_nhwc_rows") != std::string::npos, shared) << isa;
+    EXPECT_EQ(code.find("kiln_kernels::stem_conv_nhwc") != std::string::npos, shared) << isa;
     EXPECT_EQ(code.find("kiln_kernels::pointwise_nhwc<") != std::string::npos, shared) << isa << " (the Gemm)";
     r = sh((dir / "project" / "build" / "kiln_model_main").string());
     EXPECT_EQ(r.status, 0) << isa << ": " << r.out;

@@ -16,6 +16,7 @@
 #include "kernels/parallel.h"
 #include "kernels/pointwise_rows.h"
 #include "kernels/pool.h"
+#include "kernels/stem_rows.h"
 #include "kernels/winograd.h"
 
 namespace kiln::codegen {
@@ -180,6 +181,48 @@ TEST(CodegenKernels, DepthwiseRowsMatchTheReference) {
         want[i] = kiln_kernels::activate<kiln_kernels::Act::HardSwish>(ref.data<float>()[i], 0.f, 0.f);
       expect_close(Tensor::from_vector<float>({ref.numel()}, want), y.data(), what + " HardSwish");
     }
+  }
+}
+
+TEST(CodegenKernels, StemRowsMatchTheReference) {
+  if (!avx512()) GTEST_SKIP() << "this CPU has no AVX-512F, which the kernel needs";
+  kiln_kernels::Team team(2);
+  struct Case {
+    int64_t N, C, H, W, M, K, stride, pad;
+  };
+  // mobilenet's 3x3/2 3 -> 32, resnet's 7x7/2 3 -> 64 (a block of four vectors), a 5x5/1 on four
+  // channels to 20 outputs (a partial vector), a 3x1-wide odd image, two images.
+  for (const Case& k : {Case{1, 3, 17, 15, 32, 3, 2, 1}, Case{1, 3, 23, 21, 64, 7, 2, 3}, Case{2, 4, 9, 11, 20, 5, 1, 2},
+                        Case{1, 2, 6, 3, 80, 3, 1, 1}}) {
+    const Tensor x = random(DType::Float, {k.N, k.C, k.H, k.W}, 41);
+    const Tensor w = random(DType::Float, {k.M, k.C, k.K, k.K}, 42);
+    const Tensor b = random(DType::Float, {k.M}, 43);
+    ir::Attributes a;
+    a["strides"] = ir::Attribute::of_ints({k.stride, k.stride});
+    a["pads"] = ir::Attribute::of_ints({k.pad, k.pad, k.pad, k.pad});
+    a["kernel_shape"] = ir::Attribute::of_ints({k.K, k.K});
+    const Tensor ref = to_nhwc(OneNode("Conv", {{x}, {w, true}, {b, true}}, 1, a).reference()[0]);
+    const int64_t OH = ref.dim(1), OW = ref.dim(2);
+    const kiln_kernels::Conv2dShape s{k.N, k.H, k.W, k.C, OH, OW, k.M, k.K, k.K, k.stride, k.stride, k.pad, k.pad, 1, 1, 1};
+    const kiln_kernels::StemLayout L(kiln_kernels::StemShape{k.H, k.W, k.C, OH, OW, k.M, k.K, k.K, k.stride, k.stride, k.pad, k.pad},
+                                     false);
+    float* pw = static_cast<float*>(std::aligned_alloc(64, (L.packed_size() * 4 + 63) / 64 * 64));
+    L.pack(w.data<float>(), pw);
+    std::vector<float> pb(L.bias_size(), 0.f);
+    std::copy(b.data<float>(), b.data<float>() + k.M, pb.begin());
+    const Tensor xh = to_nhwc(x);
+    const std::string what = "stem C=" + std::to_string(k.C) + " M=" + std::to_string(k.M) + " K=" + std::to_string(k.K);
+    for (kiln_kernels::Team* t : {static_cast<kiln_kernels::Team*>(nullptr), &team}) {
+      std::vector<float> y(ref.numel(), -7.f), want(ref.numel());
+      kiln_kernels::stem_conv_nhwc<kiln_kernels::Act::Clip>(s, xh.data<float>(), pw, pb.data(), y.data(), -1.f, 1.5f, t);
+      for (int64_t i = 0; i < ref.numel(); ++i) want[i] = std::min(std::max(ref.data<float>()[i], -1.f), 1.5f);
+      expect_close(Tensor::from_vector<float>({ref.numel()}, want), y.data(), what + " Clip");
+      kiln_kernels::stem_conv_nhwc<kiln_kernels::Act::HardSwish>(s, xh.data<float>(), pw, pb.data(), y.data(), 0.f, 0.f, t);
+      for (int64_t i = 0; i < ref.numel(); ++i)
+        want[i] = kiln_kernels::activate<kiln_kernels::Act::HardSwish>(ref.data<float>()[i], 0.f, 0.f);
+      expect_close(Tensor::from_vector<float>({ref.numel()}, want), y.data(), what + " HardSwish");
+    }
+    std::free(pw);
   }
 }
 

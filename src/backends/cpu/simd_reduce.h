@@ -1,98 +1,16 @@
-// Sum and max of a float row for KILN_SIMD kernels. GCC vectorizes a reduction only when it may
-// reassociate (-ffast-math, which kiln does not use), so these keep 16 independent partial
-// results that map onto one register's lanes; include them only from KILN_SIMD
-// functions' files so they inline into each ISA clone.
+// Sum and max of a float row for KILN_SIMD kernels (src/kernels/row_reduce.h, shared with
+// emitted code): include them only from KILN_SIMD functions' files so they inline into each ISA
+// clone.
 #pragma once
-#include <algorithm>
-#include <cstdint>
-#include <cstring>
-#include <limits>
+#include "kernels/row_reduce.h"
 
 namespace kiln::backends::cpu::simd {
 
-inline float sum(const float* x, int64_t n) {
-  float acc[16] = {};
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16)
-    for (int k = 0; k < 16; ++k) acc[k] += x[j + k];
-  float s = 0.f;
-  for (; j < n; ++j) s += x[j];
-  for (int k = 0; k < 16; ++k) s += acc[k];
-  return s;
-}
-
-// Sum of a[j] * b[j].
-inline float dot(const float* a, const float* b, int64_t n) {
-  float acc[16] = {};
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16)
-    for (int k = 0; k < 16; ++k) acc[k] += a[j + k] * b[j + k];
-  float s = 0.f;
-  for (; j < n; ++j) s += a[j] * b[j];
-  for (int k = 0; k < 16; ++k) s += acc[k];
-  return s;
-}
-
-// Sum of (x[j] - c)^2.
-inline float sum_sq_dev(const float* x, int64_t n, float c) {
-  float acc[16] = {};
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16)
-    for (int k = 0; k < 16; ++k) {
-      const float d = x[j + k] - c;
-      acc[k] += d * d;
-    }
-  float s = 0.f;
-  for (; j < n; ++j) s += (x[j] - c) * (x[j] - c);
-  for (int k = 0; k < 16; ++k) s += acc[k];
-  return s;
-}
-
-inline float max(const float* x, int64_t n) {
-  // Partial maxima as GCC vectors: GCC will not SLP-vectorize scalar max chains (without
-  // -ffinite-math-only a max is a compare-and-select), but it maps a select on 8-float vectors
-  // straight onto AVX registers (two of them, to keep two compares in flight).
-  typedef float v8 __attribute__((vector_size(32)));
-  constexpr float lo = -std::numeric_limits<float>::infinity();
-  v8 a = {lo, lo, lo, lo, lo, lo, lo, lo}, b = a;
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    v8 u, v;
-    std::memcpy(&u, x + j, sizeof u);
-    std::memcpy(&v, x + j + 8, sizeof v);
-    a = a > u ? a : u;
-    b = b > v ? b : v;
-  }
-  float m = lo;
-  for (; j < n; ++j) m = std::max(m, x[j]);
-  for (int k = 0; k < 8; ++k) m = std::max(m, std::max(a[k], b[k]));
-  return m;
-}
-
-// a or v, whichever wins; a NaN, once seen, stays (numpy's and the reference kernel's rule).
-inline float pick(float a, float v, bool is_max) {
-  const bool take = (is_max ? v > a : v < a) | (v != v);
-  return take ? v : a;
-}
-
-// The max (or min) of a row with NaNs kept, in two 8-float vectors (GCC does not vectorize
-// scalar select chains).
-inline float extreme(const float* x, int64_t n, bool is_max) {
-  typedef float v8 __attribute__((vector_size(32)));
-  const float init = is_max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
-  v8 a = {init, init, init, init, init, init, init, init}, b = a;
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    v8 u, v;
-    std::memcpy(&u, x + j, sizeof u);
-    std::memcpy(&v, x + j + 8, sizeof v);
-    a = ((is_max ? u > a : u < a) | (u != u)) ? u : a;
-    b = ((is_max ? v > b : v < b) | (v != v)) ? v : b;
-  }
-  float m = init;
-  for (int k = 0; k < 8; ++k) m = pick(pick(m, a[k], is_max), b[k], is_max);
-  for (; j < n; ++j) m = pick(m, x[j], is_max);
-  return m;
-}
+using kiln_kernels::reduce::dot;
+using kiln_kernels::reduce::extreme;
+using kiln_kernels::reduce::max;
+using kiln_kernels::reduce::pick;
+using kiln_kernels::reduce::sum;
+using kiln_kernels::reduce::sum_sq_dev;
 
 }  // namespace kiln::backends::cpu::simd

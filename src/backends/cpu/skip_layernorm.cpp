@@ -13,49 +13,20 @@
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/simd.h"
 #include "backends/cpu/simd_reduce.h"
+#include "kernels/norm.h"
 
 namespace kiln::backends::cpu {
 
 namespace {
 
-// s = x + skip (+ bias); returns the sum of s. Sixteen partial sums, as simd::sum keeps, so
-// the add and the reduction vectorize in one sweep.
+// The rows of kernels/norm.h (shared with emitted code), compiled per ISA.
 KILN_SIMD float add_row(const float* x, const float* skip, const float* bias, float* s, int64_t m) {
-  float acc[16] = {};
-  int64_t j = 0;
-  if (bias) {
-    for (; j + 16 <= m; j += 16)
-      for (int k = 0; k < 16; ++k) {
-        const float v = x[j + k] + skip[j + k] + bias[j + k];
-        s[j + k] = v;
-        acc[k] += v;
-      }
-  } else {
-    for (; j + 16 <= m; j += 16)
-      for (int k = 0; k < 16; ++k) {
-        const float v = x[j + k] + skip[j + k];
-        s[j + k] = v;
-        acc[k] += v;
-      }
-  }
-  float total = 0.f;
-  for (; j < m; ++j) {
-    s[j] = x[j] + skip[j] + (bias ? bias[j] : 0.f);
-    total += s[j];
-  }
-  for (int k = 0; k < 16; ++k) total += acc[k];
-  return total;
+  return kiln_kernels::layernorm_add_row(x, skip, bias, s, m);
 }
 
-// y = (s - mean) * inv * gamma + beta; y may be s.
 KILN_SIMD void normalize_row(const float* s, float* y, int64_t m, float mean, const float* gamma, const float* beta,
                              float eps) {
-  const float inv = 1.f / std::sqrt(simd::sum_sq_dev(s, m, mean) / static_cast<float>(m) + eps);
-  if (beta) {
-    for (int64_t j = 0; j < m; ++j) y[j] = (s[j] - mean) * inv * gamma[j] + beta[j];
-  } else {
-    for (int64_t j = 0; j < m; ++j) y[j] = (s[j] - mean) * inv * gamma[j];
-  }
+  kiln_kernels::layernorm_normalize_row(s, y, m, mean, gamma, beta, eps);
 }
 
 class SkipLayerNormKernel : public Kernel {

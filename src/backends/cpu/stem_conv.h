@@ -14,13 +14,12 @@
 #include "backends/backend.h"
 #include "backends/cpu/aligned_floats.h"
 #include "ir/graph.h"
+#include "kernels/stem_rows.h"
 #include "ops/core/activation.h"
 
 namespace kiln::backends::cpu {
 
-struct StemShape {
-  int64_t H = 0, W = 0, C = 0, OH = 0, OW = 0, OC = 0, KH = 0, KW = 0, SH = 1, SW = 1, PT = 0, PL = 0;
-};
+using StemShape = kiln_kernels::StemShape;
 
 class StemConv {
  public:
@@ -35,29 +34,12 @@ class StemConv {
   // x + (r % ring) * W * C (row_slot); planar: channel c's row r at x + (c * H + r) * W.
   void rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1, int64_t ring = 0) const;
 
-  const StemShape& shape() const { return s_; }
-
-  // Up to 64 outputs, their weights packed [KH][KW * C][nv * 16] at `offset`.
-  struct Block {
-    int64_t n0, nv, offset;
-    uint16_t tail;  // the last vector's valid outputs
-  };
-  // `count` tiles of `pixels` output pixels from pixel p along a row; `inside`: their taps all
-  // lie inside the input row.
-  struct TileRun {
-    int64_t p, pixels, count;
-    bool inside;
-  };
+  const StemShape& shape() const { return layout_.shape(); }
 
  private:
-  StemShape s_;
-  bool planar_;
-  // What the tiles see: s_, or planar, one input channel and KH * C kernel rows (row kh * C + c).
-  StemShape tiles_;
-  std::vector<TileRun> runs_[4];  // per block width
+  kiln_kernels::StemLayout layout_;  // src/kernels/stem_rows.h: the kernel itself
   AlignedFloats w_;
   std::vector<float> bias_;  // [OC rounded up to 16]
-  std::vector<Block> blocks_;
   ops::Activation act_;
 };
 

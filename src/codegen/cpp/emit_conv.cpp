@@ -10,6 +10,7 @@
 #include "codegen/cpp/weight_packing.h"
 #include "codegen/cpp/window_call.h"
 #include "kernels/depthwise_rows.h"
+#include "kernels/stem_rows.h"
 #include "ops/core/conv_geometry.h"
 
 namespace kiln::codegen::cpp {
@@ -48,6 +49,15 @@ WindowCall pool_call(EmitContext& ctx, const ir::Node& n, const std::vector<int6
     return "kiln_kernels::pool2d_nhwc(" + s + ", " + flags + ", " + x + ", " + y + ", " + team + ");";
   };
   return c;
+}
+
+// The call of a row kernel (depthwise_rows.h, stem_rows.h): fn(s, x, weights and bias `args`,
+// y, the epilogue's parameters, team); these take no residual.
+decltype(WindowCall::call) row_kernel_call(const std::string& fn, const std::string& args, const Epilogue& e) {
+  return [fn, args, e](const std::string& s, const std::string& x, const std::string&, const std::string& y,
+                       const std::string& team) {
+    return fn + "(" + s + ", " + x + ", " + args + ", " + y + ", " + e.a + ", " + e.b + ", " + team + ");";
+  };
 }
 
 }  // namespace
@@ -117,11 +127,7 @@ WindowCall window_call(EmitContext& ctx, const ir::Node& n, const std::vector<in
     kiln_kernels::pack_depthwise(ds, wd, bd, pw.data(), pb.data());
     const std::string key = "depthwise16:" + n.input(1)->name() + (bd ? ":" + n.input(2)->name() : "");
     const std::string args = ctx.weights(key, pw) + ", " + ctx.weights(key + ":bias", pb);
-    const std::string fn = "kiln_kernels::depthwise_nhwc_rows<" + e.act + ">";
-    c.call = [fn, args, e](const std::string& s, const std::string& x, const std::string&, const std::string& y,
-                           const std::string& team) {
-      return fn + "(" + s + ", " + x + ", " + args + ", " + y + ", " + e.a + ", " + e.b + ", " + team + ");";
-    };
+    c.call = row_kernel_call("kiln_kernels::depthwise_nhwc_rows<" + e.act + ">", args, e);
     return c;
   }
   // With AVX-512, a 1x1 conv runs on the pointwise rows kiln's CPU backend runs (kernels/pointwise_rows.h).
@@ -135,6 +141,20 @@ WindowCall window_call(EmitContext& ctx, const ir::Node& n, const std::vector<in
       return fn + "(" + s + ", " + p.layout + ", " + x + ", " + p.weights + ", " + p.bias + ", " + z + ", " + y + ", " + e.a +
              ", " + e.b + ", " + (p.split_outputs ? "true" : "false") + ", " + team + ");";
     };
+    return c;
+  }
+  // With AVX-512, a conv of few input channels (an image model's stem) runs on the stem rows
+  // kiln's CPU backend runs (kernels/stem_rows.h).
+  const kiln_kernels::StemShape stem{H, W, C, OH, OW, M, KH, KW, g.sh, g.sw, g.ph.begin, g.pw.begin};
+  if (ctx.avx512 && G == 1 && g.dh == 1 && g.dw == 1 && !residual && kiln_kernels::stem_fits(stem)) {
+    ctx.use_kernel("stem_rows.h");
+    const kiln_kernels::StemLayout layout(stem, false);
+    std::vector<float> pw(static_cast<size_t>(layout.packed_size())), pb(static_cast<size_t>(layout.bias_size()), 0.f);
+    layout.pack(wd, pw.data());
+    if (bd) std::copy(bd, bd + M, pb.begin());
+    const std::string key = "stem:" + n.input(1)->name() + (bd ? ":" + n.input(2)->name() : "");
+    const std::string args = ctx.weights(key, pw) + ", " + ctx.weights(key + ":bias", pb);
+    c.call = row_kernel_call("kiln_kernels::stem_conv_nhwc<" + e.act + ">", args, e);
     return c;
   }
   const std::vector<float> packed =
