@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gemm.h"
+#include "norm.h"
 
 namespace kiln_kernels {
 
@@ -24,16 +25,9 @@ inline void attention_head(int64_t Sq, int64_t D, int64_t Sk, int64_t Dv, float 
   gemm_packed<Act::None, PANEL>(Sq, D, Sk, q, D, kp.data(), nullptr, nullptr, 0, s, Sk);
   for (int64_t i = 0; i < Sq; ++i) {
     float* row = s + i * Sk;
-    if (mask) {
-      const float* mr = mask + (mq == 1 ? 0 : i * mk);
-      for (int64_t j = 0; j < Sk; ++j) row[j] += mr[mk == 1 ? 0 : j];
-    }
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < Sk; ++j) mx = std::max(mx, row[j]);
-    float sum = 0.f;
-    for (int64_t j = 0; j < Sk; ++j) sum += (row[j] = math::exp(row[j] - mx));
-    const float inv = 1.f / sum;
-    for (int64_t j = 0; j < Sk; ++j) row[j] *= inv;
+    const float* mr = mask ? mask + (mq == 1 ? 0 : i * mk) : nullptr;
+    if (mr && mk == 1) softmax_row(row, row, Sk, 1.f, nullptr, mr[0]);
+    else softmax_row(row, row, Sk, 1.f, mr, 0.f);
   }
   gemm_packed<Act::None, PANEL>(Sq, Sk, Dv, s, Sk, vp.data(), nullptr, nullptr, 0, o, Dv);
 }

@@ -70,8 +70,38 @@ inline void layernorm_rows(int64_t rows, int64_t H, const float* x, const float*
   });
 }
 
-// Softmax over axis of extent A, for x viewed as [outer][A][inner].
+// e^d, but exactly 0 well before the result could turn denormal once divided by the sum:
+// math::exp saturates at e^-87.3, and denormal probabilities make a product that consumes
+// attention scores (masked with -10000) run many times slower.
+[[gnu::always_inline]] inline float underflow_to_zero(float d) {
+  const float e = math::exp(d);
+  return d < -80.f ? 0.f : e;
+}
+
+// y[j] = softmax over j of (x[j] * scale + (add ? add[j] : 0) + add_const), j < n; y may be x.
+// The rows kiln's CPU backend runs Softmax and attention's scores on: each sweep vectorizes.
+[[gnu::always_inline]] inline void softmax_row(const float* x, float* y, int64_t n, float scale, const float* add,
+                                               float add_const) {
+  if (add) {
+    for (int64_t j = 0; j < n; ++j) y[j] = x[j] * scale + add[j] + add_const;
+  } else {
+    for (int64_t j = 0; j < n; ++j) y[j] = x[j] * scale + add_const;
+  }
+  const float mx = reduce::max(y, n);
+  for (int64_t j = 0; j < n; ++j) y[j] = underflow_to_zero(y[j] - mx);
+  const float inv = 1.f / reduce::sum(y, n);
+  for (int64_t j = 0; j < n; ++j) y[j] *= inv;
+}
+
+// Softmax over axis of extent A, for x viewed as [outer][A][inner]: rows (inner 1) by
+// softmax_row, else column by column.
 inline void softmax(int64_t outer, int64_t A, int64_t inner, const float* x, float* y, Team* team = nullptr) {
+  if (inner == 1) {
+    parallel_for(team, outer, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) softmax_row(x + o * A, y + o * A, A, 1.f, nullptr, 0.f);
+    });
+    return;
+  }
   parallel_for(team, outer * inner, [&](int64_t j0, int64_t j1) {
     for (int64_t j = j0; j < j1; ++j) {
       const int64_t o = j / inner, i = j % inner;
@@ -81,7 +111,7 @@ inline void softmax(int64_t outer, int64_t A, int64_t inner, const float* x, flo
       for (int64_t a = 1; a < A; ++a) mx = std::max(mx, xr[a * inner]);
       float total = 0.f;
       for (int64_t a = 0; a < A; ++a) {
-        const float e = math::exp(xr[a * inner] - mx);
+        const float e = underflow_to_zero(xr[a * inner] - mx);
         yr[a * inner] = e;
         total += e;
       }

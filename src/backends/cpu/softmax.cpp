@@ -13,27 +13,13 @@
 #include "backends/cpu/simd.h"
 #include "backends/cpu/simd_reduce.h"
 #include "backends/cpu/softmax_row.h"
+#include "kernels/norm.h"
 
 namespace kiln::backends::cpu {
 
-// e^d, but exactly 0 well before the result could turn denormal once divided by the sum:
-// simd::exp saturates at e^-87.3, and denormal probabilities make the P·V matmul that consumes
-// attention scores (masked with -10000) run many times slower.
-inline float underflow_to_zero(float d) {
-  const float e = simd::exp(d);
-  return d < -80.f ? 0.f : e;
-}
-
+// The rows of kernels/norm.h (shared with emitted code), compiled per ISA.
 KILN_SIMD void softmax_row(const float* x, float* y, int64_t n, float scale, const float* add, float add_const) {
-  if (add) {
-    for (int64_t j = 0; j < n; ++j) y[j] = x[j] * scale + add[j] + add_const;
-  } else {
-    for (int64_t j = 0; j < n; ++j) y[j] = x[j] * scale + add_const;
-  }
-  const float mx = simd::max(y, n);
-  for (int64_t j = 0; j < n; ++j) y[j] = underflow_to_zero(y[j] - mx);
-  const float inv = 1.f / simd::sum(y, n);
-  for (int64_t j = 0; j < n; ++j) y[j] *= inv;
+  kiln_kernels::softmax_row(x, y, n, scale, add, add_const);
 }
 
 namespace {
@@ -47,7 +33,7 @@ KILN_SIMD void softmax_columns(const float* x, float* y, int64_t n, int64_t inne
     for (int64_t i = 0; i < w; ++i) mx[i] = std::max(mx[i], x[j * inner + i]);
   for (int64_t j = 0; j < n; ++j)
     for (int64_t i = 0; i < w; ++i) {
-      const float e = underflow_to_zero(x[j * inner + i] - mx[i]);
+      const float e = kiln_kernels::underflow_to_zero(x[j * inner + i] - mx[i]);
       y[j * inner + i] = e;
       sum[i] += e;
     }
