@@ -10,8 +10,8 @@ namespace detail {
 template <bool Skip, bool Bias>
 [[gnu::always_inline]] inline float add_row(const float* x, const float* skip, const float* bias, float* s, int64_t m) {
   float acc[16] = {};
-  int64_t j = 0;
-  for (; j + 16 <= m; j += 16)
+  const int64_t full = m / 16 * 16;
+  for (int64_t j = 0; j < full; j += 16)
     for (int k = 0; k < 16; ++k) {
       float v = x[j + k];
       if constexpr (Skip) v += skip[j + k];
@@ -20,7 +20,7 @@ template <bool Skip, bool Bias>
       acc[k] += v;
     }
   float total = 0.f;
-  for (; j < m; ++j) {
+  for (int64_t j = full; j < m; ++j) {
     float v = x[j];
     if constexpr (Skip) v += skip[j];
     if constexpr (Bias) v += bias[j];

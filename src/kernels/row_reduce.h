@@ -13,11 +13,11 @@ namespace kiln_kernels::reduce {
 
 inline float sum(const float* x, int64_t n) {
   float acc[16] = {};
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16)
+  const int64_t full = n / 16 * 16;
+  for (int64_t j = 0; j < full; j += 16)
     for (int k = 0; k < 16; ++k) acc[k] += x[j + k];
   float s = 0.f;
-  for (; j < n; ++j) s += x[j];
+  for (int64_t j = full; j < n; ++j) s += x[j];
   for (int k = 0; k < 16; ++k) s += acc[k];
   return s;
 }
@@ -25,11 +25,11 @@ inline float sum(const float* x, int64_t n) {
 // Sum of a[j] * b[j].
 inline float dot(const float* a, const float* b, int64_t n) {
   float acc[16] = {};
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16)
+  const int64_t full = n / 16 * 16;
+  for (int64_t j = 0; j < full; j += 16)
     for (int k = 0; k < 16; ++k) acc[k] += a[j + k] * b[j + k];
   float s = 0.f;
-  for (; j < n; ++j) s += a[j] * b[j];
+  for (int64_t j = full; j < n; ++j) s += a[j] * b[j];
   for (int k = 0; k < 16; ++k) s += acc[k];
   return s;
 }
@@ -37,14 +37,14 @@ inline float dot(const float* a, const float* b, int64_t n) {
 // Sum of (x[j] - c)^2.
 inline float sum_sq_dev(const float* x, int64_t n, float c) {
   float acc[16] = {};
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16)
+  const int64_t full = n / 16 * 16;
+  for (int64_t j = 0; j < full; j += 16)
     for (int k = 0; k < 16; ++k) {
       const float d = x[j + k] - c;
       acc[k] += d * d;
     }
   float s = 0.f;
-  for (; j < n; ++j) s += (x[j] - c) * (x[j] - c);
+  for (int64_t j = full; j < n; ++j) s += (x[j] - c) * (x[j] - c);
   for (int k = 0; k < 16; ++k) s += acc[k];
   return s;
 }
