@@ -15,6 +15,8 @@
 
 namespace kiln::backends {
 
+class TeamChoice;
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
@@ -104,8 +106,13 @@ class Backend {
   // runtime settings such as the OpenMP team size live there).
   virtual void enter_run() const {}
   // Runs body() on the calling thread with this backend's threads held as one team for the
-  // kernels body runs that runs_in_team(), instead of one team started per kernel.
-  virtual void hold_team(const std::function<void()>& body) const { body(); }
+  // kernels body runs that runs_in_team(), instead of one team started per kernel. With
+  // `choice` (the stretch's, kept across runs), body may run on the calling thread alone when
+  // that has been faster (team_choice.h).
+  virtual void hold_team(const std::function<void()>& body, TeamChoice* choice = nullptr) const {
+    (void)choice;
+    body();
+  }
 
  private:
   TuneOptions tune_;

@@ -107,6 +107,7 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     lo.keep.push_back(v);
   }
   cp->program = lower::lower(sg, lo);
+  cp->team_choices = std::make_unique<backends::TeamChoice[]>(cp->program.instructions.size());
   std::vector<plan::KernelSpec> specs(cp->program.instructions.size());
   if (backend)
     for (size_t i = 0; i < specs.size(); ++i) {

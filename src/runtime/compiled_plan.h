@@ -17,6 +17,7 @@
 #include "passes/pass_manager.h"
 #include "plan/executable_plan.h"
 #include "plan/memory_plan.h"
+#include "backends/team_choice.h"
 #include "runtime/program_executor.h"
 
 namespace kiln::runtime {
@@ -31,6 +32,9 @@ struct CompiledPlan {
   std::vector<std::vector<int64_t>> input_dims;  // the input-shape signature it was made for
   plan::ExecutablePlan plan;  // the above as data: one KernelSpec per instruction
   int kernel_choices = 0;     // kernels chosen by the backend's rule or by timing (not given by a plan)
+  // Per instruction, the choice between team and one thread of the stretch starting there,
+  // kept across runs (execute's team_choices); one per instruction of `program`.
+  std::unique_ptr<backends::TeamChoice[]> team_choices;
 
   std::unique_ptr<Arena> acquire_arena();
   void release_arena(std::unique_ptr<Arena> a);

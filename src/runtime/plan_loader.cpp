@@ -47,6 +47,7 @@ std::unique_ptr<CompiledPlan> load_compiled_plan(std::unique_ptr<ir::Graph> lowe
   cp->graph = std::move(lowered);
   check_value_sizes(*cp->graph);
   cp->program = plan::program_of(e, *cp->graph);
+  cp->team_choices = std::make_unique<backends::TeamChoice[]>(cp->program.instructions.size());
   cp->memory = plan::memory_plan_of(e, cp->program);
   check_memory_cap(cp->memory.arena_bytes, "the plan's arena");
   if (backend) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/team_choice.h"
 #include "runtime/op_profile.h"
 
 #include "backends/backend.h"
@@ -28,7 +29,7 @@ Arena::Arena(int64_t bytes) : size_(bytes) {
 
 std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& plan, Arena& arena,
                             const std::vector<Tensor>& inputs, ValueMap* kept, const backends::Backend* backend,
-                            Trace* trace) {
+                            Trace* trace, backends::TeamChoice* team_choices) {
   if (arena.size() < plan.arena_bytes) throw Error("internal: arena smaller than its plan");
   std::vector<Tensor> values(prog.buffers.size());
   for (size_t i = 0; i < prog.graph_inputs.size(); ++i) values[prog.graph_inputs[i]] = inputs.at(i);
@@ -134,9 +135,11 @@ std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& 
       for (const size_t stop = std::max(end, i + 1); i < stop; ++i) run_one(code[i]);
       continue;
     }
-    backend->hold_team([&] {
-      for (size_t k = i; k < end; ++k) run_one(code[k]);
-    });
+    backend->hold_team(
+        [&] {
+          for (size_t k = i; k < end; ++k) run_one(code[k]);
+        },
+        team_choices ? &team_choices[i] : nullptr);
     i = end;
   }
 

@@ -38,8 +38,11 @@ class Arena {
 // values of `keep` buffers (by value pointer). With `backend`, kernels that runs_in_team() run
 // in stretches inside its held team (Backend::hold_team). With `trace`, every instruction is
 // timed into it.
+// `team_choices` (one per instruction, or null): the stretch starting at instruction i chooses
+// between the team and this thread alone with team_choices[i] (backends/team_choice.h).
 std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& plan, Arena& arena,
                             const std::vector<Tensor>& inputs, ValueMap* kept = nullptr,
-                            const backends::Backend* backend = nullptr, Trace* trace = nullptr);
+                            const backends::Backend* backend = nullptr, Trace* trace = nullptr,
+                            backends::TeamChoice* team_choices = nullptr);
 
 }  // namespace kiln::runtime

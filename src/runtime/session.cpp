@@ -127,7 +127,7 @@ struct Session::Impl {
     try {
       if (backend) backend->enter_run();
       outs = runtime::execute(cp->program, cp->memory, *arena, ins, kept ? &kept_local : nullptr, backend.get(),
-                              trace.get());
+                              trace.get(), cp->team_choices.get());
     } catch (...) {
       cp->release_arena(std::move(arena));
       throw;

@@ -35,7 +35,9 @@ class CpuBackend : public Backend {
   // omp_set_num_threads sets the calling thread's team size only: a run on another thread than
   // the one that made the session would otherwise get one thread per core.
   void enter_run() const override { omp_set_num_threads(std::max(1, threads_)); }
-  void hold_team(const std::function<void()>& body) const override { cpu::hold_team(threads_, body); }
+  void hold_team(const std::function<void()>& body, TeamChoice* choice) const override {
+    cpu::hold_team(threads_, body, choice);
+  }
   std::unique_ptr<Kernel> create(const ir::Node& node) const override {
     for (KernelCandidate& c : candidates(node))
       if (auto k = c.make()) return k;

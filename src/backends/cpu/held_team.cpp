@@ -2,6 +2,7 @@
 // waiting on a cache line for the loops' shares.
 #include <immintrin.h>
 
+#include <chrono>
 #include <exception>
 #include <thread>
 
@@ -54,11 +55,30 @@ void HeldTeam::serve(int thread) {
   }
 }
 
-void hold_team(int threads, const std::function<void()>& body) {
+void hold_team(int threads, const std::function<void()>& body, TeamChoice* choice) {
   // More threads than cores: workers spinning for a job would take the core from the thread
   // they wait for (libgomp throttles its spinning there), so each loop starts its own team.
   if (threads <= 1 || threads > omp_get_num_procs() || omp_in_parallel() || HeldTeam::current()) {
     body();
+    return;
+  }
+  const bool team = !choice || choice->use_team();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto timed = [&] {
+    if (choice)
+      choice->record(team, std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  };
+  if (!team) {  // a team of one: the loops run inline on this thread
+    HeldTeam solo(1);
+    HeldTeam::current_ = &solo;
+    try {
+      body();
+    } catch (...) {
+      HeldTeam::current_ = nullptr;
+      throw;
+    }
+    HeldTeam::current_ = nullptr;
+    timed();
     return;
   }
   HeldTeam held(threads);
@@ -80,6 +100,7 @@ void hold_team(int threads, const std::function<void()>& body) {
     held.stop();
   });
   if (error) std::rethrow_exception(error);
+  timed();
 }
 
 }  // namespace kiln::backends::cpu

@@ -20,11 +20,15 @@
 #include <functional>
 #include <memory>
 
+#include "backends/team_choice.h"
+
 #ifndef _OPENMP
 extern "C" void GOMP_parallel(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags);
 #endif
 
 namespace kiln::backends::cpu {
+
+using backends::TeamChoice;
 
 // Elementwise-like kernels split work across the team from this many elements up. Low on
 // purpose: after an op that ran on two threads, each half of its output sits in the cache of
@@ -50,7 +54,7 @@ class HeldTeam {
   void stop() { post(nullptr, nullptr, 0); }
 
  private:
-  friend void hold_team(int threads, const std::function<void()>& body);
+  friend void hold_team(int threads, const std::function<void()>& body, TeamChoice* choice);
   struct alignas(64) Slot {
     std::atomic<uint64_t> seq{0};
     Job job = nullptr;
@@ -70,9 +74,10 @@ class HeldTeam {
 
 // Runs body() on this thread while a team of `threads` threads (this one included) is held
 // for the parallel loops body starts; plainly when threads <= 1, when there are fewer cores
-// than threads, or inside a team already.
+// than threads, or inside a team already. With `choice`, the stretch's loops may instead run on
+// this thread alone (a team of one) when that has been faster (backends/team_choice.h).
 // An exception from body() is rethrown here once the team is released.
-void hold_team(int threads, const std::function<void()>& body);
+void hold_team(int threads, const std::function<void()>& body, TeamChoice* choice = nullptr);
 
 // Calls f(begin, end) on disjoint ranges covering [0, n), one range per thread of a team of at
 // most `threads`: the held team's when this thread holds one (hold_team), else an OpenMP
