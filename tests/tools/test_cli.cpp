@@ -74,15 +74,17 @@ TEST(Cli, BenchJsonIsOneObject) {
     EXPECT_NE(r.output.find(key), std::string::npos) << key << " in " << r.output;
 }
 
-// The CLI makes OpenMP workers spin between ops unless told otherwise (main.cpp).
-TEST(Cli, OpenMpWorkersSpinUnlessTold) {
+// The CLI leaves libgomp's wait policy as the environment gives it (its default spins a while
+// between regions and then sleeps, which a busy machine needs; see backends/team_choice.h), and
+// bench reports it.
+TEST(Cli, OpenMpWaitPolicyIsTheEnvironments) {
   const std::string model = (source_dir() / "models/squeezenet1_1/model.onnx").string();
   const char* before = std::getenv("OMP_WAIT_POLICY");
   const std::string saved = before ? before : "";
   unsetenv("OMP_WAIT_POLICY");
   auto r = run_kiln({"bench", model, "--threads", "2", "--runs", "2", "--warmup", "0"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("threads:        2 (OMP_WAIT_POLICY=active)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("threads:        2 (OMP_WAIT_POLICY=unset)"), std::string::npos) << r.output;
   setenv("OMP_WAIT_POLICY", "passive", 1);
   r = run_kiln({"bench", model, "--threads", "2", "--runs", "2", "--warmup", "0"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
