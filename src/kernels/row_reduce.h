@@ -2,7 +2,9 @@
 // reduction only when it may reassociate (-ffast-math, which kiln does not use), so these keep
 // 16 independent partial results that map onto one register's lanes. kiln's CPU backend
 // inlines them into its kernels' per-ISA clones (backends/cpu/simd_reduce.h); emitted code
-// compiles them for its target's ISA.
+// compiles them for its target's ISA. Each counts its whole-vector part first: with a constant
+// extent (emitted code), GCC 12 warns of undefined behaviour in a tail loop that continues the
+// vector loop's index (-Waggressive-loop-optimizations), which emitted projects' -Werror refuses.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -56,8 +58,8 @@ inline float max(const float* x, int64_t n) {
   typedef float v8 __attribute__((vector_size(32)));
   constexpr float lo = -std::numeric_limits<float>::infinity();
   v8 a = {lo, lo, lo, lo, lo, lo, lo, lo}, b = a;
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
+  const int64_t full = n / 16 * 16;
+  for (int64_t j = 0; j < full; j += 16) {
     v8 u, v;
     std::memcpy(&u, x + j, sizeof u);
     std::memcpy(&v, x + j + 8, sizeof v);
@@ -65,7 +67,7 @@ inline float max(const float* x, int64_t n) {
     b = b > v ? b : v;
   }
   float m = lo;
-  for (; j < n; ++j) m = std::max(m, x[j]);
+  for (int64_t j = full; j < n; ++j) m = std::max(m, x[j]);
   for (int k = 0; k < 8; ++k) m = std::max(m, std::max(a[k], b[k]));
   return m;
 }
@@ -82,8 +84,8 @@ inline float extreme(const float* x, int64_t n, bool is_max) {
   typedef float v8 __attribute__((vector_size(32)));
   const float init = is_max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
   v8 a = {init, init, init, init, init, init, init, init}, b = a;
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
+  const int64_t full = n / 16 * 16;
+  for (int64_t j = 0; j < full; j += 16) {
     v8 u, v;
     std::memcpy(&u, x + j, sizeof u);
     std::memcpy(&v, x + j + 8, sizeof v);
@@ -92,7 +94,7 @@ inline float extreme(const float* x, int64_t n, bool is_max) {
   }
   float m = init;
   for (int k = 0; k < 8; ++k) m = pick(pick(m, a[k], is_max), b[k], is_max);
-  for (; j < n; ++j) m = pick(m, x[j], is_max);
+  for (int64_t j = full; j < n; ++j) m = pick(m, x[j], is_max);
   return m;
 }
 
