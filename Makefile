@@ -32,11 +32,12 @@ test: deps
 	@$(MAKE) --no-print-directory build
 	@bash scripts/test.sh $(BUILD) $(SHARED_MODELS)
 
-# Code generation on every shared model: each emitted as a C++ project (portable kernels, no
-# dependency), built outside the repository, run against its test data (scripts/test-codegen.sh).
+# Code generation on every shared model: each emitted as a C++ project twice (calling oneDNN
+# where the plan does, and with --no-onednn: portable kernels, no dependency), built outside the
+# repository, run against its test data (scripts/test-codegen.sh).
 CODEGEN_MODELS ?= $(notdir $(patsubst %/,%,$(dir $(wildcard $(SHARED_MODELS)/*/model.onnx))))
 test-codegen: build
-	@bash scripts/test-codegen.sh $(BUILD) $(SHARED_MODELS) $(addsuffix :--no-onednn,$(CODEGEN_MODELS))
+	@bash scripts/test-codegen.sh $(BUILD) $(SHARED_MODELS) $(CODEGEN_MODELS) $(addsuffix :--no-onednn,$(CODEGEN_MODELS))
 
 # The CUDA target on every shared model: each emitted, built as host C++ through the CUDA shim and
 # checked against its test data under ASan and UBSan, and compiled with nvcc (scripts/test-cuda.sh;

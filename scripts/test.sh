@@ -189,7 +189,7 @@ done
 # Code generation (docs/codegen.md): three shared models emitted as C++ projects, built outside
 # the repository and checked against their test data (`make test-codegen`: every shared model).
 echo "== code generation (C++ target; scripts/test-codegen.sh)"
-codegen_models=(mlp_small:--embed-weights squeezenet1_1 bert_tiny_op13:--threads,2)
+codegen_models=(mlp_small:--embed-weights squeezenet1_1:--threads,2 bert_tiny_op13:--threads,2)
 if [ ! -d "$SHARED_MODELS/squeezenet1_1" ]; then
   missing "code generation: $SHARED_MODELS missing" "no $SHARED_MODELS"
 else

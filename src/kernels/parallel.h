@@ -2,8 +2,14 @@
 // thread and N-1 workers split each kernel's work, parallel_for(n, f) calling f(begin, end) on
 // contiguous parts of [0, n). Workers spin briefly between kernels (the next one usually follows
 // within microseconds) and then sleep, so an idle model costs no CPU. A null team, or a team of
-// one, runs f(0, n) on the caller.
+// one, runs f(0, n) on the caller. Where the project is compiled with OpenMP (it calls oneDNN,
+// whose threads are OpenMP's), the team is OpenMP's instead, so that one set of threads serves
+// both: two sets spinning beside each other on the same cores would take turns.
 #pragma once
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -14,6 +20,35 @@
 
 namespace kiln_kernels {
 
+#ifdef _OPENMP
+class Team {
+ public:
+  explicit Team(int threads) : size_(threads < 1 ? 1 : threads) {}
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
+
+  int size() const { return size_; }
+
+  template <typename F>
+  void parallel_for(int64_t n, F&& f) {
+    const int parts = static_cast<int>(std::min<int64_t>(size_, n));
+    if (parts <= 1) {
+      if (n > 0) f(int64_t{0}, n);
+      return;
+    }
+#pragma omp parallel num_threads(parts)
+    {
+      // OpenMP may give fewer threads than asked: the parts are of the team it gave.
+      const int i = omp_get_thread_num(), k = omp_get_num_threads();
+      const int64_t b = n * i / k, e = n * (i + 1) / k;
+      if (b < e) f(b, e);
+    }
+  }
+
+ private:
+  const int size_;
+};
+#else
 class Team {
  public:
   explicit Team(int threads) : size_(threads < 1 ? 1 : threads) {
@@ -91,6 +126,7 @@ class Team {
   int64_t n_ = 0;
   int parts_ = 0;
 };
+#endif
 
 // f(begin, end) over [0, n): on the team, or on the caller without one.
 template <typename F>

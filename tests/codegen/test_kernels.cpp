@@ -13,6 +13,7 @@
 #include "kernels/depthwise_rows.h"
 #include "kernels/gemm.h"
 #include "kernels/norm.h"
+#include "kernels/onednn_conv.h"
 #include "kernels/parallel.h"
 #include "kernels/pointwise_rows.h"
 #include "kernels/pool.h"
@@ -223,6 +224,80 @@ TEST(CodegenKernels, StemRowsMatchTheReference) {
       expect_close(Tensor::from_vector<float>({ref.numel()}, want), y.data(), what + " HardSwish");
     }
     std::free(pw);
+  }
+}
+
+// NHWC <-> nChw16c (C a multiple of 16).
+std::vector<float> nhwc_to_blocked(const float* x, int64_t N, int64_t P, int64_t C) {
+  std::vector<float> y(static_cast<size_t>(N * P * C));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t c = 0; c < C; ++c) y[((n * (C / 16) + c / 16) * P + p) * 16 + c % 16] = x[(n * P + p) * C + c];
+  return y;
+}
+
+TEST(CodegenKernels, OnednnConvMatchesTheReference) {
+  namespace kk = kiln_kernels;
+  struct Case {
+    int64_t N, C, H, W, M, KH, KW, G, stride, dilation;
+    std::vector<int64_t> pads;  // top, left, bottom, right
+    unsigned flags;
+    kk::Act act;
+    bool bias, z_in_place;
+  };
+  const unsigned wino = kk::kOnednnWinograd, res = kk::kOnednnResidual;
+  const unsigned blocked = kk::kOnednnXBlocked | kk::kOnednnYBlocked | kk::kOnednnZBlocked;
+  std::vector<Case> cases = {
+      {1, 5, 9, 11, 7, 3, 3, 1, 2, 1, {1, 0, 2, 1}, 0, kk::Act::Relu, true, false},           // stride 2, uneven pads
+      {2, 8, 6, 7, 12, 3, 3, 2, 1, 2, {2, 2, 2, 2}, res, kk::Act::SiLU, false, false},         // groups, dilation, SiLU after
+      {1, 24, 5, 6, 40, 1, 1, 1, 1, 1, {0, 0, 0, 0}, res, kk::Act::Clip, true, true},          // 1x1, residual in place
+  };
+  if (__builtin_cpu_supports("avx512f")) {  // oneDNN 2.x's Winograd is AVX-512 only
+    cases.push_back({1, 32, 9, 10, 48, 3, 3, 1, 1, 1, {1, 1, 1, 1}, wino | res, kk::Act::Relu, true, true});
+    cases.push_back({1, 32, 8, 7, 16, 3, 3, 1, 1, 1, {1, 1, 1, 1}, wino | res | blocked, kk::Act::None, true, false});
+    cases.push_back({1, 16, 6, 6, 32, 3, 3, 1, 1, 1, {1, 1, 1, 1}, res | blocked, kk::Act::Relu, false, true});  // direct
+  }
+  kk::Team team(2);
+  for (const Case& k : cases) {
+    const Tensor x = random(DType::Float, {k.N, k.C, k.H, k.W}, 51);
+    const Tensor w = random(DType::Float, {k.M, k.C / k.G, k.KH, k.KW}, 52);
+    const Tensor b = random(DType::Float, {k.M}, 53);
+    ir::Attributes a;
+    a["group"] = ir::Attribute::of_int(k.G);
+    a["strides"] = ir::Attribute::of_ints({k.stride, k.stride});
+    a["dilations"] = ir::Attribute::of_ints({k.dilation, k.dilation});
+    a["pads"] = ir::Attribute::of_ints({k.pads[0], k.pads[1], k.pads[2], k.pads[3]});
+    a["kernel_shape"] = ir::Attribute::of_ints({k.KH, k.KW});
+    std::vector<In> ins = {{x}, {w, true}};
+    if (k.bias) ins.push_back({b, true});
+    const Tensor ref = to_nhwc(OneNode("Conv", ins, 1, a).reference()[0]);
+    const int64_t OH = ref.dim(1), OW = ref.dim(2), n = ref.numel();
+    const Tensor z = random(DType::Float, {k.N, OH, OW, k.M}, 54);
+    std::vector<float> want(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = ref.data<float>()[i] + ((k.flags & res) ? z.data<float>()[i] : 0.f);
+      want[i] = kk::activate(k.act, v, -0.5f, 2.f);
+    }
+    const kk::OnednnConvShape s{k.N, k.H, k.W, k.C, OH, OW, k.M, k.KH, k.KW, k.stride, k.stride, k.pads[0], k.pads[1],
+                                k.pads[2], k.pads[3], k.dilation, k.dilation, k.G};
+    const kk::OnednnConv conv(s, k.flags, k.act, -0.5f, 2.f, w.data<float>(), k.bias ? b.data<float>() : nullptr);
+    const bool is_blocked = (k.flags & kk::kOnednnYBlocked) != 0;
+    const Tensor xh = to_nhwc(x);
+    std::vector<float> xin(xh.data<float>(), xh.data<float>() + xh.numel());
+    std::vector<float> zin(z.data<float>(), z.data<float>() + n), wanted = want;
+    if (is_blocked) {
+      xin = nhwc_to_blocked(xh.data<float>(), k.N, k.H * k.W, k.C);
+      zin = nhwc_to_blocked(z.data<float>(), k.N, OH * OW, k.M);
+      wanted = nhwc_to_blocked(want.data(), k.N, OH * OW, k.M);
+    }
+    const std::string what = "oneDNN conv C=" + std::to_string(k.C) + " M=" + std::to_string(k.M) + " flags " +
+                             std::to_string(k.flags);
+    for (kk::Team* t : {static_cast<kk::Team*>(nullptr), &team}) {
+      std::vector<float> y = k.z_in_place ? zin : std::vector<float>(static_cast<size_t>(n), -7.f);
+      conv.run(xin.data(), (k.flags & res) ? (k.z_in_place ? y.data() : zin.data()) : nullptr, y.data(), t);
+      for (int64_t i = 0; i < n; ++i)  // Winograd's transforms round differently from the direct sum
+        ASSERT_NEAR(y[i], wanted[i], 2e-4f * std::max(1.f, std::fabs(wanted[i]))) << what << " at " << i;
+    }
   }
 }
 

@@ -91,7 +91,7 @@ void add_compile_command(CLI::App& app, int& exit_code) {
     if ((cpp || cuda) && args->out.empty()) throw Error("--target " + args->target + " writes a folder: give it with -o DIR");
     const auto t0 = std::chrono::steady_clock::now();
     SessionOptions o = args->model_options.session();
-    const std::vector<std::string>& skip = cpp ? codegen::cpp_disabled_passes() : codegen::cuda_disabled_passes();
+    const std::vector<std::string>& skip = cpp ? codegen::cpp_disabled_passes(!args->no_onednn) : codegen::cuda_disabled_passes();
     if (cpp || cuda) o.disabled_passes.insert(o.disabled_passes.end(), skip.begin(), skip.end());
     auto s = Session::create(args->model, o);
     const auto sigs = signatures(s->inputs(), parse_dims(args->model_options.dims));
@@ -138,6 +138,7 @@ void add_compile_command(CLI::App& app, int& exit_code) {
                : args->isa == "avx2"    ? std::vector<std::string>{"avx2", "fma"}
                                         : std::vector<std::string>{};
       co.threads = args->model_options.threads;
+      co.onednn = !args->no_onednn;
       const codegen::CppProjectStats st = codegen::write_cpp_project(plans, co, args->out);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::string kernels;

@@ -45,7 +45,8 @@ std::string identifier(const std::string& s) {
   return r;
 }
 
-CppEmitter::CppEmitter(const std::vector<std::string>& isa) : panel_(panel_for(isa)), avx512_(has_avx512(isa)) {}
+CppEmitter::CppEmitter(const std::vector<std::string>& isa, bool onednn)
+    : panel_(panel_for(isa)), avx512_(has_avx512(isa)), onednn_(onednn) {}
 
 void CppEmitter::begin(int signature, const PlanSource& source, const std::vector<Operand>& inputs,
                        const std::vector<Operand>& outputs) {
@@ -79,10 +80,13 @@ void CppEmitter::step(const Step& s) {
   EmitContext ctx(s, weights, kernels, panel_, avx512_);
   OpEmitFn fn = find_op_emitter(*s.node);
   if (!fn) throw ctx.unsupported("the C++ target has no emitter for this op");
+  const std::string name = function_name(signature_, s, used_names_);
+  ctx.function = name;
+  ctx.onednn = onednn_;
+  ctx.states = &states;
   fn(ctx);
   if (ctx.lines.size() == 1 && ctx.lines[0].rfind("//", 0) == 0) ++views;
 
-  const std::string name = function_name(signature_, s, used_names_);
   std::string f = instruction_comment(s);
   f += "[[gnu::noinline]] bool " + name + "([[maybe_unused]] Run& c) {\n";
   for (const std::string& l : ctx.lines) f += "  " + l + "\n";

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cpp/emit_context.h"
 #include "codegen/cpp/weights_blob.h"
 #include "codegen/plan_walk.h"
 
@@ -26,8 +27,9 @@ struct SignatureCode {
 
 class CppEmitter : public Emitter {
  public:
-  // isa: the CPU features the emitted kernels may use (ExecutablePlan::isa's names).
-  explicit CppEmitter(const std::vector<std::string>& isa);
+  // isa: the CPU features the emitted kernels may use (ExecutablePlan::isa's names); onednn:
+  // whether the ops the plan runs on oneDNN are written as oneDNN calls.
+  explicit CppEmitter(const std::vector<std::string>& isa, bool onednn = false);
   void begin(int signature, const PlanSource& source, const std::vector<Operand>& inputs,
              const std::vector<Operand>& outputs) override;
   void step(const Step& s) override;
@@ -36,12 +38,13 @@ class CppEmitter : public Emitter {
   std::vector<SignatureCode> signatures;
   WeightsBlob weights;
   std::set<std::string> kernels;
+  std::vector<StateDecl> states;  // what the model keeps across runs, in instruction order
   int views = 0;
 
  private:
   int signature_ = 0;
   int panel_;
-  bool avx512_;
+  bool avx512_, onednn_;
   std::set<std::string> used_names_;
 };
 

@@ -46,15 +46,22 @@ std::set<std::string> with_includes(std::set<std::string> used) {
 
 }  // namespace
 
-const std::vector<std::string>& cpp_disabled_passes() {
-  static const std::vector<std::string> names = {"channel_shuffle", "channel_scale", "conv_concat", "conv_chain",
-                                                 "conv_chain_input", "blocked_layout"};
-  return names;
+const std::vector<std::string>& cpp_disabled_passes(bool onednn) {
+  // Activations blocked between Winograd convs are written (emit_onednn.cpp) where those convs
+  // run on oneDNN.
+  static const std::vector<std::string> with = {"channel_shuffle", "channel_scale", "conv_concat", "conv_chain",
+                                                "conv_chain_input"};
+  static const std::vector<std::string> without = [] {
+    std::vector<std::string> v = with;
+    v.push_back("blocked_layout");
+    return v;
+  }();
+  return onednn ? with : without;
 }
 
 CppProjectStats write_cpp_project(const std::vector<PlanSource>& plans, const CppOptions& o, const std::string& dir) {
   if (plans.empty()) throw Error("code generation: no compiled plan to emit");
-  cpp::CppEmitter e(o.isa);
+  cpp::CppEmitter e(o.isa, o.onednn);
   for (size_t g = 0; g < plans.size(); ++g) walk_plan(static_cast<int>(g), plans[g], e);
   e.kernels.insert("common.h");
   const std::set<std::string> files = with_includes(e.kernels);
@@ -68,6 +75,8 @@ CppProjectStats write_cpp_project(const std::vector<PlanSource>& plans, const Cp
   t.weights_bytes = static_cast<int64_t>(e.weights.payload().size());
   t.weights_checksum = weights_checksum(e.weights.payload());
   t.threads = o.threads;
+  t.states = &e.states;
+  t.onednn = files.count("onednn_conv.h") > 0;
 
   std::error_code ec;
   fs::create_directories(fs::path(dir) / "kernels", ec);

@@ -25,6 +25,7 @@ struct CppOptions {
   std::string source;             // what the project was made from (a comment)
   std::string test_data;          // a model folder whose test_data_set_* are copied ("" = none)
   int threads = 1;                // threads the emitted model runs on (a team held by kiln_model)
+  bool onednn = true;             // ops the plan runs on oneDNN call it (false: --no-onednn)
 };
 
 struct CppProjectStats {
@@ -37,8 +38,9 @@ struct CppProjectStats {
 // The CPU lowering rewrites whose ops the C++ target does not write yet (conv concats, channel
 // shuffles, blocked layouts, folded channel scales, a chain's input transpose), or writes but
 // not faster than the ops apart (conv chains: emit_conv_chain.cpp, for plans that hold them): a
-// plan compiled for the target skips them (SessionOptions::disabled_passes).
-const std::vector<std::string>& cpp_disabled_passes();
+// plan compiled for the target skips them (SessionOptions::disabled_passes). Blocked layouts
+// are written only as oneDNN calls: `onednn` says whether the project may make them.
+const std::vector<std::string>& cpp_disabled_passes(bool onednn);
 
 // Writes the project into `dir` (created). A kiln::Error (UnsupportedError) naming the node for
 // an instruction the C++ target cannot write.

@@ -93,6 +93,13 @@ std::string EmitContext::weights(const std::string& key, std::string_view bytes,
   return "reinterpret_cast<const " + ctype(t) + "*>(c.w + " + std::to_string(at) + ")";
 }
 
+std::string EmitContext::state(const std::string& type, const std::string& args) {
+  if (!states) throw unsupported("this target keeps no per-model state");
+  const std::string name = "st_" + function + (state_made_++ ? "_" + std::to_string(state_made_) : "");
+  states->push_back({type, name, args});
+  return "c.state->" + name;
+}
+
 const Tensor& EmitContext::constant(int i) const {
   if (!is_constant(i)) throw unsupported("input " + std::to_string(i) + " must be a constant");
   return step.inputs[i].value->constant();

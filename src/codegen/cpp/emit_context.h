@@ -27,6 +27,13 @@ std::string literal_float(float v);
 // s as a C string literal, quotes included.
 std::string c_string(const std::string& s);
 
+// An object the emitted model keeps from kiln_model_create to kiln_model_destroy for one
+// instruction (a oneDNN primitive with its weights in the primitive's layout): a member `name`
+// of the model's State, constructed as `type(args)`, where args may read the weights as c.w.
+struct StateDecl {
+  std::string type, name, args;
+};
+
 class EmitContext {
  public:
   EmitContext(const Step& s, WeightsBlob& weights, std::set<std::string>& kernels, int panel, bool avx512 = false)
@@ -55,6 +62,14 @@ class EmitContext {
   const Tensor& constant(int i) const;
   bool is_constant(int i) const { return has_input(i) && step.inputs[i].storage.kind == StorageKind::Constant; }
 
+  // Declares a StateDecl for this instruction; returns the expression naming it in the function
+  // (c.state->NAME). A kiln::Error where the target keeps no state (the CUDA target).
+  std::string state(const std::string& type, const std::string& args);
+  // Whether the project may call oneDNN (kiln compile without --no-onednn): then the ops the
+  // plan runs on oneDNN are written as oneDNN calls (kernels/onednn_conv.h).
+  bool onednn = false;
+  std::vector<StateDecl>* states = nullptr;  // where state() declares (null: no state)
+
   // Marks a kernel header (a file under src/kernels/) as used: it is copied into the
   // project and included by model.cpp.
   void use_kernel(const std::string& header) { kernels_.insert(header); }
@@ -76,6 +91,7 @@ class EmitContext {
 
  private:
   int kernels_made_ = 0;
+  int state_made_ = 0;
   WeightsBlob& weights_;
   std::set<std::string>& kernels_;
 };

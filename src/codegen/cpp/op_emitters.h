@@ -19,6 +19,10 @@ void emit_elementwise_node(EmitContext& ctx);
 void emit_conv(EmitContext& ctx);
 void emit_pool(EmitContext& ctx);
 void emit_global_pool(EmitContext& ctx);
+// emit_onednn.cpp: whether the plan runs this instruction on oneDNN and the project may call
+// it; a channels-last kiln.FusedConv as a oneDNN convolution (kernels/onednn_conv.h).
+bool runs_on_onednn(const EmitContext& ctx);
+void emit_onednn_conv(EmitContext& ctx);
 // emit_conv_chain.cpp: kiln.ConvChain, banded.
 void emit_conv_chain(EmitContext& ctx);
 // emit_matmul.cpp: Gemm, kiln.FusedGemm, MatMul, kiln.FusedMatMul.

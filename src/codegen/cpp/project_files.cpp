@@ -202,6 +202,27 @@ extern const int64_t* const kiln_model_output_dims[KILN_MODEL_SIGNATURES][KILN_M
   return s;
 }
 
+namespace {
+
+// The model's State: per instruction that keeps something across runs (a oneDNN primitive and
+// its weights in the primitive's layout), a member made at kiln_model_create from the weights.
+std::string state_text(const ProjectText& p) {
+  std::string s = "// The weights' payload, as the state's constructor reads it.\nstruct Weights {\n  const unsigned char* w;\n};\n\n";
+  s += "// What the model keeps from kiln_model_create to kiln_model_destroy";
+  if (!p.states || p.states->empty()) return s + ": nothing.\nstruct State {\n  explicit State(const Weights&) {}\n};\n\n";
+  s += ": per instruction named in a\n// member, its kernel set up once (primitive, weights in the kernel's layout).\nstruct State {\n";
+  s += "  explicit State([[maybe_unused]] const Weights& c)\n";
+  for (size_t i = 0; i < p.states->size(); ++i) {
+    const StateDecl& d = (*p.states)[i];
+    s += std::string(i ? "," : "") + "      " + (i ? "" : ": ") + d.name + "(" + d.args + ")\n";
+  }
+  s += "  {}\n";
+  for (const StateDecl& d : *p.states) s += "  " + d.type + " " + d.name + ";\n";
+  return s + "};\n\n";
+}
+
+}  // namespace
+
 std::string model_cpp(const ProjectText& p) {
   const auto& sigs = *p.sigs;
   std::string s = "// model.cpp: " + p.source +
@@ -217,15 +238,19 @@ std::string model_cpp(const ProjectText& p) {
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
 )CPP";
+  if (p.onednn) s += "#include <omp.h>\n\n";
   s += "#include \"kernels/common.h\"\n";
   for (const std::string& k : p.kernels)
     if (k != "common.h") s += "#include \"kernels/" + k + "\"\n";
   s += R"CPP(
 namespace {
+
+struct State;
 
 // One run: where the arena, the weights and the caller's tensors are.
 struct Run {
@@ -234,6 +259,7 @@ struct Run {
   const void* const* in;
   void* const* out;
   kiln_kernels::Team* team;  // null: one thread
+  State* state;
   const char* error;
   bool fail(const char* e) {
     error = e;
@@ -283,6 +309,7 @@ struct Profile {
 #endif
 
 )CPP";
+  s += state_text(p);
   int at = 0;
   for (size_t g = 0; g < sigs.size(); ++g) {
     for (const std::string& f : sigs[g].functions) s += f + "\n";
@@ -316,7 +343,22 @@ struct kiln_model {
   const unsigned char* w = nullptr;
   unsigned char* arena = nullptr;
   kiln_kernels::Team* team = nullptr;
+  State* state = nullptr;
 };
+
+namespace {
+
+// The model's state, made from its weights; false (the error set) when it cannot be.
+bool make_state(kiln_model* m) {
+  try {
+    m->state = new State(Weights{m->w});
+    return true;
+  } catch (const std::exception& e) {
+    return fail(std::string("cannot set up the model: ") + e.what()), false;
+  }
+}
+
+}  // namespace
 
 kiln_model* kiln_model_create(const char* weights_path) {
   kiln_model* m = new kiln_model;
@@ -331,7 +373,7 @@ kiln_model* kiln_model_create(const char* weights_path) {
     const uint64_t bytes = static_cast<uint64_t>(kiln_model_weights_end - kiln_model_weights_blob);
     if (!check_weights(kiln_model_weights_blob, bytes, "the embedded weights")) return kiln_model_destroy(m), nullptr;
     m->w = kiln_model_weights_blob + 64;
-    return m;
+    return make_state(m) ? m : (kiln_model_destroy(m), nullptr);
   }
 )CPP";
   s += R"CPP(  if (!weights_path) return fail("no weights file given"), kiln_model_destroy(m), nullptr;
@@ -346,11 +388,12 @@ kiln_model* kiln_model_create(const char* weights_path) {
   if (!read) return fail(std::string("cannot read ") + weights_path), kiln_model_destroy(m), nullptr;
   if (!check_weights(m->file, static_cast<uint64_t>(size), weights_path)) return kiln_model_destroy(m), nullptr;
   m->w = m->file + 64;
-  return m;
+  return make_state(m) ? m : (kiln_model_destroy(m), nullptr);
 }
 
 void kiln_model_destroy(kiln_model* m) {
   if (!m) return;
+  delete m->state;
   std::free(m->file);
   std::free(m->arena);
   delete m->team;
@@ -368,7 +411,11 @@ int kiln_model_run_dims(kiln_model* m, const int64_t* const* input_dims, const v
     if (!inputs[i]) return fail(std::string("input '") + kiln_model_input_names[i] + "' is null");
   for (int i = 0; i < KILN_MODEL_OUTPUTS; ++i)
     if (!outputs[i]) return fail(std::string("output '") + kiln_model_output_names[i] + "' is null");
-  Run c{m->arena, m->w, inputs, outputs, m->team, nullptr};
+  Run c{m->arena, m->w, inputs, outputs, m->team, m->state, nullptr};
+)CPP";
+  if (p.onednn)
+    s += "  omp_set_num_threads(kThreads);  // oneDNN's threads for this thread's calls (OpenMP's are per thread)\n";
+  s += R"CPP(
   if (!kRun[sig](c)) return fail(c.error ? c.error : "the run failed");
   return 0;
 }
@@ -396,7 +443,8 @@ __asm__(".section .rodata\n"
 
 std::string cmake_lists(const ProjectText& p) {
   const IsaCheck isa = isa_check(p.isa);
-  std::string s = "# " + p.source + " compiled by kiln (kiln compile --target cpp): builds with a C++17 compiler alone.\n";
+  std::string s = "# " + p.source + " compiled by kiln (kiln compile --target cpp): builds with a C++17 compiler" +
+                  (p.onednn ? " and oneDNN.\n" : " alone.\n");
   s += R"CM(#   cmake -S . -B build && cmake --build build && build/kiln_model_main
 # kiln_model (a static library: model.h) and kiln_model_main (runs the test data beside it).
 cmake_minimum_required(VERSION 3.16)
@@ -438,6 +486,26 @@ target_compile_options(kiln_model PRIVATE $<$<CXX_COMPILER_ID:GNU>:-Wno-psabi>)
 if(CMAKE_BUILD_TYPE STREQUAL "Release")
   target_compile_options(kiln_model PRIVATE -O3)
 endif()
+)CM";
+  if (p.onednn)
+    s += R"CM(# oneDNN (2.x) runs the convolutions kiln's plan put on it (kernels/onednn_conv.h): the one
+# dependency (kiln compile --no-onednn: none). Its CMake config, else the library and header.
+find_package(dnnl CONFIG QUIET)
+if(TARGET DNNL::dnnl)
+  target_link_libraries(kiln_model PUBLIC DNNL::dnnl)
+else()
+  find_path(KILN_MODEL_DNNL_INCLUDE dnnl.hpp)
+  find_library(KILN_MODEL_DNNL_LIBRARY dnnl)
+  if(NOT KILN_MODEL_DNNL_INCLUDE OR NOT KILN_MODEL_DNNL_LIBRARY)
+    message(FATAL_ERROR "This model calls oneDNN 2.x and it was not found (Debian: apt-get install libdnnl-dev; "
+                        "elsewhere -DCMAKE_PREFIX_PATH=its prefix). Or compile the model with kiln compile --no-onednn.")
+  endif()
+  target_include_directories(kiln_model PUBLIC ${KILN_MODEL_DNNL_INCLUDE})
+  target_link_libraries(kiln_model PUBLIC ${KILN_MODEL_DNNL_LIBRARY})
+endif()
+# oneDNN's threads are OpenMP's: the model sets their number (kiln compile --threads).
+find_package(OpenMP REQUIRED)
+target_link_libraries(kiln_model PUBLIC OpenMP::OpenMP_CXX)
 )CM";
   if (p.embed_weights)
     s += R"CM(set_source_files_properties(weights_blob.cpp PROPERTIES

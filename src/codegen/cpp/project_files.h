@@ -17,6 +17,8 @@ struct ProjectText {
   int64_t weights_bytes = 0;         // weights.bin's payload
   uint64_t weights_checksum = 0;
   int threads = 1;                   // the team the model runs on
+  const std::vector<StateDecl>* states = nullptr;  // what the model keeps across runs
+  bool onednn = false;               // the model calls oneDNN (a kernel includes dnnl.hpp)
 };
 
 std::string model_h(const ProjectText& p);

@@ -1,0 +1,216 @@
+// A 2-D float convolution on oneDNN (its 2.x C++ API), set up once and run many times: what an
+// emitted project (kiln compile --target cpp, without --no-onednn) runs where kiln's plan put a
+// convolution on oneDNN. The primitive, its algorithm (direct, or Winograd for 3x3 stride-1
+// convs) and the weights reordered into the primitive's layout are made at construction, on the
+// CPU that runs the model, so oneDNN picks that CPU's kernels; run() reorders the activations
+// only where the primitive wants another layout than the plan's (NHWC, or nChw16c where the plan
+// keeps activations blocked between convs).
+#pragma once
+#include <dnnl.hpp>
+#include <dnnl_version.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+#include "activation.h"
+#include "parallel.h"
+
+static_assert(DNNL_VERSION_MAJOR == 2,
+              "kernels/onednn_conv.h calls oneDNN 2.x's API: build against oneDNN 2, or compile the model with "
+              "kiln compile --no-onednn");
+
+namespace kiln_kernels {
+
+// A convolution's geometry, NHWC order: input N x H x W x C, output N x OH x OW x M, M filters of
+// KH x KW over C / G channels, strides, pads (top, left, bottom, right) and dilations.
+struct OnednnConvShape {
+  int64_t N, H, W, C, OH, OW, M, KH, KW, sh, sw, pt, pl, pb, pr, dh, dw, G;
+};
+
+// What else the convolution does: its algorithm, its inputs, its activations' layouts.
+enum OnednnConvFlag : unsigned {
+  kOnednnWinograd = 1,   // oneDNN's Winograd algorithm (3x3, stride 1, no dilation, one group)
+  kOnednnResidual = 2,   // y = act(conv(x) + bias + z): z added by oneDNN's sum post-op
+  kOnednnXBlocked = 4,   // x is nChw16c (C a multiple of 16), not NHWC
+  kOnednnYBlocked = 8,   // y is nChw16c (M a multiple of 16)
+  kOnednnZBlocked = 16,  // z is nChw16c
+};
+
+// The activation `act` as eltwise post-ops of `po`; false for one oneDNN 2.x has no form of.
+inline bool append_onednn_activation(dnnl::post_ops& po, Act act, float a, float b) {
+  using A = dnnl::algorithm;
+  switch (act) {
+    case Act::None: return true;
+    case Act::Relu: po.append_eltwise(1.f, A::eltwise_relu, 0.f, 0.f); return true;
+    case Act::LeakyRelu: po.append_eltwise(1.f, A::eltwise_relu, a, 0.f); return true;
+    case Act::Clip: po.append_eltwise(1.f, A::eltwise_clip_v2, a, b); return true;
+    case Act::Sigmoid: po.append_eltwise(1.f, A::eltwise_logistic, 0.f, 0.f); return true;
+    case Act::Tanh: po.append_eltwise(1.f, A::eltwise_tanh, 0.f, 0.f); return true;
+    case Act::SiLU: po.append_eltwise(1.f, A::eltwise_swish, 1.f, 0.f); return true;
+    case Act::Gelu: po.append_eltwise(1.f, A::eltwise_gelu_erf, 0.f, 0.f); return true;
+    case Act::GeluTanh: po.append_eltwise(1.f, A::eltwise_gelu_tanh, 0.f, 0.f); return true;
+    case Act::HardSwish: po.append_eltwise(1.f, A::eltwise_hardswish, 0.f, 0.f); return true;
+    case Act::HardSigmoid:  // no hardsigmoid in 2.x: a*x+b, then clip to [0, 1]
+      po.append_eltwise(1.f, A::eltwise_linear, a, b);
+      po.append_eltwise(1.f, A::eltwise_clip_v2, 0.f, 1.f);
+      return true;
+  }
+  return false;
+}
+
+namespace onednn_detail {
+
+inline dnnl::engine& engine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+// A per-thread buffer of at least `bytes`, 64-byte aligned, for the activations a primitive
+// wants in its own layout (a model runs one call at a time per thread).
+inline void* scratch(size_t bytes) {
+  struct Buf {
+    void* p = nullptr;
+    size_t n = 0;
+    ~Buf() { std::free(p); }
+  };
+  thread_local Buf buf;
+  if (buf.n < bytes) {
+    std::free(buf.p);
+    buf.n = (bytes + 4095) / 4096 * 4096;
+    buf.p = std::aligned_alloc(64, buf.n);
+    if (!buf.p) buf.n = 0;
+  }
+  return buf.p;
+}
+
+}  // namespace onednn_detail
+
+class OnednnConv {
+ public:
+  // `weights`: M x (C/G) x KH x KW floats (ONNX's layout); `bias`: M floats or null. Both are
+  // read here only. SiLU runs after the primitive (oneDNN 2.x's swish post-op is slower than a
+  // second pass). Throws dnnl::error where oneDNN has no implementation.
+  OnednnConv(const OnednnConvShape& s, unsigned flags, Act act, float a, float b, const float* weights,
+             const float* bias)
+      : act_(act), a_(a), b_(b), residual_((flags & kOnednnResidual) != 0) {
+    using memory = dnnl::memory;
+    using tag = memory::format_tag;
+    const auto f32 = memory::data_type::f32;
+    auto& eng = onednn_detail::engine();
+    dnnl::post_ops po;
+    if (residual_) po.append_sum(1.f);
+    late_ = act == Act::SiLU;
+    if (!late_ && !append_onednn_activation(po, act, a, b)) throw dnnl::error(dnnl_unimplemented, "activation");
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    const bool winograd = (flags & kOnednnWinograd) != 0;
+    const memory::dims x_dims{s.N, s.C, s.H, s.W}, y_dims{s.N, s.M, s.OH, s.OW};
+    x_md_ = memory::desc(x_dims, f32, (flags & kOnednnXBlocked) ? tag::nChw16c : tag::nhwc);
+    y_md_ = memory::desc(y_dims, f32, (flags & kOnednnYBlocked) ? tag::nChw16c : tag::nhwc);
+    z_md_ = memory::desc(y_dims, f32, (flags & kOnednnZBlocked) ? tag::nChw16c : tag::nhwc);
+    const memory::dims w_dims = s.G == 1 ? memory::dims{s.M, s.C, s.KH, s.KW}
+                                         : memory::dims{s.G, s.M / s.G, s.C / s.G, s.KH, s.KW};
+    const memory::desc w_plain(w_dims, f32, s.G == 1 ? tag::oihw : tag::goihw), b_md({s.M}, f32, tag::x);
+    // Winograd, and a direct conv with one end blocked, pick their own activation layouts; a
+    // direct conv otherwise runs on the plan's (oneDNN's NHWC kernels are its brgconv).
+    const bool own = winograd || (flags & kOnednnXBlocked) != (flags & kOnednnYBlocked);
+    const memory::desc x_any(x_dims, f32, tag::any), y_any(y_dims, f32, tag::any), w_any(w_dims, f32, tag::any);
+    const memory::dims st{s.sh, s.sw}, dl{s.dh - 1, s.dw - 1}, pl{s.pt, s.pl}, pr{s.pb, s.pr};
+    const auto algo = winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
+    const auto prop = dnnl::prop_kind::forward_inference;
+    const memory::desc& xd = own ? x_any : x_md_;
+    const memory::desc& yd = own ? y_any : y_md_;
+    auto desc = bias ? dnnl::convolution_forward::desc(prop, algo, xd, w_any, b_md, yd, st, dl, pl, pr)
+                     : dnnl::convolution_forward::desc(prop, algo, xd, w_any, yd, st, dl, pl, pr);
+    pd_ = dnnl::convolution_forward::primitive_desc(desc, attr, eng);
+    prim_ = dnnl::convolution_forward(pd_);
+    weights_ = pack(weights, w_plain, pd_.weights_desc(), weights_buf_);
+    if (bias) bias_ = pack(bias, b_md, pd_.bias_desc(), bias_buf_);
+    if (pd_.src_desc() != x_md_) x_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, x_md_, eng, pd_.src_desc()));
+    if (pd_.dst_desc() != y_md_) y_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, pd_.dst_desc(), eng, y_md_));
+    // z goes where the primitive writes: its own buffer, or y.
+    const memory::desc& z_to = y_reorder_ ? pd_.dst_desc() : y_md_;
+    if (residual_ && z_md_ != z_to) z_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, z_md_, eng, z_to));
+    y_elems_ = s.N * s.M * s.OH * s.OW;
+  }
+  OnednnConv(const OnednnConv&) = delete;
+  OnednnConv& operator=(const OnednnConv&) = delete;
+
+  // y = act(conv(x) + bias [+ z]); z may be y itself (the residual in place). The team splits
+  // the late activation; oneDNN's own threads (OpenMP) run the primitive.
+  void run(const float* x, const float* z, float* y, Team* team) const {
+    using memory = dnnl::memory;
+    auto& eng = onednn_detail::engine();
+    dnnl::stream strm(eng);
+    const size_t xb = x_reorder_ ? (pd_.src_desc().get_size() + 63) / 64 * 64 : 0;
+    const size_t yb = y_reorder_ ? (pd_.dst_desc().get_size() + 63) / 64 * 64 : 0;
+    // z in y's memory but in another layout is reordered from a copy.
+    const bool z_copy = residual_ && z_reorder_ && !y_reorder_ && z == y;
+    const size_t zb = z_copy ? (z_md_.get_size() + 63) / 64 * 64 : 0;
+    char* buf = static_cast<char*>(onednn_detail::scratch(xb + yb + zb));
+    memory x_user(x_md_, eng, const_cast<float*>(x)), y_user(y_md_, eng, y);
+    memory src = x_user, dst = y_user;
+    if (x_reorder_) {
+      src = memory(pd_.src_desc(), eng, buf);
+      x_reorder_.execute(strm, x_user, src);
+    }
+    if (y_reorder_) dst = memory(pd_.dst_desc(), eng, buf + xb);
+    if (residual_) {  // the sum post-op adds the destination's contents: put z there
+      if (z_copy) {
+        std::memcpy(buf + xb + yb, z, z_md_.get_size());
+        z = reinterpret_cast<const float*>(buf + xb + yb);
+      }
+      memory z_user(z_md_, eng, const_cast<float*>(z));
+      if (z_reorder_) z_reorder_.execute(strm, z_user, dst);
+      else if (z != dst.get_data_handle()) std::memcpy(dst.get_data_handle(), z, z_md_.get_size());
+    }
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst}};
+    if (bias_) args[DNNL_ARG_BIAS] = bias_;
+    prim_.execute(strm, args);
+    if (y_reorder_) y_reorder_.execute(strm, dst, y_user);
+    strm.wait();
+    if (late_) {
+      const float a = a_, b = b_;
+      parallel_for(team, (y_elems_ + 4095) / 4096, [&](int64_t lo, int64_t hi) {
+        const int64_t end = std::min(hi * 4096, y_elems_);
+        activate_all<Act::SiLU>(y + lo * 4096, end - lo * 4096, a, b);
+      });
+    }
+  }
+
+ private:
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  using Buffer = std::unique_ptr<void, Free>;
+
+  // `data` in layout `have` reordered into `want`, in a buffer `keep` owns.
+  static dnnl::memory pack(const float* data, const dnnl::memory::desc& have, const dnnl::memory::desc& want,
+                           Buffer& keep) {
+    auto& eng = onednn_detail::engine();
+    keep.reset(std::aligned_alloc(64, (want.get_size() + 63) / 64 * 64));
+    if (!keep) throw dnnl::error(dnnl_out_of_memory, "weights");
+    dnnl::memory src(have, eng, const_cast<float*>(data)), dst(want, eng, keep.get());
+    dnnl::stream strm(eng);
+    dnnl::reorder(src, dst).execute(strm, src, dst);
+    strm.wait();
+    return dst;
+  }
+
+  Act act_;
+  float a_, b_;
+  bool residual_, late_ = false;
+  int64_t y_elems_ = 0;
+  dnnl::memory::desc x_md_, y_md_, z_md_;
+  dnnl::convolution_forward::primitive_desc pd_;
+  dnnl::convolution_forward prim_;
+  Buffer weights_buf_, bias_buf_;
+  dnnl::memory weights_, bias_;
+  dnnl::reorder x_reorder_, y_reorder_, z_reorder_;
+};
+
+}  // namespace kiln_kernels
