@@ -39,6 +39,7 @@
 #include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/simd.h"
 #include "backends/cpu/stem_conv.h"
+#include "kernels/chain_schedule.h"
 #include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
@@ -96,56 +97,28 @@ struct Variant {
   size_t scratchpad = 0;
 };
 
-// One step of a thread's schedule: a conv computing output rows [row, row + rows) of its layer,
-// or (layer < 0) moving `rows` rows of window `window` forward by `shift` rows.
-struct Step {
-  int layer = -1;
-  int window = 0;
-  int64_t row = 0, rows = 0;
-  int64_t src_offset = 0, dst_offset = 0;  // in rows: into the source window (or the input),
-                                           // into the destination window (or the output)
-  int64_t src_row0 = 0;                    // the source row at the window's start
-  int64_t shift = 0;
-  const Variant* v = nullptr;
-};
-
-struct Schedule {
-  std::vector<Step> steps;
-};
-
 class ConvChainKernel : public Kernel {
  public:
   bool runs_in_team() const override { return true; }
   // Band height: the most output rows whose windows fit `budget` bytes, or `band_rows` > 0
   // (tests use it to get many bands on small images).
   ConvChainKernel(std::vector<Layer> layers, int threads, int64_t band_rows, int64_t budget)
-      : layers_(std::move(layers)) {
+      : layers_(std::move(layers)), schedule_(chain_layers(layers_), threads, band_rows, budget) {
     const int n = static_cast<int>(layers_.size());
-    const int64_t out_rows = layers_.back().OH;
-    band_ = 1;
-    for (int64_t r = 1; r <= out_rows; ++r) {
-      if (band_rows > 0 ? r > band_rows : window_bytes(r) > budget) break;
-      band_ = r;
-    }
-    capacity_.assign(n, 0);
-    ring_.assign(n, false);
-    const int parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, out_rows)));
-    for (int t = 0; t < parts; ++t) schedules_.push_back(plan(out_rows * t / parts, out_rows * (t + 1) / parts));
-    // The windows' sizes known, those between two of kiln's kernels become rings and the steps
-    // are planned again (the same rows live at each step, so the same sizes).
-    auto on_kiln = [](const Layer& L) { return L.pw || L.dw || L.stem || L.pool; };
-    bool rings = false;
-    for (int t = 1; t < n; ++t) rings |= ring_[t] = on_kiln(layers_[t - 1]) && on_kiln(layers_[t]);
-    if (rings) {
-      schedules_.clear();
-      for (int t = 0; t < parts; ++t) schedules_.push_back(plan(out_rows * t / parts, out_rows * (t + 1) / parts));
-    }
+    // The oneDNN layers' primitives, one per band shape (rows held, pads) the steps run.
+    variants_of_.resize(schedule_.parts());
+    for (int t = 0; t < schedule_.parts(); ++t)
+      for (const kiln_kernels::ChainStep& st : schedule_.steps(t)) {
+        const Layer* L = st.layer >= 0 ? &layers_[st.layer] : nullptr;
+        const bool primitive = L && !L->dw && !L->pool && !L->pw && !L->stem;
+        variants_of_[t].push_back(primitive ? variant(st.layer, st.in_rows, st.pad_top, st.pad_bottom, st.rows) : nullptr);
+      }
     // Each thread's buffer: the windows (64-byte aligned), then the primitives' scratchpad.
     window_offset_.assign(n, 0);
     size_t off = 0, scratch = 0;
     for (int t = 1; t < n; ++t) {
       window_offset_[t] = off;
-      off += (capacity_[t] * layers_[t - 1].row_floats() * 4 + 63) / 64 * 64;
+      off += (schedule_.capacity(t) * layers_[t - 1].row_floats() * 4 + 63) / 64 * 64;
     }
     for (const auto& [key, v] : variants_) scratch = std::max(scratch, v->scratchpad);
     scratch_offset_ = off;
@@ -157,7 +130,7 @@ class ConvChainKernel : public Kernel {
     const Layer& last = layers_.back();
     const int64_t images = inputs[0]->dims()[0];
     const int64_t in_image = first.H * first.W * first.C, out_image = last.OH * last.row_floats();
-    const int parts = static_cast<int>(schedules_.size());
+    const int parts = schedule_.parts();
     const bool pooled = outputs.size() > 1 && outputs[1];
     std::vector<float> sums(pooled ? static_cast<size_t>(parts * last.OC) : 0);
     std::vector<float> nhwc;  // the image transposed, where the first layer cannot read NCHW
@@ -174,7 +147,7 @@ class ConvChainKernel : public Kernel {
       std::fill(sums.begin(), sums.end(), 0.f);
       parallel_for(parts, parts, [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t)
-          run_schedule(schedules_[t], inputs, img, x, y, pooled ? sums.data() + t * last.OC : nullptr);
+          run_schedule(static_cast<int>(t), inputs, img, x, y, pooled ? sums.data() + t * last.OC : nullptr);
       });
       if (pooled) {  // the mean over the image from each part's sums
         float* p = static_cast<float*>(outputs[1]->raw()) + img * last.OC;
@@ -189,81 +162,13 @@ class ConvChainKernel : public Kernel {
   }
 
  private:
-  // Input rows of layer l that output rows [a, b) read, before clipping to the tensor.
-  std::pair<int64_t, int64_t> input_rows(int l, int64_t a, int64_t b) const {
-    const Layer& L = layers_[l];
-    return {a * L.SH - L.PT, (b - 1) * L.SH - L.PT + L.KH};
-  }
-
-  int64_t window_bytes(int64_t rows) const {
-    int64_t bytes = 0;
-    for (int l = static_cast<int>(layers_.size()) - 1; l > 0; --l) {
-      const auto [lo, hi] = input_rows(l, 0, rows);
-      rows = std::min(hi - lo, layers_[l].H);
-      bytes += rows * layers_[l - 1].row_floats() * 4;
-    }
-    return bytes;
-  }
-
-  // The steps that compute output rows [r0, r1), band by band; windows start empty.
-  Schedule plan(int64_t r0, int64_t r1) {
-    const int n = static_cast<int>(layers_.size());
-    Schedule s;
-    std::vector<int64_t> have_lo(n, -1), have_hi(n, -1), need_lo(n + 1), need_hi(n + 1);
-    auto conv = [&](int l, int64_t a, int64_t b) {
-      const Layer& L = layers_[l];
-      const bool ring_src = l > 0 && ring_[l], ring_dst = l < n - 1 && ring_[l + 1];
-      // A ring's rows are contiguous up to its end: a step writing past it, or a 1x1 layer
-      // reading past it, is split there.
-      for (int64_t p = a, q; p < b; p = q) {
-        q = b;
-        if (ring_dst) q = std::min(q, (p / capacity_[l + 1] + 1) * capacity_[l + 1]);
-        if (ring_src && L.pw) q = std::min(q, (p / capacity_[l] + 1) * capacity_[l]);
-        const auto [lo, hi] = input_rows(l, p, q);
-        const int64_t in_lo = std::max<int64_t>(lo, 0), in_hi = std::min(hi, L.H);
-        Step st;
-        st.layer = l;
-        st.row = p;
-        st.rows = q - p;
-        st.src_offset = l == 0 ? in_lo : ring_src ? in_lo % capacity_[l] : in_lo - have_lo[l];
-        st.dst_offset = l == n - 1 ? p : ring_dst ? p % capacity_[l + 1] : p - have_lo[l + 1];
-        st.src_row0 = l == 0 ? 0 : have_lo[l];
-        if (!L.dw && !L.pool && !L.pw && !L.stem) st.v = variant(l, in_hi - in_lo, in_lo - lo, hi - in_hi, q - p);
-        s.steps.push_back(st);
-      }
-    };
-    for (int64_t o0 = r0; o0 < r1; o0 += band_) {
-      need_lo[n] = o0;
-      need_hi[n] = std::min(o0 + band_, r1);
-      for (int t = n - 1; t >= 1; --t) {
-        const auto [lo, hi] = input_rows(t, need_lo[t + 1], need_hi[t + 1]);
-        need_lo[t] = std::max<int64_t>(lo, 0);
-        need_hi[t] = std::min(hi, layers_[t].H);
-      }
-      for (int t = 1; t < n; ++t) {
-        if (have_lo[t] < 0) have_lo[t] = have_hi[t] = need_lo[t];
-        if (need_lo[t] > have_lo[t]) {
-          const int64_t keep = have_hi[t] - need_lo[t];
-          if (keep > 0 && !ring_[t]) {
-            Step mv;
-            mv.window = t;
-            mv.rows = keep;
-            mv.shift = need_lo[t] - have_lo[t];
-            s.steps.push_back(mv);
-          }
-          have_lo[t] = need_lo[t];
-          have_hi[t] = std::max(have_hi[t], have_lo[t]);
-        }
-        if (need_hi[t] > have_hi[t]) {
-          const int64_t a = have_hi[t];
-          have_hi[t] = need_hi[t];
-          conv(t - 1, a, need_hi[t]);
-        }
-        capacity_[t] = std::max(capacity_[t], have_hi[t] - have_lo[t]);
-      }
-      conv(n - 1, need_lo[n], need_hi[n]);
-    }
-    return s;
+  // The layers' rows as the schedule sees them: kiln's kernels read their input in place.
+  static std::vector<kiln_kernels::ChainLayer> chain_layers(const std::vector<Layer>& layers) {
+    std::vector<kiln_kernels::ChainLayer> out;
+    for (const Layer& L : layers)
+      out.push_back({L.H, L.OH, L.KH, L.SH, L.PT, L.row_floats(), L.pw || L.dw || L.stem || L.pool.has_value(),
+                     L.pw != nullptr});
+    return out;
   }
 
   const Variant* variant(int l, int64_t in_rows, int64_t pt, int64_t pb, int64_t out_rows) {
@@ -297,15 +202,17 @@ class ConvChainKernel : public Kernel {
   }
 
   // `pool`, when the chain is pooled: this schedule's per-channel sums of the output.
-  void run_schedule(const Schedule& sched, const std::vector<const Tensor*>& inputs, int64_t img, const float* x,
-                    float* y, float* pool) const {
+  void run_schedule(int part, const std::vector<const Tensor*>& inputs, int64_t img, const float* x, float* y,
+                    float* pool) const {
     const int n = static_cast<int>(layers_.size());
     char* buf = static_cast<char*>(dnnl_util::scratch(buffer_bytes_));
     auto window = [&](int t) { return reinterpret_cast<float*>(buf + window_offset_[t]); };
     auto& eng = dnnl_util::engine();
     dnnl::stream s(eng);
     std::unordered_map<const Variant*, std::unordered_map<int, memory>> args;
-    for (const Step& st : sched.steps) {
+    const std::vector<kiln_kernels::ChainStep>& steps = schedule_.steps(part);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const kiln_kernels::ChainStep& st = steps[i];
       if (st.layer < 0) {
         const int64_t row = layers_[st.window - 1].row_floats();
         float* w = window(st.window);
@@ -326,7 +233,7 @@ class ConvChainKernel : public Kernel {
       }
       if (z && z != dst) std::memcpy(dst, z, count * sizeof(float));  // oneDNN's sum post-op adds it
       const float* rows = st.layer == 0 ? x : window(st.layer);
-      const int64_t ring = st.layer > 0 && ring_[st.layer] ? capacity_[st.layer] : 0;
+      const int64_t ring = st.layer > 0 && schedule_.ring(st.layer) ? schedule_.capacity(st.layer) : 0;
       if (L.dw) {  // reads the window's rows where they are, zero padding outside the image
         L.dw->rows(rows, st.src_row0, dst, st.row, st.row + st.rows, ring);
       } else if (L.stem) {
@@ -334,7 +241,7 @@ class ConvChainKernel : public Kernel {
       } else if (L.pool) {
         pool_rows(*L.pool, rows, st.src_row0, dst, st.row, st.row + st.rows, ring);
       } else {
-        run_primitive(*st.v, L, src, dst, count, buf, s, args);
+        run_primitive(*variants_of_[part][i], L, src, dst, count, buf, s, args);
       }
       // The band just written is in cache: pool it now rather than reading the tensor again.
       if (pool && st.layer == n - 1) sum_pixels(dst, st.rows * L.OW, L.OC, pool);
@@ -369,14 +276,12 @@ class ConvChainKernel : public Kernel {
   }
 
   std::vector<Layer> layers_;
-  int64_t band_ = 1;
-  std::vector<int64_t> capacity_;  // rows of each intermediate window (index = tensor)
-  std::vector<bool> ring_;         // whether the window is a ring (row r in slot r % capacity)
+  kiln_kernels::ChainSchedule schedule_;
+  std::vector<std::vector<const Variant*>> variants_of_;  // per part and step: its primitive, if any
   std::vector<size_t> window_offset_;
   size_t scratch_offset_ = 0, buffer_bytes_ = 0;
   std::map<std::tuple<int, int64_t, int64_t, int64_t>, std::unique_ptr<Variant>> variants_;
   std::unordered_map<int, std::vector<std::pair<memory::desc, dnnl_util::PackedConstant>>> weights_;
-  std::vector<Schedule> schedules_;
 };
 
 // The body's convs as layers, or an empty vector when one is outside what the kernel runs (the
