@@ -14,6 +14,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -41,6 +42,24 @@ struct ChainStep {
   int64_t in_rows = 0, pad_top = 0, pad_bottom = 0;
   int64_t shift = 0;
 };
+
+// The calling thread's buffer for a chain's windows, at least `floats` long, 64-byte aligned,
+// shared by every chain the thread runs (one runs at a time).
+inline float* chain_windows(int64_t floats) {
+  struct Buf {
+    float* p = nullptr;
+    int64_t n = 0;
+    ~Buf() { std::free(p); }
+  };
+  thread_local Buf buf;
+  if (buf.n < floats) {
+    std::free(buf.p);
+    buf.n = (floats + 1023) / 1024 * 1024;
+    buf.p = static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(buf.n) * sizeof(float)));
+    if (!buf.p) std::abort();  // out of memory for a few MiB of windows: nothing sensible is left to do
+  }
+  return buf.p;
+}
 
 class ChainSchedule {
  public:

@@ -91,7 +91,10 @@ void add_compile_command(CLI::App& app, int& exit_code) {
     if ((cpp || cuda) && args->out.empty()) throw Error("--target " + args->target + " writes a folder: give it with -o DIR");
     const auto t0 = std::chrono::steady_clock::now();
     SessionOptions o = args->model_options.session();
-    const std::vector<std::string>& skip = cpp ? codegen::cpp_disabled_passes(!args->no_onednn) : codegen::cuda_disabled_passes();
+    // The emitted kernels' CPU: --isa, else this machine (as the plan's isa will say).
+    const bool avx512 = args->isa.empty() ? __builtin_cpu_supports("avx512f") != 0 : args->isa == "avx512f";
+    const std::vector<std::string>& skip =
+        cpp ? codegen::cpp_disabled_passes(!args->no_onednn, avx512) : codegen::cuda_disabled_passes();
     if (cpp || cuda) o.disabled_passes.insert(o.disabled_passes.end(), skip.begin(), skip.end());
     auto s = Session::create(args->model, o);
     const auto sigs = signatures(s->inputs(), parse_dims(args->model_options.dims));

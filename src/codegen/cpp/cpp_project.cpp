@@ -46,17 +46,21 @@ std::set<std::string> with_includes(std::set<std::string> used) {
 
 }  // namespace
 
-const std::vector<std::string>& cpp_disabled_passes(bool onednn) {
+const std::vector<std::string>& cpp_disabled_passes(bool onednn, bool avx512) {
   // Activations blocked between Winograd convs are written (emit_onednn.cpp) where those convs
-  // run on oneDNN.
-  static const std::vector<std::string> with = {"channel_shuffle", "channel_scale", "conv_concat", "conv_chain",
-                                                "conv_chain_input"};
-  static const std::vector<std::string> without = [] {
-    std::vector<std::string> v = with;
-    v.push_back("blocked_layout");
+  // run on oneDNN; conv chains where their row kernels run (AVX-512: emit_conv_chain.cpp).
+  static const std::vector<std::string> always = {"channel_shuffle", "channel_scale", "conv_concat"};
+  static const std::vector<std::vector<std::string>> lists = [] {
+    std::vector<std::vector<std::string>> v;
+    for (int k = 0; k < 4; ++k) {
+      std::vector<std::string> names = always;
+      if (!(k & 1)) names.push_back("blocked_layout");
+      if (!(k & 2)) names.insert(names.end(), {"conv_chain", "conv_chain_input"});
+      v.push_back(names);
+    }
     return v;
   }();
-  return onednn ? with : without;
+  return lists[(onednn ? 1 : 0) | (avx512 ? 2 : 0)];
 }
 
 CppProjectStats write_cpp_project(const std::vector<PlanSource>& plans, const CppOptions& o, const std::string& dir) {

@@ -35,12 +35,11 @@ struct CppProjectStats {
   int test_sets = 0;
 };
 
-// The CPU lowering rewrites whose ops the C++ target does not write yet (conv concats, channel
-// shuffles, blocked layouts, folded channel scales, a chain's input transpose), or writes but
-// not faster than the ops apart (conv chains: emit_conv_chain.cpp, for plans that hold them): a
-// plan compiled for the target skips them (SessionOptions::disabled_passes). Blocked layouts
-// are written only as oneDNN calls: `onednn` says whether the project may make them.
-const std::vector<std::string>& cpp_disabled_passes(bool onednn);
+// The CPU lowering rewrites whose ops the C++ target does not write (conv concats, channel
+// shuffles, folded channel scales), and those it writes only with oneDNN (blocked layouts) or
+// only where its row kernels run (conv chains, on AVX-512): a plan compiled for the target skips
+// them (SessionOptions::disabled_passes).
+const std::vector<std::string>& cpp_disabled_passes(bool onednn, bool avx512);
 
 // Writes the project into `dir` (created). A kiln::Error (UnsupportedError) naming the node for
 // an instruction the C++ target cannot write.

@@ -63,7 +63,7 @@ decltype(WindowCall::call) row_kernel_call(const std::string& fn, const std::str
 }  // namespace
 
 WindowCall window_call(EmitContext& ctx, const ir::Node& n, const std::vector<int64_t>& x_dims,
-                       const std::vector<int64_t>& y_dims, bool winograd_ok) {
+                       const std::vector<int64_t>& y_dims, bool winograd_ok, bool planar) {
   if (x_dims.size() != 4 || y_dims.size() != 4) throw ctx.unsupported("only 2-D windows are emitted");
   if (n.op_type() == "NhwcMaxPool" || n.op_type() == "NhwcAveragePool") return pool_call(ctx, n, x_dims, y_dims);
   if (!n.attr_int("channels_last", 0)) throw ctx.unsupported("only channels-last convolutions are emitted");
@@ -85,6 +85,9 @@ WindowCall window_call(EmitContext& ctx, const ir::Node& n, const std::vector<in
   const float* bd = has_bias ? n.input(2)->constant().data<float>() : nullptr;
   const bool depthwise = G == C && M == C;
   const Epilogue e = epilogue_of(n);
+  // The activation after a row kernel where it does not apply it in registers.
+  const std::string late = "if constexpr (!kiln_kernels::in_registers(" + e.act + ")) kiln_kernels::activate_all<" + e.act +
+                           ">(";
   WindowCall c;
   c.kh = KH;
   c.sh = g.sh;
@@ -128,6 +131,14 @@ WindowCall window_call(EmitContext& ctx, const ir::Node& n, const std::vector<in
     const std::string key = "depthwise16:" + n.input(1)->name() + (bd ? ":" + n.input(2)->name() : "");
     const std::string args = ctx.weights(key, pw) + ", " + ctx.weights(key + ":bias", pb);
     c.call = row_kernel_call("kiln_kernels::depthwise_nhwc_rows<" + e.act + ">", args, e);
+    const std::string shape = "kiln_kernels::DepthwiseShape" + int_list({H, W, C, OH, OW, KH, KW, g.sh, g.sw, g.ph.begin, g.pw.begin});
+    const int64_t out_row = OW * C;
+    c.rows = [=](const std::string& base, const std::string& row0, const std::string&, const std::string& y,
+                 const std::string& oy0, const std::string& oy1, const std::string& ring, const std::string&) {
+      return "kiln_kernels::depthwise_rows(" + shape + ", " + args + ", " + e.act + ", " + e.a + ", " + e.b + ", " + base +
+             ", " + row0 + ", " + y + ", " + oy0 + ", " + oy1 + ", " + ring + ");\n" + late + y + ", (" + oy1 + " - " + oy0 +
+             ") * " + i64(out_row) + ", " + e.a + ", " + e.b + ");";
+    };
     return c;
   }
   // With AVX-512, a 1x1 conv runs on the pointwise rows kiln's CPU backend runs (kernels/pointwise_rows.h).
@@ -141,6 +152,14 @@ WindowCall window_call(EmitContext& ctx, const ir::Node& n, const std::vector<in
       return fn + "(" + s + ", " + p.layout + ", " + x + ", " + p.weights + ", " + p.bias + ", " + z + ", " + y + ", " + e.a +
              ", " + e.b + ", " + (p.split_outputs ? "true" : "false") + ", " + team + ");";
     };
+    c.pointwise = true;
+    c.rows = [=](const std::string&, const std::string&, const std::string& at, const std::string& y,
+                 const std::string& oy0, const std::string& oy1, const std::string&, const std::string& z) {
+      const std::string pixels = "(" + oy1 + " - " + oy0 + ") * " + i64(OW);
+      return "{\n  static const kiln_kernels::PointwiseLayout L = " + p.layout + ";\n  L.rows(" + p.weights + ", " + p.bias +
+             ", " + e.act + ", " + e.a + ", " + e.b + ", " + at + ", 0, " + pixels + ", " + y + ", " + z +
+             ", nullptr, 0, L.parts());\n}\n" + late + y + ", " + pixels + " * " + i64(M) + ", " + e.a + ", " + e.b + ");";
+    };
     return c;
   }
   // With AVX-512, a conv of few input channels (an image model's stem) runs on the stem rows
@@ -148,15 +167,25 @@ WindowCall window_call(EmitContext& ctx, const ir::Node& n, const std::vector<in
   const kiln_kernels::StemShape stem{H, W, C, OH, OW, M, KH, KW, g.sh, g.sw, g.ph.begin, g.pw.begin};
   if (ctx.avx512 && G == 1 && g.dh == 1 && g.dw == 1 && !residual && kiln_kernels::stem_fits(stem)) {
     ctx.use_kernel("stem_rows.h");
-    const kiln_kernels::StemLayout layout(stem, false);
+    const kiln_kernels::StemLayout layout(stem, planar);
     std::vector<float> pw(static_cast<size_t>(layout.packed_size())), pb(static_cast<size_t>(layout.bias_size()), 0.f);
     layout.pack(wd, pw.data());
     if (bd) std::copy(bd, bd + M, pb.begin());
-    const std::string key = "stem:" + n.input(1)->name() + (bd ? ":" + n.input(2)->name() : "");
-    const std::string args = ctx.weights(key, pw) + ", " + ctx.weights(key + ":bias", pb);
-    c.call = row_kernel_call("kiln_kernels::stem_conv_nhwc<" + e.act + ">", args, e);
+    const std::string key = std::string(planar ? "stem_planar:" : "stem:") + n.input(1)->name() + (bd ? ":" + n.input(2)->name() : "");
+    const std::string w_ptr = ctx.weights(key, pw), b_ptr = ctx.weights(key + ":bias", pb);
+    c.call = row_kernel_call("kiln_kernels::stem_conv_nhwc<" + e.act + ">", w_ptr + ", " + b_ptr, e);
+    const std::string shape = "kiln_kernels::StemShape" + int_list({H, W, C, OH, OW, M, KH, KW, g.sh, g.sw, g.ph.begin, g.pw.begin});
+    const int64_t out_row = OW * M;
+    c.rows = [=](const std::string& base, const std::string& row0, const std::string&, const std::string& y,
+                 const std::string& oy0, const std::string& oy1, const std::string& ring, const std::string&) {
+      return "{\n  static const kiln_kernels::StemLayout L(" + shape + ", " + (planar ? "true" : "false") + ");\n  L.rows(" +
+             w_ptr + ", " + b_ptr + ", " + e.act + ", " + e.a + ", " + e.b + ", " + base + ", " + row0 + ", " + y + ", " + oy0 +
+             ", " + oy1 + ", " + ring + ");\n}\n" + late + y + ", (" + oy1 + " - " + oy0 + ") * " + i64(out_row) + ", " + e.a +
+             ", " + e.b + ");";
+    };
     return c;
   }
+  if (planar) throw ctx.unsupported("only a stem reads an NCHW image in a chain");
   const std::vector<float> packed =
       depthwise ? pack_depthwise(wd, C, KH, KW) : pack_conv2d(wd, M, C, G, KH, KW, ctx.panel);
   const std::vector<float> bias = !bd ? std::vector<float>{} : depthwise ? std::vector<float>(bd, bd + M)

@@ -1,31 +1,37 @@
-// kiln.ConvChain (lower/fuse_conv_chain.cpp) as banded code: the last layer's output a band of
-// rows at a time, each earlier layer computing only the rows the next one needs into a buffer
-// of its own, so the wide intermediate tensors stay in the cache (mobilenet_v2's 112x112x96) as
-// in the CPU backend's kernel. Each layer is the kernel call it would be alone (window_call.h)
-// on its shape shrunk to the band: the rows held, the top pad left, the output rows. Rows two
-// bands share are computed by both; the team's threads split the bands. A pooled chain's global
-// average pool is summed band by band.
+// kiln.ConvChain (lower/fuse_conv_chain.cpp) as banded code on the schedule kiln's CPU backend
+// runs it with (kernels/chain_schedule.h, planned here at compile time and written into the code
+// as tables of steps): the last layer's output a band of rows at a time, each intermediate
+// tensor only a window of the rows its consumer still needs, so the wide intermediate tensors
+// stay in the cache (mobilenet_v2's 112x112x96). Windows between two row kernels that read their
+// input where it is (depthwise, stem, 1x1: window_call.h's `rows`) are rings; the other layers
+// are their kernel call on a band (the shape shrunk to the rows held) with the window's rows
+// moved forward between bands. Each thread of the team runs the whole chain on its own share of
+// the output rows. A pooled chain's global average pool is summed band by band.
 #include <string>
 #include <vector>
 
 #include "codegen/cpp/code_text.h"
 #include "codegen/cpp/op_emitters.h"
 #include "codegen/cpp/window_call.h"
+#include "kernels/chain_schedule.h"
 
 namespace kiln::codegen::cpp {
 
 namespace {
 
-// The bytes of intermediate rows one band may hold: a share of a core's L2 (1-2 MiB on the x86
-// cores kiln targets), leaving room for the band's input and output rows.
-constexpr int64_t kBandBytes = 512 << 10;
-
 struct Layer {
   const ir::Node* node;
   std::vector<int64_t> in, out;  // NHWC
   WindowCall call;
-  int z_input = -1;  // the chain input that is its residual, or -1
+  int z_input = -1;       // the chain input that is its residual, or -1
+  bool planar_in = false;  // reads the chain's NCHW input (a stem, or the Transpose's rows)
 };
+
+std::string step_text(const kiln_kernels::ChainStep& s) {
+  return "{" + std::to_string(s.layer) + ", " + std::to_string(s.window) + ", " + i64(s.row) + ", " + i64(s.rows) + ", " +
+         i64(s.src_offset) + ", " + i64(s.dst_offset) + ", " + i64(s.src_row0) + ", " + i64(s.in_rows) + ", " +
+         i64(s.pad_top) + ", " + i64(s.pad_bottom) + ", " + i64(s.shift) + "}";
+}
 
 }  // namespace
 
@@ -44,26 +50,42 @@ void emit_conv_chain(EmitContext& ctx) {
       if (body.inputs()[k] == v) return static_cast<int>(k);
     return -1;
   };
+  // The chain's input is NCHW where the body starts with the layout's Transpose to NHWC.
+  const bool nchw_input = nodes[0]->op_type() == "Transpose" &&
+                          nodes[0]->attr_ints("perm") == std::vector<int64_t>{0, 2, 3, 1} && nodes.size() > 1;
   std::vector<Layer> layers;
   for (size_t l = 0; l < nodes.size(); ++l) {
     const ir::Node* m = nodes[l];
     const ir::Value* x = m->input(0);
     if (l == 0 ? input_index(x) != 0 : x != nodes[l - 1]->output(0))
       throw ctx.unsupported("member " + m->describe() + " does not read the layer before it");
-    Layer L{m, x->type.static_dims(), m->output(0)->type.static_dims(), {}, -1};
+    Layer L{m, x->type.static_dims(), m->output(0)->type.static_dims(), {}, -1, false};
     if (m->op_type() == "FusedConv" && m->num_inputs() > 3 && m->has_input(3)) {
       L.z_input = input_index(m->input(3));
       if (L.z_input < 0) throw ctx.unsupported("member " + m->describe() + " adds a residual computed inside the chain");
     }
-    if (l == 0 && m->op_type() == "Transpose" && m->attr_ints("perm") == std::vector<int64_t>{0, 2, 3, 1}) {
-      // The layout's NCHW -> NHWC Transpose of the input, taken into the chain (conv_chain_input):
-      // a layer of 1x1 windows that writes the rows of its band channels-last.
-      const int64_t H = L.in[2], W = L.in[3], C = L.in[1];
+    if (l == 0 && nchw_input) {
+      // A stem reads the image's planes itself; else the Transpose is a layer of 1x1 windows
+      // writing the rows of its band channels-last.
+      const int64_t N = L.in[0], C = L.in[1], H = L.in[2], W = L.in[3];
+      const ir::Node* next = nodes[1];
+      try {
+        WindowCall stem = window_call(ctx, *next, {N, H, W, C}, next->output(0)->type.static_dims(), false, true);
+        if (next->op_type() == "FusedConv" && !(next->num_inputs() > 3 && next->has_input(3)) && stem.rows) {
+          Layer S{next, {N, H, W, C}, next->output(0)->type.static_dims(), std::move(stem), -1, true};
+          layers.push_back(std::move(S));
+          ++l;
+          continue;
+        }
+      } catch (const UnsupportedError&) {  // not a stem: transpose the rows first
+      }
       L.call.shape_type = "kiln_kernels::TransposeRows";
-      L.call.shape_init = "{" + i64(L.in[0]) + ", " + i64(H) + ", " + i64(W) + ", " + i64(C) + ", " + i64(H) + ", 0}";
+      L.call.shape_init = "{" + i64(N) + ", " + i64(H) + ", " + i64(W) + ", " + i64(C) + ", " + i64(H) + ", 0}";
       L.call.call = [](const std::string& sv, const std::string& xv, const std::string&, const std::string& yv,
                        const std::string&) { return "kiln_kernels::nchw_rows_to_nhwc(" + sv + ", " + xv + ", " + yv + ");"; };
-      L.in = {L.in[0], H, W, C};  // the band arithmetic counts rows of the NHWC view
+      L.in = {N, H, W, C};  // the band arithmetic counts rows of the NHWC view
+      L.out = L.in;
+      L.planar_in = true;
       ctx.use_kernel("layout.h");
       layers.push_back(std::move(L));
       continue;
@@ -76,127 +98,134 @@ void emit_conv_chain(EmitContext& ctx) {
     if (L.call.winograd) throw ctx.unsupported("a Winograd layer in a chain");
     layers.push_back(std::move(L));
   }
-  const size_t last = layers.size() - 1;
+  const int last = static_cast<int>(layers.size()) - 1;
   const int64_t N = layers[0].in[0], OH = layers[last].out[1], OW = layers[last].out[2], M = layers[last].out[3];
 
-  // Rows each layer's output needs for `rows` rows of the last output, and their bytes.
-  auto rows_for = [&](int64_t rows) {
-    std::vector<int64_t> r(layers.size());
-    r[last] = rows;
-    for (size_t l = last; l > 0; --l)
-      r[l - 1] = std::min(layers[l].in[1], (r[l] - 1) * layers[l].call.sh + (layers[l].call.kh - 1) * layers[l].call.dh + 1);
-    return r;
-  };
-  auto bytes_for = [&](const std::vector<int64_t>& r) {
-    int64_t b = 0;
-    for (size_t l = 0; l < last; ++l) b += r[l] * layers[l].out[2] * layers[l].out[3] * 4;
-    return b;
-  };
-  int64_t band = OH;
-  while (band > 1 && bytes_for(rows_for(band)) > kBandBytes) --band;
-  const int64_t bands = (OH + band - 1) / band;
-  const std::vector<int64_t> cap = rows_for(band);
+  // The schedule, as kiln's CPU backend plans it: the plan's band budget and team.
+  const plan::KernelSpec& spec = ctx.step.instruction->spec;
+  const int64_t budget = spec.params.count("band_bytes") ? spec.get_int("band_bytes") : int64_t{512} << 10;
+  const int64_t band_rows = spec.params.count("band_rows") ? spec.get_int("band_rows") : 0;
+  std::vector<kiln_kernels::ChainLayer> rows;
+  for (const Layer& L : layers) {
+    const WindowCall& c = L.call;
+    rows.push_back({L.in[1], L.out[1], (c.kh - 1) * c.dh + 1, c.sh, c.ph, L.out[2] * L.out[3], static_cast<bool>(c.rows),
+                    c.pointwise});
+  }
+  const kiln_kernels::ChainSchedule sched(rows, std::max(1, spec.threads), band_rows, budget);
+  ctx.use_kernel("chain_schedule.h");
 
+  // Each thread's windows in one buffer, 64-byte aligned.
+  std::vector<int64_t> window_at(layers.size(), 0);
+  int64_t floats = 0;
+  for (int t = 1; t <= last; ++t) {
+    window_at[t] = floats;
+    floats += (sched.capacity(t) * layers[t - 1].out[2] * layers[t - 1].out[3] + 15) / 16 * 16;
+  }
   const bool has_y = ctx.step.outputs.at(0).buffer >= 0;
   const bool has_pool = pooled && ctx.step.outputs.size() > 1 && ctx.step.outputs[1].buffer >= 0;
-  for (size_t l = 0; l < layers.size(); ++l)
-    ctx.line("static const " + layers[l].call.shape_type + " s" + std::to_string(l) + layers[l].call.shape_init + ";");
-  ctx.line("const float* x = " + ctx.in(0) + ";");
-  for (size_t l = 0; l < layers.size(); ++l)
-    if (layers[l].z_input >= 0) ctx.line("const float* z" + std::to_string(l) + " = " + ctx.in(layers[l].z_input) + ";");
-  ctx.line(std::string("float* y = ") + (has_y ? ctx.out(0) : "nullptr") + ";");
-  if (has_pool) ctx.line("std::vector<float> sums(" + i64(N * bands * M) + ");  // per band, the channel sums");
-  ctx.line("kiln_kernels::parallel_for(c.team, " + i64(N * bands) + ", [&](int64_t b0, int64_t b1) {");
-  for (size_t l = 0; l < layers.size(); ++l) {
-    if (l == last && has_y) continue;
-    ctx.line("  thread_local std::vector<float> t" + std::to_string(l) + "(" +
-             i64(cap[l] * layers[l].out[2] * layers[l].out[3]) + ");");
+  if (!has_y && !has_pool) return;
+  const int parts = sched.parts();
+  for (int p = 0; p < parts; ++p) {
+    const std::vector<kiln_kernels::ChainStep>& steps = sched.steps(p);
+    ctx.line("static const kiln_kernels::ChainStep steps" + std::to_string(p) + "[] = {");
+    for (size_t i = 0; i < steps.size(); ++i) ctx.line("    " + step_text(steps[i]) + (i + 1 < steps.size() ? "," : ""));
+    ctx.line("};");
   }
-  // Rows a layer's buffer already holds from the thread's previous band (of the same image):
-  // kept, moved to the front, so that only the new rows are computed (windows sliding down).
-  for (size_t l = 0; l < last; ++l) ctx.line("  int64_t have_lo" + std::to_string(l) + " = -1, have_hi" + std::to_string(l) + " = -1;");
-  ctx.line("  for (int64_t band = b0; band < b1; ++band) {");
-  ctx.line("    const int64_t n = band / " + i64(bands) + ";");
-  ctx.line("    if (band % " + i64(bands) + " == 0) {  // a new image: nothing to keep");
-  for (size_t l = 0; l < last; ++l) ctx.line("      have_lo" + std::to_string(l) + " = have_hi" + std::to_string(l) + " = -1;");
-  ctx.line("    }");
-  const std::string L = std::to_string(last);
-  ctx.line("    int64_t lo" + L + " = band % " + i64(bands) + " * " + i64(band) + ", hi" + L + " = std::min<int64_t>(" +
-           i64(OH) + ", lo" + L + " + " + i64(band) + ");");
-  // Rows each earlier layer's output must hold, last to first, then the chain input's.
-  for (size_t l = last + 1; l-- > 0;) {
-    const WindowCall& c = layers[l].call;
-    const std::string in_lo = l == 0 ? "lox" : "lo" + std::to_string(l - 1), in_hi = l == 0 ? "hix" : "hi" + std::to_string(l - 1);
-    const std::string lo = "lo" + std::to_string(l), hi = "hi" + std::to_string(l);
-    const std::string in_hi_expr = "std::min<int64_t>(" + i64(layers[l].in[1]) + ", (" + hi + " - 1) * " + i64(c.sh) +
-                                   " - " + i64(c.ph) + " + " + i64((c.kh - 1) * c.dh + 1) + ")";
-    if (l == 0) {  // the chain input is read where it is: only its end matters
-      ctx.line("    const int64_t hix = " + in_hi_expr + ";");
-      continue;
-    }
-    ctx.line("    const int64_t " + in_lo + " = std::max<int64_t>(0, " + lo + " * " + i64(c.sh) + " - " + i64(c.ph) + "), " +
-             in_hi + " = " + in_hi_expr + ";");
+  std::string list, counts;
+  for (int p = 0; p < parts; ++p) {
+    list += (p ? ", steps" : "steps") + std::to_string(p);
+    counts += (p ? ", " : "") + i64(static_cast<int64_t>(sched.steps(p).size()));
   }
-  for (size_t l = 0; l < layers.size(); ++l) {
-    const WindowCall& c = layers[l].call;
-    const std::string S = std::to_string(l);
-    const std::string in_lo = l == 0 ? "lox" : "lo" + std::to_string(l - 1), in_hi = l == 0 ? "hix" : "hi" + std::to_string(l - 1);
-    const std::string lo = "lo" + S, hi = "hi" + S;
-    const std::vector<int64_t>& in = layers[l].in;
-    const std::vector<int64_t>& out = layers[l].out;
-    const int64_t in_row = in[2] * in[3], out_row = out[2] * out[3];
-    const bool buffered = !(l == last && has_y);
-    ctx.line("    {");
-    // `from`: the first output row to compute; rows [lo, from) are kept from the last band.
-    if (buffered && l < last) {
-      ctx.line("      int64_t from = " + lo + ";");
-      ctx.line("      if (have_lo" + S + " <= " + lo + " && " + lo + " < have_hi" + S + ") {");
-      ctx.line("        std::memmove(t" + S + ".data(), t" + S + ".data() + (" + lo + " - have_lo" + S + ") * " + i64(out_row) +
-               ", (have_hi" + S + " - " + lo + ") * " + i64(out_row) + " * sizeof(float));");
-      ctx.line("        from = have_hi" + S + ";");
-      ctx.line("      }");
-      ctx.line("      have_lo" + S + " = " + lo + ";");
-      ctx.line("      have_hi" + S + " = " + hi + ";");
+  ctx.line("static const kiln_kernels::ChainStep* const parts[] = {" + list + "};");
+  ctx.line("static const int64_t counts[] = {" + counts + "};");
+  for (int l = 0; l <= last; ++l)
+    if (!layers[l].call.rows)
+      ctx.line("static const " + layers[l].call.shape_type + " s" + std::to_string(l) + layers[l].call.shape_init + ";");
+  const int64_t in_image = layers[0].in[1] * layers[0].in[2] * layers[0].in[3], out_row = OW * M;
+  ctx.line("float* y = " + std::string(has_y ? ctx.out(0) : "nullptr") + ";");
+  // Without the conv output (only the pool is used) the last layer writes a window of its band.
+  const int64_t last_rows = has_y ? 0 : sched.band();
+  if (has_pool) ctx.line("std::vector<float> sums(" + i64(parts * M) + ");  // per part, the channel sums");
+  ctx.line("for (int64_t n = 0; n < " + i64(N) + "; ++n) {");
+  ctx.line("  const float* x = " + ctx.in(0) + " + n * " + i64(in_image) + ";");
+  for (int l = 0; l <= last; ++l)
+    if (layers[l].z_input >= 0)
+      ctx.line("  const float* z" + std::to_string(l) + " = " + ctx.in(layers[l].z_input) + " + n * " +
+               i64(layers[l].out[1] * layers[l].out[2] * layers[l].out[3]) + ";");
+  if (has_pool) ctx.line("  std::fill(sums.begin(), sums.end(), 0.f);");
+  ctx.line("  kiln_kernels::parallel_for(c.team, " + std::to_string(parts) + ", [&](int64_t p0, int64_t p1) {");
+  const int64_t buffer = floats + last_rows * out_row;
+  ctx.line("    float* windows = kiln_kernels::chain_windows(" + i64(buffer) + ");");
+  ctx.line("    for (int64_t p = p0; p < p1; ++p) {");
+  ctx.line("      for (int64_t i = 0; i < counts[p]; ++i) {");
+  ctx.line("        const kiln_kernels::ChainStep& st = parts[p][i];");
+  ctx.line("        switch (st.layer) {");
+  ctx.line("          case -1: {  // rows two bands share move to the window's front");
+  ctx.line("            static const int64_t at[] = {" + [&] {
+    std::string s;
+    for (int t = 0; t <= last; ++t) s += (t ? ", " : "") + i64(window_at[t]);
+    return s;
+  }() + "};");
+  ctx.line("            static const int64_t row[] = {" + [&] {
+    std::string s = "0";
+    for (int t = 1; t <= last; ++t) s += ", " + i64(layers[t - 1].out[2] * layers[t - 1].out[3]);
+    return s;
+  }() + "};");
+  ctx.line("            float* w = windows + at[st.window];");
+  ctx.line("            std::memmove(w, w + st.shift * row[st.window], st.rows * row[st.window] * sizeof(float));");
+  ctx.line("            break;");
+  ctx.line("          }");
+  for (int l = 0; l <= last; ++l) {
+    const Layer& L = layers[l];
+    const WindowCall& c = L.call;
+    const int64_t in_row = L.in[2] * L.in[3], row_floats = L.out[2] * L.out[3];
+    const std::string base = l == 0 ? "x" : "(windows + " + i64(window_at[l]) + ")";
+    const std::string row0 = l == 0 ? "0" : "st.src_row0";
+    const std::string ring = l > 0 && sched.ring(l) ? i64(sched.capacity(l)) : "0";
+    // The first input row read: a planar input's rows are W floats apart within a plane.
+    const std::string at = base + " + st.src_offset * " + i64(L.planar_in ? L.in[2] : in_row);
+    const std::string dst = l < last ? "windows + " + i64(window_at[l + 1]) + " + st.dst_offset * " + i64(row_floats)
+                            : has_y  ? "y + (n * " + i64(OH) + " + st.dst_offset) * " + i64(out_row)
+                                     : "windows + " + i64(floats);
+    const std::string z = L.z_input >= 0 ? "z" + std::to_string(l) + " + st.row * " + i64(row_floats) : "nullptr";
+    ctx.line("          case " + std::to_string(l) + ": {  // " + L.node->op_type() + " '" + L.node->name() + "'");
+    if (c.rows) {
+      const std::string code = c.rows(L.planar_in ? "x" : base, row0, at, "dst", "st.row", "st.row + st.rows", ring, z);
+      ctx.line("            float* dst = " + dst + ";");
+      size_t from = 0;
+      for (size_t nl; (nl = code.find('\n', from)) != std::string::npos; from = nl + 1)
+        ctx.line("            " + code.substr(from, nl - from));
+      ctx.line("            " + code.substr(from));
     } else {
-      ctx.line("      const int64_t from = " + lo + ";");
+      ctx.line("            " + c.shape_type + " s = s" + std::to_string(l) + ";");
+      ctx.line("            s.N = 1;");
+      ctx.line("            s.H = st.in_rows;");
+      ctx.line("            s.PH = st.pad_top;");
+      ctx.line("            s.OH = st.rows;");
+      ctx.line("            " + c.call("s", at, z, dst, "nullptr"));
     }
-    ctx.line("      if (from < " + hi + ") {");
-    // The input rows output rows [from, hi) read, inside the rows [in_lo, in_hi) held.
-    ctx.line("        const int64_t first = std::max<int64_t>(0, from * " + i64(c.sh) + " - " + i64(c.ph) + ");");
-    const bool planar = c.shape_type == "kiln_kernels::TransposeRows";
-    const std::string src = planar ? "x + n * " + i64(in[1] * in_row) + " + first * " + i64(in[2])
-                            : l == 0 ? "x + (n * " + i64(in[1]) + " + first) * " + i64(in_row)
-                                   : "t" + std::to_string(l - 1) + ".data() + (first - " + in_lo + ") * " + i64(in_row);
-    const std::string dst = !buffered ? "y + (n * " + i64(OH) + " + from) * " + i64(OW * M)
-                                      : "t" + S + ".data() + (from - " + lo + ") * " + i64(out_row);
-    const std::string z = layers[l].z_input >= 0 ? "z" + S + " + (n * " + i64(out[1]) + " + from) * " + i64(out_row) : "nullptr";
-    ctx.line("        " + c.shape_type + " s = s" + S + ";");
-    ctx.line("        s.N = 1;");
-    ctx.line("        s.H = " + in_hi + " - first;");
-    ctx.line("        s.PH = " + i64(c.ph) + " - from * " + i64(c.sh) + " + first;");
-    ctx.line("        s.OH = " + hi + " - from;");
-    ctx.line("        " + c.call("s", src, z, dst, "nullptr"));
-    ctx.line("      }");
-    ctx.line("    }");
+    if (has_pool && l == last) {
+      ctx.line("            const float* r = " + dst + ";");
+      ctx.line("            float* part = sums.data() + p * " + i64(M) + ";");
+      ctx.line("            for (int64_t q = 0; q < st.rows * " + i64(OW) + "; ++q)");
+      ctx.line("              for (int64_t m = 0; m < " + i64(M) + "; ++m) part[m] += r[q * " + i64(M) + " + m];");
+    }
+    ctx.line("            break;");
+    ctx.line("          }");
   }
+  ctx.line("        }");
+  ctx.line("      }");
+  ctx.line("    }");
+  ctx.line("  });");
   if (has_pool) {
-    const std::string rows = std::string(has_y ? "y + (n * " + i64(OH) + " + lo" + L + ") * " + i64(OW * M) : "t" + L + ".data()");
-    ctx.line("    float* part = sums.data() + band * " + i64(M) + ";");
-    ctx.line("    const float* r = " + rows + ";");
-    ctx.line("    for (int64_t p = 0; p < (hi" + L + " - lo" + L + ") * " + i64(OW) + "; ++p)");
-    ctx.line("      for (int64_t m = 0; m < " + i64(M) + "; ++m) part[m] += r[p * " + i64(M) + " + m];");
-  }
-  ctx.line("  }");
-  ctx.line("});");
-  if (has_pool) {
-    ctx.line("float* pooled = " + ctx.out(1) + ";");
-    ctx.line("for (int64_t n = 0; n < " + i64(N) + "; ++n)");
+    ctx.line("  float* pooled = " + ctx.out(1) + " + n * " + i64(M) + ";");
     ctx.line("  for (int64_t m = 0; m < " + i64(M) + "; ++m) {");
     ctx.line("    float total = 0.f;");
-    ctx.line("    for (int64_t b = 0; b < " + i64(bands) + "; ++b) total += sums[(n * " + i64(bands) + " + b) * " + i64(M) + " + m];");
-    ctx.line("    pooled[n * " + i64(M) + " + m] = total / " + literal_float(static_cast<float>(OH * OW)) + ";");
+    ctx.line("    for (int64_t p = 0; p < " + std::to_string(parts) + "; ++p) total += sums[p * " + i64(M) + " + m];");
+    ctx.line("    pooled[m] = total / " + literal_float(static_cast<float>(OH * OW)) + ";");
     ctx.line("  }");
   }
+  ctx.line("}");
 }
 
 }  // namespace kiln::codegen::cpp

@@ -30,13 +30,24 @@ struct WindowCall {
   std::function<std::string(const std::string& s, const std::string& x, const std::string& z, const std::string& y,
                             const std::string& team)>
       call;
+  // For the kernels that compute a range of output rows reading the input rows where they are
+  // (kernels/depthwise_rows.h, stem_rows.h, pointwise_rows.h): the code computing output rows
+  // [oy0, oy1) of one image into y, activation included. Input row r is at base + (r - row0)
+  // rows, or with ring > 0 at slot r % ring; `at` is the first input row the range reads (what a
+  // 1x1 conv reads from); z the residual's first row or "nullptr". Empty for the other kernels.
+  std::function<std::string(const std::string& base, const std::string& row0, const std::string& at,
+                            const std::string& y, const std::string& oy0, const std::string& oy1,
+                            const std::string& ring, const std::string& z)>
+      rows;
+  bool pointwise = false;  // rows reads exactly its output rows (a 1x1 conv)
 };
 
 // The call for kiln.FusedConv or kiln.NhwcMaxPool / NhwcAveragePool `n` (weights from its
 // constant inputs, packed into ctx's weights.bin) from x_dims to y_dims (NHWC). `winograd_ok`:
-// whether F(2x2, 3x3) may run it (the plan's kernel is a Winograd one). An UnsupportedError
-// naming the node for what the kernels cannot run.
+// whether F(2x2, 3x3) may run it (the plan's kernel is a Winograd one). `planar`: the input is
+// NCHW (a chain's image), which only the stem kernel reads (else an UnsupportedError). An
+// UnsupportedError naming the node for what the kernels cannot run.
 WindowCall window_call(EmitContext& ctx, const ir::Node& n, const std::vector<int64_t>& x_dims,
-                       const std::vector<int64_t>& y_dims, bool winograd_ok);
+                       const std::vector<int64_t>& y_dims, bool winograd_ok, bool planar = false);
 
 }  // namespace kiln::codegen::cpp

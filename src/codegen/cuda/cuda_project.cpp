@@ -581,7 +581,7 @@ target_compile_definitions(kiln_model_main PRIVATE KILN_MODEL_DIR="${CMAKE_CURRE
 
 }  // namespace
 
-const std::vector<std::string>& cuda_disabled_passes() { return cpp_disabled_passes(false); }
+const std::vector<std::string>& cuda_disabled_passes() { return cpp_disabled_passes(false, false); }
 
 std::vector<PlacedInstruction> cuda_placement(const std::vector<PlanSource>& plans) {
   cuda::CudaEmitter e;
