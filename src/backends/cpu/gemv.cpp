@@ -36,51 +36,23 @@ class GemvKernel : public Kernel {
   // between would double the fresh memory session creation touches for it.
   GemvKernel(const float* w, bool k_major, float alpha, std::vector<float> bias, int64_t n, int64_t k, int threads,
              ops::Activation act = {ops::Activation::None})
-      : w_(w, k_major, alpha, n, k, "kiln_gemv/blocks"), bias_(std::move(bias)), n_(n), k_(k), threads_(threads),
+      : w_(w, k_major, alpha, n, k, "kiln_gemv/blocks"), bias_(std::move(bias)), threads_(threads),
         act_(act) {}
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
     const float* x = inputs[0]->data<float>();
     float* y = outputs[0]->data<float>();
     const float* b = bias_.empty() ? nullptr : bias_.data();
-    const int64_t blocks = w_.blocks();
-    constexpr int64_t kBlock = PackedGemv::kBlock;
-    // From 16K multiply-adds: efficientnet_b0's squeeze-excitation FCs (28-48 x 240-1152) are
-    // bound by reading their weights from L3, which two cores do in half the time.
-    const int threads = n_ * k_ >= (1 << 14) ? threads_ : 1;
-    if (threads > 1 && blocks < threads) {
-      // Fewer blocks than threads (a squeeze-excitation's first FC: 28-48 outputs): the threads
-      // split the inputs instead, each summing its share of rows, and one adds the shares.
-      const int team = static_cast<int>(std::min<int64_t>(threads, k_));
-      std::vector<float> partial(static_cast<size_t>(team * blocks * kBlock));
-      parallel_for(team, team, [&](int64_t t0, int64_t t1) {
-        for (int64_t t = t0; t < t1; ++t) {
-          const int64_t k0 = k_ * t / team, k1 = k_ * (t + 1) / team;
-          for (int64_t blk = 0; blk < blocks; ++blk) w_.block(blk, x, k0, k1, partial.data() + (t * blocks + blk) * kBlock);
-        }
-      });
-      for (int64_t blk = 0; blk < blocks; ++blk) {
-        const int64_t n0 = blk * kBlock, valid = std::min(kBlock, n_ - n0);
-        float* acc = partial.data() + blk * kBlock;
-        for (int t = 1; t < team; ++t)
-          for (int64_t i = 0; i < valid; ++i) acc[i] += partial[(t * blocks + blk) * kBlock + i];
-        finish(act_, acc, b ? b + n0 : nullptr, y + n0, valid);
-      }
-      return;
-    }
-    parallel_for(blocks, threads, [&](int64_t bb, int64_t be) {
-      alignas(64) float acc[kBlock];
-      for (int64_t blk = bb; blk < be; ++blk) {
-        const int64_t n0 = blk * kBlock;
-        w_.block(blk, x, 0, k_, acc);
-        finish(act_, acc, b ? b + n0 : nullptr, y + n0, w_.block_outputs(blk));
-      }
-    });
+    const int threads = kiln_kernels::gemv_threads(w_.layout(), threads_);
+    kiln_kernels::gemv(
+        w_.layout(), x, threads,
+        [&](int64_t blk, const float* xv, int64_t k0, int64_t k1, float* acc) { w_.block(blk, xv, k0, k1, acc); },
+        [&](int64_t parts, auto&& f) { parallel_for(parts, threads, f); },
+        [&](const float* acc, int64_t n0, int64_t valid) { finish(act_, acc, b ? b + n0 : nullptr, y + n0, valid); });
   }
 
  private:
   PackedGemv w_;
   std::vector<float> bias_;
-  int64_t n_, k_;
   int threads_;
   ops::Activation act_;
 };

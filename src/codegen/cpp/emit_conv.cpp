@@ -203,6 +203,7 @@ void emit_conv(EmitContext& ctx) {
   const Operand& y = ctx.step.outputs.at(0);
   if (x.dtype != DType::Float) throw ctx.unsupported("only float convolutions are emitted");
   if (runs_on_onednn(ctx)) return emit_onednn_conv(ctx);
+  if (ctx.step.instruction->spec.impl == "gemv") return emit_gemv_conv(ctx);
   const bool winograd_ok = ctx.step.instruction->spec.impl.find("winograd") != std::string::npos;
   const WindowCall c = window_call(ctx, ctx.node, x.dims, y.dims, winograd_ok);
   ctx.line("static const " + c.shape_type + " s" + c.shape_init + ";");

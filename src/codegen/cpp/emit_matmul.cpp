@@ -8,6 +8,7 @@
 #include "codegen/cpp/op_emitters.h"
 #include "codegen/cpp/emit_pointwise.h"
 #include "codegen/cpp/weight_packing.h"
+#include "kernels/gemv.h"
 
 namespace kiln::codegen::cpp {
 
@@ -27,6 +28,20 @@ void call_gemm(EmitContext& ctx, int64_t M, int64_t K, int64_t N, const std::str
 // (kernels/pointwise_rows.h) with AVX-512, else on gemm_packed.
 void call_product(EmitContext& ctx, int64_t M, int64_t K, int64_t N, const float* w, bool k_major, float alpha,
                   const float* bias, const std::string& z, const std::string& key) {
+  // One row, where the plan runs it on kiln's gemv (kernels/gemv.h): the weights read once, in
+  // column blocks.
+  if (M == 1 && z == "nullptr" && ctx.step.instruction->spec.impl == "gemv") {
+    const Epilogue e = epilogue_of(ctx.node);
+    const kiln_kernels::GemvLayout L{N, K};
+    std::vector<float> packed(static_cast<size_t>(L.packed_size()));
+    L.pack(w, k_major, alpha, packed.data());
+    ctx.use_kernel("gemv.h");
+    const std::string k = "gemv:" + key + (k_major ? "" : ":t") + ":" + literal_float(alpha);
+    const std::string b = bias ? ctx.weights(k + ":bias", std::vector<float>(bias, bias + N)) : "nullptr";
+    ctx.line("kiln_kernels::gemv_act<" + e.act + ">(kiln_kernels::GemvLayout{" + i64(N) + ", " + i64(K) + "}, " +
+             ctx.weights(k, packed) + ", " + ctx.in(0) + ", " + b + ", " + ctx.out(0) + ", " + e.a + ", " + e.b + ", c.team);");
+    return;
+  }
   if (ctx.avx512) {
     const Epilogue e = epilogue_of(ctx.node);
     const PointwiseCall p = pointwise_call(ctx, ctx.node, K, N, w, k_major, alpha, bias, key);
@@ -71,6 +86,19 @@ void emit_gemm(EmitContext& ctx) {
   }
   const std::string key = n.input(1)->name() + (bias.empty() ? "" : ":" + n.input(2)->name() + ":" + std::to_string(beta));
   call_product(ctx, M, K, N, b.data<float>(), !tb, alpha, bias.empty() ? nullptr : bias.data(), z, key);
+}
+
+void emit_gemv_conv(EmitContext& ctx) {
+  const Operand& x = ctx.step.inputs.at(0);
+  const Operand& y = ctx.step.outputs.at(0);
+  const Tensor& w = ctx.constant(1);
+  const int64_t C = x.dims.back(), O = y.dims.back();
+  if (x.numel() != C || y.numel() != O || w.rank() != 4 || w.dim(0) != O || w.dim(1) != C || w.dim(2) != 1 ||
+      w.dim(3) != 1 || ctx.has_input(3))
+    throw ctx.unsupported("the plan's gemv runs a 1x1 conv of one pixel, without a residual");
+  const float* bias = ctx.has_input(2) ? ctx.constant(2).data<float>() : nullptr;
+  call_product(ctx, 1, C, O, w.data<float>(), false, 1.f, bias, "nullptr",
+               ctx.node.input(1)->name() + (bias ? ":" + ctx.node.input(2)->name() : ""));
 }
 
 void emit_matmul(EmitContext& ctx) {

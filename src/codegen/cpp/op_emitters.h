@@ -25,9 +25,11 @@ bool runs_on_onednn(const EmitContext& ctx);
 void emit_onednn_conv(EmitContext& ctx);
 // emit_conv_chain.cpp: kiln.ConvChain, banded.
 void emit_conv_chain(EmitContext& ctx);
-// emit_matmul.cpp: Gemm, kiln.FusedGemm, MatMul, kiln.FusedMatMul.
+// emit_matmul.cpp: Gemm, kiln.FusedGemm, MatMul, kiln.FusedMatMul; a 1x1 conv of one pixel
+// the plan runs on gemv.
 void emit_gemm(EmitContext& ctx);
 void emit_matmul(EmitContext& ctx);
+void emit_gemv_conv(EmitContext& ctx);
 // emit_data_movement.cpp: Concat, Slice, Split, Gather, Pad (constant), Dropout (inference), MatMul
 // of two computed operands.
 void emit_pad(EmitContext& ctx);
