@@ -12,6 +12,7 @@
 #include "kernels/conv2d.h"
 #include "kernels/depthwise_rows.h"
 #include "kernels/gemm.h"
+#include "kernels/gemv.h"
 #include "kernels/norm.h"
 #include "kernels/onednn_conv.h"
 #include "kernels/parallel.h"
@@ -297,6 +298,38 @@ TEST(CodegenKernels, OnednnConvMatchesTheReference) {
       conv.run(xin.data(), (k.flags & res) ? (k.z_in_place ? y.data() : zin.data()) : nullptr, y.data(), t);
       for (int64_t i = 0; i < n; ++i)  // Winograd's transforms round differently from the direct sum
         ASSERT_NEAR(y[i], wanted[i], 2e-4f * std::max(1.f, std::fabs(wanted[i]))) << what << " at " << i;
+    }
+  }
+}
+
+// One-row products on kernels/gemv.h: blocks of 64 outputs and a partial last one, weights
+// either way round, alpha, bias and an activation; with a team of two, a product split by
+// blocks and one with fewer blocks than threads (split by inputs).
+TEST(CodegenKernels, GemvMatchesTheReference) {
+  namespace kk = kiln_kernels;
+  kk::Team team(2);
+  for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{{1000, 70}, {37, 900}, {64, 5}, {130, 257}}) {
+    for (const bool k_major : {false, true}) {
+      const Tensor w = random(DType::Float, {n, k}, 61), x = random(DType::Float, {k}, 62), b = random(DType::Float, {n}, 63);
+      const kk::GemvLayout L{n, k};
+      std::vector<float> packed(static_cast<size_t>(L.packed_size()));
+      std::vector<float> wk(static_cast<size_t>(n * k));  // w as the kernel is given it
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < k; ++j) wk[k_major ? j * n + i : i * k + j] = w.data<float>()[i * k + j];
+      L.pack(wk.data(), k_major, 0.5f, packed.data());
+      std::vector<float> want(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        double acc = 0;
+        for (int64_t j = 0; j < k; ++j) acc += double(w.data<float>()[i * k + j]) * x.data<float>()[j];
+        want[i] = std::max(0.f, 0.5f * static_cast<float>(acc) + b.data<float>()[i]);
+      }
+      for (kk::Team* t : {static_cast<kk::Team*>(nullptr), &team}) {
+        std::vector<float> y(static_cast<size_t>(n), -7.f);
+        kk::gemv_act<kk::Act::Relu>(L, packed.data(), x.data<float>(), b.data<float>(), y.data(), 0.f, 0.f, t);
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_NEAR(y[i], want[i], 1e-4f * std::max(1.f, std::fabs(want[i])))
+              << "gemv n=" << n << " k=" << k << (k_major ? " k-major" : "") << (t ? " team" : "") << " at " << i;
+      }
     }
   }
 }
