@@ -8,6 +8,15 @@
 #pragma once
 #include <dnnl.hpp>
 #include <dnnl_version.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#define KILN_OMP_FOR _Pragma("omp parallel for schedule(static)")
+#else
+#define KILN_OMP_FOR
+#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -87,6 +96,58 @@ inline void* scratch(size_t bytes) {
   return buf.p;
 }
 
+// NHWC <-> nChw16c for N images of P pixels and C channels (C a multiple of 16), the pixels
+// split over OpenMP's threads where the project runs them: oneDNN 2.x runs these reorders on
+// one thread, a serial step in every conv that needs one.
+inline void nhwc_to_blocked(const float* x, float* y, int64_t N, int64_t P, int64_t C) {
+  const int64_t blocks = C / 16;
+  for (int64_t n = 0; n < N; ++n) {
+KILN_OMP_FOR
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t cb = 0; cb < blocks; ++cb)
+        std::memcpy(y + ((n * blocks + cb) * P + p) * 16, x + (n * P + p) * C + cb * 16, 16 * sizeof(float));
+  }
+}
+
+inline void blocked_to_nhwc(const float* x, float* y, int64_t N, int64_t P, int64_t C) {
+  const int64_t blocks = C / 16;
+  for (int64_t n = 0; n < N; ++n) {
+KILN_OMP_FOR
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t cb = 0; cb < blocks; ++cb)
+        std::memcpy(y + (n * P + p) * C + cb * 16, x + ((n * blocks + cb) * P + p) * 16, 16 * sizeof(float));
+  }
+}
+
+// Which of the two a reorder from `from` to `to` is: +1 NHWC -> nChw16c, -1 back, 0 neither.
+inline int blocked_direction(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  using tag = dnnl::memory::format_tag;
+  const dnnl::memory::dims d = from.dims();
+  if (d.size() != 4 || d[1] % 16 || from.data_type() != dnnl::memory::data_type::f32) return 0;
+  const dnnl::memory::desc nhwc(d, from.data_type(), tag::nhwc), blocked(d, from.data_type(), tag::nChw16c);
+  if (from == nhwc && to == blocked) return 1;
+  if (from == blocked && to == nhwc) return -1;
+  return 0;
+}
+
+// Runs reorder `r` (from `from` to its destination), on kiln's split copy where `direction` says
+// it is one and OpenMP gives more than one thread.
+inline void reorder(const dnnl::reorder& r, int direction, dnnl::stream& strm, dnnl::memory& from, dnnl::memory& to) {
+#ifdef _OPENMP
+  if (direction != 0 && omp_get_max_threads() > 1) {
+    const dnnl::memory::dims d = from.get_desc().dims();
+    strm.wait();  // what the stream queued before reads or writes these buffers
+    const float* x = static_cast<const float*>(from.get_data_handle());
+    float* y = static_cast<float*>(to.get_data_handle());
+    if (direction > 0) nhwc_to_blocked(x, y, d[0], d[2] * d[3], d[1]);
+    else blocked_to_nhwc(x, y, d[0], d[2] * d[3], d[1]);
+    return;
+  }
+#endif
+  (void)direction;
+  r.execute(strm, from, to);
+}
+
 }  // namespace onednn_detail
 
 class OnednnConv {
@@ -135,6 +196,9 @@ class OnednnConv {
     // z goes where the primitive writes: its own buffer, or y.
     const memory::desc& z_to = y_reorder_ ? pd_.dst_desc() : y_md_;
     if (residual_ && z_md_ != z_to) z_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, z_md_, eng, z_to));
+    x_dir_ = onednn_detail::blocked_direction(x_md_, pd_.src_desc());
+    y_dir_ = onednn_detail::blocked_direction(pd_.dst_desc(), y_md_);
+    z_dir_ = onednn_detail::blocked_direction(z_md_, z_to);
     y_elems_ = s.N * s.M * s.OH * s.OW;
   }
   OnednnConv(const OnednnConv&) = delete;
@@ -156,7 +220,7 @@ class OnednnConv {
     memory src = x_user, dst = y_user;
     if (x_reorder_) {
       src = memory(pd_.src_desc(), eng, buf);
-      x_reorder_.execute(strm, x_user, src);
+      onednn_detail::reorder(x_reorder_, x_dir_, strm, x_user, src);
     }
     if (y_reorder_) dst = memory(pd_.dst_desc(), eng, buf + xb);
     if (residual_) {  // the sum post-op adds the destination's contents: put z there
@@ -165,13 +229,13 @@ class OnednnConv {
         z = reinterpret_cast<const float*>(buf + xb + yb);
       }
       memory z_user(z_md_, eng, const_cast<float*>(z));
-      if (z_reorder_) z_reorder_.execute(strm, z_user, dst);
+      if (z_reorder_) onednn_detail::reorder(z_reorder_, z_dir_, strm, z_user, dst);
       else if (z != dst.get_data_handle()) std::memcpy(dst.get_data_handle(), z, z_md_.get_size());
     }
     std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst}};
     if (bias_) args[DNNL_ARG_BIAS] = bias_;
     prim_.execute(strm, args);
-    if (y_reorder_) y_reorder_.execute(strm, dst, y_user);
+    if (y_reorder_) onednn_detail::reorder(y_reorder_, y_dir_, strm, dst, y_user);
     strm.wait();
     if (late_) {
       const float a = a_, b = b_;
@@ -183,16 +247,42 @@ class OnednnConv {
   }
 
  private:
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
+  // Packed weights: on Linux in a mapping advised into transparent huge pages (a Winograd conv
+  // reads megabytes of them per run, a TLB miss per 4 KiB page otherwise), else 64-byte aligned.
+  struct Buffer {
+    void* p = nullptr;
+    size_t bytes = 0;
+    Buffer() = default;
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    ~Buffer() { reset(0); }
+    explicit operator bool() const { return p != nullptr; }
+    void* get() const { return p; }
+    void reset(size_t n) {
+#ifdef __linux__
+      if (p) ::munmap(p, bytes);
+#else
+      std::free(p);
+#endif
+      p = nullptr;
+      bytes = (n + 4095) / 4096 * 4096;
+      if (!n) return;
+#ifdef __linux__
+      void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) return;
+      ::madvise(m, bytes, MADV_HUGEPAGE);  // advice: 4 KiB pages serve where THP is off
+      p = m;
+#else
+      p = std::aligned_alloc(64, bytes);
+#endif
+    }
   };
-  using Buffer = std::unique_ptr<void, Free>;
 
   // `data` in layout `have` reordered into `want`, in a buffer `keep` owns.
   static dnnl::memory pack(const float* data, const dnnl::memory::desc& have, const dnnl::memory::desc& want,
                            Buffer& keep) {
     auto& eng = onednn_detail::engine();
-    keep.reset(std::aligned_alloc(64, (want.get_size() + 63) / 64 * 64));
+    keep.reset(want.get_size());
     if (!keep) throw dnnl::error(dnnl_out_of_memory, "weights");
     dnnl::memory src(have, eng, const_cast<float*>(data)), dst(want, eng, keep.get());
     dnnl::stream strm(eng);
@@ -211,6 +301,7 @@ class OnednnConv {
   Buffer weights_buf_, bias_buf_;
   dnnl::memory weights_, bias_;
   dnnl::reorder x_reorder_, y_reorder_, z_reorder_;
+  int x_dir_ = 0, y_dir_ = 0, z_dir_ = 0;  // onednn_detail::blocked_direction of each reorder
 };
 
 }  // namespace kiln_kernels
