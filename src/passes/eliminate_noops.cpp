@@ -1,5 +1,5 @@
-// \file Removes nodes that pass their input through unchanged: Identity, inference-mode
-// Dropout (when its mask output is unused), and Reshape/Flatten/Squeeze/Unsqueeze/Expand/
+// \file Removes nodes that pass their input through unchanged: Identity, Dropout in inference
+// mode or with a ratio of 0 (when its mask output is unused), and Reshape/Flatten/Squeeze/Unsqueeze/Expand/
 // Cast/Transpose/Pad/Slice whose effect is the identity:
 //
 //   Cast(x:float, to=float)             -> x
@@ -41,6 +41,10 @@ ir::Value* passthrough(const ir::Graph& g, const ir::Node& n) {
   if (op == "Identity") return x;
   if (op == "Dropout") {
     if (n.output(1) && (!n.output(1)->uses().empty() || is_graph_output(g, n.output(1)))) return nullptr;
+    // A constant ratio of 0 drops nothing and scales by 1 / (1 - 0): the identity in training
+    // mode too (exporters write training_mode = true beside it).
+    const Tensor* ratio = n.num_inputs() > 1 && n.input(1) ? const_of(n.input(1)) : nullptr;
+    if (ratio && ratio->numel() == 1 && ratio->as_double(0) == 0.0) return x;
     if (n.input(2) && (!const_of(n.input(2)) || const_of(n.input(2))->as_int64(0) != 0)) return nullptr;
     if (n.attr_int("is_test", 1) == 0 && n.owner()->opset() < 7) return nullptr;
     return x;

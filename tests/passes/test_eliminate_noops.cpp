@@ -46,6 +46,24 @@ TEST(EliminateNoops, DropoutWithUsedMaskStays) {
   EXPECT_FALSE(make_eliminate_noops()->run(*b.g));
 }
 
+// Exporters write training_mode = true beside a ratio of 0 (swin_t's attention dropouts): that
+// Dropout drops nothing and scales by 1, so it goes; a real ratio in training mode stays.
+TEST(EliminateNoops, DropoutOfRatioZeroGoesInTrainingModeToo) {
+  auto g = check_rewrite(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {2, 3});
+        ir::Value* on = b.c(Tensor::scalar<bool>(true));
+        b.out(b.op("Relu", {b.op("Dropout", {x, b.scalar(0.f), on})}));
+      },
+      passes_of(make_eliminate_noops(), make_dce()));
+  EXPECT_EQ(g->num_nodes(), 1u);
+  Builder b;
+  ir::Value* x = b.in("x", {2});
+  b.out(b.op("Dropout", {x, b.scalar(0.5f), b.c(Tensor::scalar<bool>(true))}));
+  ops::ShapeInference().run(*b.g);
+  EXPECT_FALSE(make_eliminate_noops()->run(*b.g));
+}
+
 TEST(EliminateNoops, IdentityOfInputAsOutputKeepsName) {
   auto g = check_rewrite([](Builder& b) { b.out(b.op("Identity", {b.in("x", {3})})); },
                          passes_of(make_eliminate_noops(), make_dce()));
