@@ -178,16 +178,25 @@ class OnednnConv {
     const memory::desc w_plain(w_dims, f32, s.G == 1 ? tag::oihw : tag::goihw), b_md({s.M}, f32, tag::x);
     // Winograd, and a direct conv with one end blocked, pick their own activation layouts; a
     // direct conv otherwise runs on the plan's (oneDNN's NHWC kernels are its brgconv).
-    const bool own = winograd || (flags & kOnednnXBlocked) != (flags & kOnednnYBlocked);
     const memory::desc x_any(x_dims, f32, tag::any), y_any(y_dims, f32, tag::any), w_any(w_dims, f32, tag::any);
     const memory::dims st{s.sh, s.sw}, dl{s.dh - 1, s.dw - 1}, pl{s.pt, s.pl}, pr{s.pb, s.pr};
-    const auto algo = winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
-    const auto prop = dnnl::prop_kind::forward_inference;
-    const memory::desc& xd = own ? x_any : x_md_;
-    const memory::desc& yd = own ? y_any : y_md_;
-    auto desc = bias ? dnnl::convolution_forward::desc(prop, algo, xd, w_any, b_md, yd, st, dl, pl, pr)
-                     : dnnl::convolution_forward::desc(prop, algo, xd, w_any, yd, st, dl, pl, pr);
-    pd_ = dnnl::convolution_forward::primitive_desc(desc, attr, eng);
+    auto make = [&](bool winograd, bool own) {
+      const auto algo = winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
+      const auto prop = dnnl::prop_kind::forward_inference;
+      const memory::desc& xd = own ? x_any : x_md_;
+      const memory::desc& yd = own ? y_any : y_md_;
+      auto desc = bias ? dnnl::convolution_forward::desc(prop, algo, xd, w_any, b_md, yd, st, dl, pl, pr)
+                       : dnnl::convolution_forward::desc(prop, algo, xd, w_any, yd, st, dl, pl, pr);
+      return dnnl::convolution_forward::primitive_desc(desc, attr, eng);
+    };
+    try {
+      pd_ = make(winograd, winograd || (flags & kOnednnXBlocked) != (flags & kOnednnYBlocked));
+    } catch (const dnnl::error&) {
+      // The CPU running the model has no Winograd implementation (oneDNN 2.x's needs AVX-512,
+      // which the compiling machine may have had): the direct algorithm, in its own layouts.
+      if (!winograd) throw;
+      pd_ = make(false, true);
+    }
     prim_ = dnnl::convolution_forward(pd_);
     weights_ = pack(weights, w_plain, pd_.weights_desc(), weights_buf_);
     if (bias) bias_ = pack(bias, b_md, pd_.bias_desc(), bias_buf_);
