@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "thread_scratch.h"
+
 namespace kiln_kernels {
 
 // One layer's rows: H input rows, OH output rows of row_floats floats, a window KH rows tall
@@ -43,22 +45,12 @@ struct ChainStep {
   int64_t shift = 0;
 };
 
-// The calling thread's buffer for a chain's windows, at least `floats` long, 64-byte aligned,
-// shared by every chain the thread runs (one runs at a time).
+// The calling thread's buffer for a chain's windows, at least `floats` long, 64-byte aligned:
+// the thread's scratch buffer (thread_scratch.h), shared with the other kernels that take one.
 inline float* chain_windows(int64_t floats) {
-  struct Buf {
-    float* p = nullptr;
-    int64_t n = 0;
-    ~Buf() { std::free(p); }
-  };
-  thread_local Buf buf;
-  if (buf.n < floats) {
-    std::free(buf.p);
-    buf.n = (floats + 1023) / 1024 * 1024;
-    buf.p = static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(buf.n) * sizeof(float)));
-    if (!buf.p) std::abort();  // out of memory for a few MiB of windows: nothing sensible is left to do
-  }
-  return buf.p;
+  void* p = thread_scratch(static_cast<size_t>(floats) * sizeof(float));
+  if (!p) std::abort();  // out of memory for a few MiB of windows: nothing sensible is left to do
+  return static_cast<float*>(p);
 }
 
 class ChainSchedule {

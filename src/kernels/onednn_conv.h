@@ -26,7 +26,9 @@
 #include <unordered_map>
 
 #include "activation.h"
+#include "blocked_layout.h"
 #include "parallel.h"
+#include "thread_scratch.h"
 
 static_assert(DNNL_VERSION_MAJOR == 2,
               "kernels/onednn_conv.h calls oneDNN 2.x's API: build against oneDNN 2, or compile the model with "
@@ -78,44 +80,14 @@ inline dnnl::engine& engine() {
   return eng;
 }
 
-// A per-thread buffer of at least `bytes`, 64-byte aligned, for the activations a primitive
-// wants in its own layout (a model runs one call at a time per thread).
-inline void* scratch(size_t bytes) {
-  struct Buf {
-    void* p = nullptr;
-    size_t n = 0;
-    ~Buf() { std::free(p); }
-  };
-  thread_local Buf buf;
-  if (buf.n < bytes) {
-    std::free(buf.p);
-    buf.n = (bytes + 4095) / 4096 * 4096;
-    buf.p = std::aligned_alloc(64, buf.n);
-    if (!buf.p) buf.n = 0;
-  }
-  return buf.p;
-}
-
-// NHWC <-> nChw16c for N images of P pixels and C channels (C a multiple of 16), the pixels
-// split over OpenMP's threads where the project runs them: oneDNN 2.x runs these reorders on
-// one thread, a serial step in every conv that needs one.
-inline void nhwc_to_blocked(const float* x, float* y, int64_t N, int64_t P, int64_t C) {
-  const int64_t blocks = C / 16;
-  for (int64_t n = 0; n < N; ++n) {
+// NHWC <-> nChw16c (blocked_layout.h) with the image rows split over OpenMP's threads where
+// the project runs them: oneDNN 2.x runs these reorders on one thread, a serial step in every
+// conv that needs one.
+inline void split_rows(int64_t rows, bool to_blocked, const float* x, float* y, int64_t C, int64_t H, int64_t W) {
 KILN_OMP_FOR
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t cb = 0; cb < blocks; ++cb)
-        std::memcpy(y + ((n * blocks + cb) * P + p) * 16, x + (n * P + p) * C + cb * 16, 16 * sizeof(float));
-  }
-}
-
-inline void blocked_to_nhwc(const float* x, float* y, int64_t N, int64_t P, int64_t C) {
-  const int64_t blocks = C / 16;
-  for (int64_t n = 0; n < N; ++n) {
-KILN_OMP_FOR
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t cb = 0; cb < blocks; ++cb)
-        std::memcpy(y + (n * P + p) * C + cb * 16, x + ((n * blocks + cb) * P + p) * 16, 16 * sizeof(float));
+  for (int64_t r = 0; r < rows; ++r) {
+    if (to_blocked) nhwc_to_blocked16_rows(x, y, C, H, W, C, r, r + 1);
+    else blocked16_to_nhwc_rows(x, y, C, H, W, C, r, r + 1);
   }
 }
 
@@ -139,8 +111,7 @@ inline void reorder(const dnnl::reorder& r, int direction, dnnl::stream& strm, d
     strm.wait();  // what the stream queued before reads or writes these buffers
     const float* x = static_cast<const float*>(from.get_data_handle());
     float* y = static_cast<float*>(to.get_data_handle());
-    if (direction > 0) nhwc_to_blocked(x, y, d[0], d[2] * d[3], d[1]);
-    else blocked_to_nhwc(x, y, d[0], d[2] * d[3], d[1]);
+    split_rows(d[0] * d[2], direction > 0, x, y, d[1], d[2], d[3]);
     return;
   }
 #endif
@@ -224,7 +195,7 @@ class OnednnConv {
     // z in y's memory but in another layout is reordered from a copy.
     const bool z_copy = residual_ && z_reorder_ && !y_reorder_ && z == y;
     const size_t zb = z_copy ? (z_md_.get_size() + 63) / 64 * 64 : 0;
-    char* buf = static_cast<char*>(onednn_detail::scratch(xb + yb + zb));
+    char* buf = static_cast<char*>(thread_scratch(xb + yb + zb));
     memory x_user(x_md_, eng, const_cast<float*>(x)), y_user(y_md_, eng, y);
     memory src = x_user, dst = y_user;
     if (x_reorder_) {

@@ -23,7 +23,7 @@ bool append_activation(const ir::Node& node, dnnl::post_ops& po) {
   return act && kiln_kernels::append_onednn_activation(po, kernel_act(act->kind), act->a, act->b);
 }
 
-void* scratch(size_t bytes) { return kiln_kernels::onednn_detail::scratch(bytes); }
+void* scratch(size_t bytes) { return kiln_kernels::thread_scratch(bytes); }
 
 namespace {
 // The packed format a descriptor names: oneDNN's version and the descriptor's bytes (dims,
