@@ -44,6 +44,7 @@ std::unique_ptr<Pass> make_eliminate_noops();
 std::unique_ptr<Pass> make_reshape_folding();
 std::unique_ptr<Pass> make_transpose_folding();
 std::unique_ptr<Pass> make_fold_batchnorm();
+std::unique_ptr<Pass> make_decompose_batchnorm();
 std::unique_ptr<Pass> make_fold_pad();
 std::unique_ptr<Pass> make_convtranspose_to_conv();
 std::unique_ptr<Pass> make_fold_scale_bias();

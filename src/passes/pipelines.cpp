@@ -29,6 +29,8 @@ PassManager make_pipeline(const OptimizeOptions& o) {
                     make_reshape_folding(), make_transpose_folding()));
   pm.add_stage(list(make_fold_batchnorm(), make_fold_pad(), make_fold_scale_bias(), make_matmul_add_to_gemm(),
                     make_transpose_folding()));
+  // What fold_batchnorm left becomes elementwise; fold_scale_bias takes the Mul into a conv in front when it can.
+  pm.add_stage(list(make_decompose_batchnorm(), make_fold_scale_bias()));
   pm.add_stage(cleanup());
   if (o.level >= 2) {
     pm.add_stage(list(make_pattern_substitution(), make_onnx_attention(), make_convtranspose_to_conv(),
