@@ -1,6 +1,6 @@
 // \file Removes nodes that pass their input through unchanged: Identity, Dropout in inference
 // mode or with a ratio of 0 (when its mask output is unused), and Reshape/Flatten/Squeeze/Unsqueeze/Expand/
-// Cast/Transpose/Pad/Slice whose effect is the identity:
+// Cast/Transpose/Pad/Slice whose effect is the identity, and Concat/Sum/Max/Min/Mean of one input:
 //
 //   Cast(x:float, to=float)             -> x
 //   Transpose(x, perm=[0,1,2])          -> x
@@ -51,6 +51,7 @@ ir::Value* passthrough(const ir::Graph& g, const ir::Node& n) {
   }
   if (n.num_outputs() != 1 || !same_shape(x, y)) return nullptr;
   if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Expand") return x;
+  if (op == "Concat" || op == "Sum" || op == "Max" || op == "Min" || op == "Mean") return n.num_inputs() == 1 ? x : nullptr;
   if (op == "Cast") return x;  // same dtype is part of same_shape
   if (op == "Transpose") {
     std::vector<int64_t> perm = n.attr_ints("perm");

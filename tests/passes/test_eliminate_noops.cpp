@@ -70,4 +70,16 @@ TEST(EliminateNoops, IdentityOfInputAsOutputKeepsName) {
   EXPECT_EQ(g->num_nodes(), 1u);  // the output still needs its own name
 }
 
+// torchvision's DenseNet concatenates a list of one tensor for each block's first layer.
+TEST(EliminateNoops, ConcatAndSumOfOneInputGo) {
+  auto g = check_rewrite(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 3, 2, 2});
+        ir::Value* c = b.op("Concat", {x}, {{"axis", I(1)}});
+        b.out(b.op("Relu", {b.op("Sum", {c})}));
+      },
+      passes_of(make_eliminate_noops(), make_dce()));
+  EXPECT_EQ(g->num_nodes(), 1u);
+}
+
 }  // namespace kiln::passes::testing
