@@ -7,6 +7,7 @@
 #include "lower/fold_channel_scale.h"
 #include "lower/fuse_channel_shuffle.h"
 #include "lower/fuse_conv_chain.h"
+#include "lower/fuse_concat_elementwise.h"
 #include "lower/fuse_conv_concat.h"
 #include "lower/materialize_constants.h"
 #include "passes/pass.h"
@@ -15,7 +16,8 @@ namespace kiln::lower {
 
 const std::vector<std::string>& lowering_pass_names() {
   static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "channel_scale", "conv_concat",
-                                                 "conv_chain",    "conv_chain_input", "blocked_layout"};
+                                                 "concat_elementwise", "conv_chain", "conv_chain_input",
+                                                 "blocked_layout"};
   return names;
 }
 
@@ -43,6 +45,8 @@ passes::PassManager make_lowering_pipeline(const LoweringTarget& t, LoweringStat
   if (t.channels_last) {
     if (on("channel_scale")) pm.add(make_channel_scale_pass(&st->layout.channel_scales));
     if (t.fusion_level > 0 && on("conv_concat")) pm.add(make_conv_concat_pass(&st->layout.conv_concats));
+    if (t.fusion_level > 0 && on("concat_elementwise"))
+      pm.add(make_concat_elementwise_pass(&st->layout.concat_readers));
     if (t.fusion_level > 0 && on("conv_chain"))
       pm.add(make_conv_chain_pass(t.threads, on("conv_chain_input"), &st->layout.conv_chains));
     if (on("blocked_layout")) pm.add(make_blocked_layout_pass(&st->layout.blocked_values));

@@ -49,7 +49,7 @@ TEST(LoweringPipelines, CpuPipelineRunsItsPassesInOrderWithStats) {
   const std::vector<std::string> want = {"materialize_constants", "constant_folding", "dce",
                                          "channels_last",         "channel_shuffle",  "anchor_epilogues",
                                          "collapse_groups",       "channel_scale",    "conv_concat",
-                                         "conv_chain",            "blocked_layout"};
+                                         "concat_elementwise",    "conv_chain",       "blocked_layout"};
   EXPECT_EQ(names(st), want);
   for (const passes::PassStats& p : st.passes) EXPECT_EQ(p.runs, 1) << p.pass;
   auto changed = [&](const std::string& pass) {

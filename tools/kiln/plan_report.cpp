@@ -53,6 +53,7 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level, int threads) {
     j["fusion"] = {{"level", fusion_level}, {"fused_nodes", cp->fusion.fused_nodes}, {"nodes_folded", cp->fusion.nodes_folded}};
     j["layout"] = {{"channels_last_ops", cp->layout.channels_last_ops}, {"reorders", cp->layout.transposes},
                    {"blocked_values", cp->layout.blocked_values}, {"conv_concats", cp->layout.conv_concats},
+                   {"concat_readers", cp->layout.concat_readers},
                    {"conv_chains", cp->layout.conv_chains}, {"channel_scales", cp->layout.channel_scales}};
     j["lowering"] = nlohmann::json::array();
     for (const passes::PassStats& ps : cp->lowering)
@@ -75,7 +76,8 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level, int threads) {
             << "layout:      " << cp->layout.channels_last_ops << " ops channels-last, " << cp->layout.transposes
             << " reorders (transposes) left, " << cp->layout.blocked_values
             << " activations nChw16c between Winograd convs, " << cp->layout.conv_concats
-            << " Concats written in place by their convs, " << cp->layout.conv_chains
+            << " Concats written in place by their convs, " << cp->layout.concat_readers
+            << " Concats gathered by their elementwise readers, " << cp->layout.conv_chains
             << " conv chains run in bands of rows, " << cp->layout.channel_scales
             << " channel scales folded into conv weights\n";
   std::cout << "lowering:   ";

@@ -167,6 +167,13 @@ struct ElementwiseProgram::Impl {
     std::vector<int64_t> outer_strides;  // per outer dim of the iteration space
     int64_t inner_stride = 1;            // 1: read in place, 0: one value per row, else gathered
     int64_t period = 0;                  // with inner_stride 0: the row repeats these many values
+    // A Concat along the last axis (the row), gathered from its pieces tile by tile: piece k is
+    // run() input `input` holding columns [begin, begin + width) of each row, `width` apart.
+    struct Piece {
+      int input;
+      int64_t begin, width;
+    };
+    std::vector<Piece> pieces;
   };
   std::vector<Operand> operands;
   std::vector<Step> steps;
@@ -223,14 +230,62 @@ struct ElementwiseProgram::Impl {
 
 ElementwiseProgram::~ElementwiseProgram() = default;
 
+namespace {
+// compile() after it has taken the Concats out of `nodes` (concats: their outputs, or nullptr).
+std::unique_ptr<ElementwiseProgram::Impl> build(const std::vector<const ir::Node*>& nodes,
+                                                const std::vector<const ir::Value*>& inputs,
+                                                const std::vector<const ir::Value*>& outputs,
+                                                const std::vector<bool>* cut,
+                                                const std::unordered_map<const ir::Value*, const ir::Node*>* concats);
+}  // namespace
+
 std::unique_ptr<ElementwiseProgram> ElementwiseProgram::compile(const std::vector<const ir::Node*>& nodes,
                                                                 const std::vector<const ir::Value*>& inputs,
                                                                 const std::vector<const ir::Value*>& outputs,
                                                                 const std::vector<bool>* cut) {
-  auto impl = std::make_unique<Impl>();
   if (outputs.empty()) return nullptr;
   for (const ir::Value* o : outputs)
     if (!is_float(o)) return nullptr;
+  // Concats along the last axis whose output the other nodes read element for element in the
+  // iteration shape (fuse_concat_elementwise.h): sources gathered from their pieces, not nodes.
+  std::unordered_map<const ir::Value*, const ir::Node*> concat_of;
+  std::vector<const ir::Node*> body;
+  for (const ir::Node* n : nodes) {
+    if (n->domain().empty() && n->op_type() == "Concat") {
+      const ir::Value* y = n->output(0);
+      if (!is_float(y) || !y->type.is_static() || y->type.rank() < 1) return nullptr;
+      if (y->type.static_dims() != outputs[0]->type.static_dims()) return nullptr;
+      int64_t axis = n->attr_int("axis", 0);
+      if (axis < 0) axis += y->type.rank();
+      if (axis != y->type.rank() - 1) return nullptr;
+      for (const ir::Node* m : nodes)
+        if (fusion::is_view_op(*m)) return nullptr;
+      concat_of[y] = n;
+      continue;
+    }
+    body.push_back(n);
+  }
+  if (!concat_of.empty()) {
+    for (const ir::Value* o : outputs)
+      if (concat_of.count(o) || !o->type.is_static() || o->type.static_dims() != outputs[0]->type.static_dims())
+        return nullptr;
+  }
+  auto impl = build(concat_of.empty() ? nodes : body, inputs, outputs, cut, concat_of.empty() ? nullptr : &concat_of);
+  if (!impl) return nullptr;
+  auto p = std::unique_ptr<ElementwiseProgram>(new ElementwiseProgram());
+  p->impl_ = std::move(impl);
+  return p;
+}
+
+namespace {
+
+std::unique_ptr<ElementwiseProgram::Impl> build(const std::vector<const ir::Node*>& nodes,
+                                                const std::vector<const ir::Value*>& inputs,
+                                                const std::vector<const ir::Value*>& outputs,
+                                                const std::vector<bool>* cut,
+                                                const std::unordered_map<const ir::Value*, const ir::Node*>* concats) {
+  using Impl = ElementwiseProgram::Impl;
+  auto impl = std::make_unique<Impl>();
   std::vector<std::optional<Decoded>> decoded;
   for (const ir::Node* n : nodes) {
     if (fusion::is_view_op(*n)) {
@@ -260,8 +315,18 @@ std::unique_ptr<ElementwiseProgram> ElementwiseProgram::compile(const std::vecto
       if (r == plan->reads.end() || operand_slot[r->second] >= 0) continue;
       const auto& op = plan->operands[r->second];
       Impl::Operand o;
-      if (auto it = input_index.find(op.source); it != input_index.end()) o.input = it->second;
-      else if (op.source->is_constant() && is_float(op.source)) o.constant = op.source->constant().data<float>();
+      if (auto it = input_index.find(op.source); it != input_index.end()) {
+        o.input = it->second;
+      } else if (concats && concats->count(op.source)) {
+        int64_t begin = 0;
+        for (const ir::Value* v : concats->at(op.source)->inputs()) {
+          auto in = input_index.find(v);
+          if (!v || in == input_index.end() || !is_float(v) || !v->type.is_static()) return nullptr;
+          const int64_t width = v->type.static_dims().back();
+          o.pieces.push_back({in->second, begin, width});
+          begin += width;
+        }
+      } else if (op.source->is_constant() && is_float(op.source)) o.constant = op.source->constant().data<float>();
       else return nullptr;
       o.offset = op.access.offset;
       operand_slot[r->second] = static_cast<int>(impl->operands.size());
@@ -354,6 +419,7 @@ std::unique_ptr<ElementwiseProgram> ElementwiseProgram::compile(const std::vecto
   for (size_t i = 0; i < D.size(); ++i) {
     bool merge = !dims.empty();
     if (merge && cut) merge = (*cut)[plan->output_dim[i]] == (*cut)[plan->output_dim[i - 1]];
+    if (merge && concats && i + 1 == D.size()) merge = false;  // a row is one row of the pieces
     for (size_t s = 0; s < access.size() && merge; ++s) merge = cs[s].back() == access[s]->strides[i] * D[i];
     if (merge) {
       dims.back() *= D[i];
@@ -381,7 +447,22 @@ std::unique_ptr<ElementwiseProgram> ElementwiseProgram::compile(const std::vecto
       impl->out_inner_stride.push_back(cs[s].back());
     }
   }
-  if (!cut) impl->widen_short_rows();
+  if (concats) {
+    // Gathered operands read row `r` of their pieces at r * width: the operand must step
+    // through the iteration space contiguously, a row being the whole concatenated axis.
+    for (const Impl::Operand& o : impl->operands) {
+      if (o.pieces.empty()) continue;
+      if (o.inner_stride != 1 || o.offset != 0 || o.pieces.back().begin + o.pieces.back().width != impl->inner)
+        return nullptr;
+      int64_t expect = impl->inner;
+      for (size_t d = impl->outer_dims.size(); d-- > 0;) {
+        if (o.outer_strides[d] != expect) return nullptr;
+        expect *= impl->outer_dims[d];
+      }
+    }
+  } else if (!cut) {
+    impl->widen_short_rows();
+  }
   for (size_t k = 0; k < impl->out_inner_stride.size(); ++k) {
     int64_t expect = impl->inner;
     bool ok = impl->out_inner_stride[k] == 1;
@@ -391,10 +472,10 @@ std::unique_ptr<ElementwiseProgram> ElementwiseProgram::compile(const std::vecto
     }
     impl->contiguous_outputs = impl->contiguous_outputs && ok;
   }
-  auto p = std::unique_ptr<ElementwiseProgram>(new ElementwiseProgram());
-  p->impl_ = std::move(impl);
-  return p;
+  return impl;
 }
+
+}  // namespace
 
 void ElementwiseProgram::run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
                              int threads) const {
@@ -453,7 +534,16 @@ void ElementwiseProgram::Impl::tiles(const std::vector<const Tensor*>& inputs, i
       const int64_t n = std::min(kTile, inner - c);
       for (int s = 0; s < n_sources; ++s) {
         const int64_t st = operands[s].inner_stride;
-        if (st == 1) {
+        if (!operands[s].pieces.empty()) {  // a Concat: row off / inner of each piece
+          const int64_t r = off[s] / inner, e = c + n;
+          for (const Operand::Piece& p : operands[s].pieces) {
+            const int64_t lo = std::max(c, p.begin), hi = std::min(e, p.begin + p.width);
+            if (lo < hi)
+              std::memcpy(tiles[s] + (lo - c), inputs[p.input]->data<float>() + r * p.width + (lo - p.begin),
+                          static_cast<size_t>(hi - lo) * sizeof(float));
+          }
+          ptr[s] = tiles[s];
+        } else if (st == 1) {
           ptr[s] = base[s] + off[s] + c;
         } else if (st != 0) {  // a transposed read
           const float* b = base[s] + off[s] + c * st;

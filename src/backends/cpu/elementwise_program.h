@@ -6,7 +6,8 @@
 //
 //   sources: body inputs and constants, each read through strides over the iteration space
 //            (broadcast dims stride 0; Reshape/Transpose/Expand members fold into the strides,
-//            see src/fusion/access_plan.h)
+//            see src/fusion/access_plan.h); a Concat along the row of body inputs is a source
+//            gathered from its pieces tile by tile (src/lower/fuse_concat_elementwise.h)
 //   steps:   t3 = Mul(t0, t1); t4 = Sigmoid(t3); t5 = Add(t4, t2)      (tile registers)
 //   outputs: t5 -> out0
 #pragma once
