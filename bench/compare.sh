@@ -5,6 +5,12 @@
 # and the ratio of each side's fastest round.
 #
 #   bench/compare.sh [--rounds R] [--threads 1,2] [--models "resnet18 mobilenet_v2"] [--out FILE]
+#                    [--dir DIR] [--runs N]
+#
+# --dir DIR: the models are DIR's folders (model.onnx and test data each: export_models.py's
+# layout) instead of the shared models; --runs N: timed runs of each side per round (default 50).
+# After the table: the geometric mean of kiln/ORT per thread count, and each model's speed-up
+# from 1 to 2 threads, kiln's beside ORT's.
 #
 # Needs the peers (bash ../shared/peers/setup.sh, once) and a built kiln (make). The table goes
 # to stdout and to --out (default bench/results/compare-<date>.md). KILN_SHARED=DIR: the shared
@@ -16,17 +22,20 @@ if [ ! -d "$shared/models" ] || [ ! -f "$shared/peers/interleave.py" ]; then
   echo "no shared folder at $shared (models/ and peers/interleave.py): set KILN_SHARED=DIR" >&2
   exit 2
 fi
-rounds=5; threads=1,2; models=""; out=""
+rounds=5; threads=1,2; models=""; out=""; dir=""; runs=50
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --dir) dir=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-[ -n "$models" ] || models=$(cd "$shared/models" && ls -d */ | tr -d / | tr '\n' ' ')
+[ -n "$dir" ] || dir="$shared/models"
+[ -n "$models" ] || models=$(cd "$dir" && ls -d */ | tr -d / | tr '\n' ' ')
 [ -n "$out" ] || out="$here/bench/results/compare-$(date +%Y%m%d-%H%M).md"
 mkdir -p "$(dirname "$out")"
 kiln="$here/build/kiln"
@@ -34,8 +43,8 @@ kiln="$here/build/kiln"
 json=$(mktemp)
 trap 'rm -f "$json"' EXIT
 for m in $models; do
-  /usr/bin/python3 "$shared/peers/interleave.py" "$shared/models/$m" --threads "$threads" --rounds "$rounds" \
-    --ours "$kiln bench {model_onnx} --threads {threads} --runs 50 --warmup 5 --json" --json "$json" >&2
+  /usr/bin/python3 "$shared/peers/interleave.py" "$dir/$m" --threads "$threads" --rounds "$rounds" \
+    --ours "$kiln bench {model_onnx} --threads {threads} --runs $runs --warmup 5 --json" --json "$json" >&2
 done
 {
   echo "# kiln vs ONNX Runtime ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $rounds interleaved rounds)"
@@ -43,7 +52,7 @@ done
   echo "| model | threads | ORT ms | kiln ms | kiln/ORT | per-round kiln/ORT: median (range) | fastest rounds: ORT / kiln ms, kiln/ORT |"
   echo "|---|---|---|---|---|---|---|"
   /usr/bin/python3 - "$json" <<'PY'
-import json, sys
+import json, math, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
     o, k = r["ort_median_ms"], r["ours_median_ms"]
@@ -57,5 +66,23 @@ for line in open(sys.argv[1]):
     fk = min(x["ours"]["median_ms"] for x in r["rounds"])
     print(f"| {r['model']} | {r['threads']} | {o:.3g} | {k:.3g} | {k / o:.2f} | {mid:.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f}) "
           f"| {fo:.3g} / {fk:.3g}, {fk / fo:.2f} |")
+rows = [json.loads(line) for line in open(sys.argv[1])]
+print()
+for t in sorted({r["threads"] for r in rows}):
+    rs = [r["ours_median_ms"] / r["ort_median_ms"] for r in rows if r["threads"] == t]
+    worst = max(rs)
+    print(f"{t} thread(s): geometric mean of kiln/ORT {math.exp(sum(map(math.log, rs)) / len(rs)):.3f} over "
+          f"{len(rs)} models, largest {worst:.3f}")
+by = {}
+for r in rows:
+    by.setdefault(r["model"], {})[r["threads"]] = r
+pairs = [(m, v[1], v[2]) for m, v in by.items() if 1 in v and 2 in v]
+if pairs:
+    print()
+    print("| model | kiln 1T/2T | ORT 1T/2T | kiln's speed-up at least ORT's |")
+    print("|---|---|---|---|")
+    for m, a, b in pairs:
+        ks, os_ = a["ours_median_ms"] / b["ours_median_ms"], a["ort_median_ms"] / b["ort_median_ms"]
+        print(f"| {m} | {ks:.2f} | {os_:.2f} | {'yes' if ks >= os_ else 'no'} |")
 PY
 } | tee "$out"
