@@ -5,6 +5,7 @@
 #include "kernel_check.h"
 
 #include "backends/cpu/simd.h"
+#include "backends/cpu/winograd_conv.h"
 
 namespace kiln {
 namespace {
@@ -61,6 +62,40 @@ TEST(WinogradConv, LeavesOtherFormsToOneDnn) {
   ir::Attributes blocked = winograd_attrs({1, 1, 1, 1}, "Relu");
   blocked["x_blocked"] = ir::Attribute::of_int(1);
   EXPECT_NE(chosen({1, 9, 9, 16}, {32, 16, 3, 3}, blocked), "kiln_winograd");
+}
+
+// A team splitting the output blocks (each thread transforms the whole input, reads its part of
+// the weights) computes what one thread does: even and uneven blocks of 64, both tile sizes,
+// activations applied in and after the registers, two images.
+TEST(WinogradConv, SplittingTheOutputsMatchesOneThread) {
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_winograd needs AVX-512";
+  struct Shape {
+    int64_t h, c, oc;
+    int tile;
+  };
+  for (const Shape& s : {Shape{7, 40, 128, 2}, Shape{9, 19, 130, 2}, Shape{22, 33, 200, 4}})
+    for (const char* act : {"Relu", "SiLU"}) {
+      SCOPED_TRACE(std::to_string(s.h) + " " + std::to_string(s.c) + " -> " + std::to_string(s.oc) + " " + act);
+      ir::Graph g;
+      g.opsets[""] = 17;
+      g.opsets["kiln"] = 1;
+      std::mt19937 rng(3);
+      ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {2, s.h, s.h, s.c}));
+      ir::Value* w = g.add_constant("w", kernel_check::random_tensor({s.oc, s.c, 3, 3}, rng));
+      ir::Value* b = g.add_constant("b", kernel_check::random_tensor({s.oc}, rng));
+      ir::Value* y = g.add_value("y");
+      ir::Node* n = g.add_node("FusedConv", {x, w, b}, {y}, winograd_attrs({1, 1, 1, 1}, act), "n", "kiln");
+      g.add_output(y);
+      ops::ShapeInference().run(g);
+      auto one = backends::cpu::make_kiln_winograd(*n, 1, 0, s.tile, 24, "tiles");
+      auto team = backends::cpu::make_kiln_winograd(*n, 2, 0, s.tile, 8, "outputs");
+      ASSERT_TRUE(one && team);
+      const Tensor in = kernel_check::random_tensor({2, s.h, s.h, s.c}, rng);
+      Tensor a(DType::Float, y->type.static_dims()), c(DType::Float, y->type.static_dims());
+      one->run({&in, nullptr, nullptr}, {&a});
+      team->run({&in, nullptr, nullptr}, {&c});
+      for (int64_t i = 0; i < a.numel(); ++i) ASSERT_NEAR(c.data<float>()[i], a.data<float>()[i], 1e-5f) << i;
+    }
 }
 
 }  // namespace

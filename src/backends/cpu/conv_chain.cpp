@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "backends/cpu/activation_apply.h"
+#include "backends/cpu/cache_size.h"
 #include "backends/cpu/depthwise_conv.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/nhwc_global_pool.h"
@@ -58,10 +59,7 @@ using dt = memory::data_type;
 // smaller bands were no better, and at 2 threads three quarters gained nothing. Numbers:
 // bench/results/history-code-comments.md.
 int64_t band_bytes(int threads) {
-  static const int64_t l2 = [] {
-    const long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return bytes > 0 ? static_cast<int64_t>(bytes) : int64_t{2} << 20;
-  }();
+  const int64_t l2 = l2_cache_bytes();
   return threads > 1 ? l2 / 2 : l2 / 4 * 3;
 }
 

@@ -20,6 +20,7 @@
 
 #include "backends/cpu/activation_apply.h"
 #include "backends/cpu/avx512_activation.h"
+#include "backends/cpu/cache_size.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
@@ -165,8 +166,8 @@ std::vector<float> weight_transform(const float* g, int n) {
 }  // namespace
 
 WinogradConv::WinogradConv(const WinogradShape& s, const float* weights, const float* bias, ops::Activation act,
-                           int threads, int tile, int64_t min_block_tiles)
-    : s_(s), act_(act), threads_(std::max(1, threads)), n_(tile) {
+                           int threads, int tile, int64_t min_block_tiles, bool split_outputs)
+    : s_(s), act_(act), threads_(std::max(1, threads)), split_outputs_(split_outputs && threads > 1), n_(tile) {
   if (s.KH != 3 || s.KW != 3) throw Error("winograd conv: 3x3 kernels only");
   if (n_ != 2 && n_ != 4) throw Error("winograd conv: output tiles of 2x2 or 4x4 only");
   positions_ = (n_ + 2) * (n_ + 2);
@@ -177,7 +178,7 @@ WinogradConv::WinogradConv(const WinogradShape& s, const float* weights, const f
   // Blocks of consecutive tiles (row-major), as many as fit `min_block_tiles` each and a multiple
   // of the threads, so every thread gets the same number of tiles.
   blocks_ = std::max<int64_t>(1, tiles_ / std::max<int64_t>(1, min_block_tiles));
-  blocks_ = (blocks_ + threads_ - 1) / threads_ * threads_;
+  if (!split_outputs_) blocks_ = (blocks_ + threads_ - 1) / threads_ * threads_;
   blocks_ = std::min(blocks_, tiles_);
   max_block_tiles_ = (tiles_ + blocks_ - 1) / blocks_;
   // u[pos][block of 64 outputs][C16][width]: each block as the GEMM reads it.
@@ -203,7 +204,8 @@ size_t WinogradConv::scratch_floats() const {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 template <int N>
 __attribute__((target("avx512f"))) void WinogradConv::block(const float* x, float* y, int64_t ldc, int64_t t0,
-                                                            int64_t t1, float* v, float* m) const {
+                                                            int64_t t1, float* v, float* m, int64_t n_begin,
+                                                            int64_t n_end) const {
   constexpr int A = N + 2, P = A * A;
   const WinogradShape& s = s_;
   const int64_t TW = tiles_w_, T = t1 - t0;
@@ -229,7 +231,7 @@ __attribute__((target("avx512f"))) void WinogradConv::block(const float* x, floa
   }
   // The GEMMs, one per position: m[pos][t][OC16] = v[pos][t][:] * u[pos].
   for (int p = 0; p < P; ++p)
-    for (int64_t n0 = 0; n0 < OC16_; n0 += 64) {
+    for (int64_t n0 = n_begin; n0 < n_end; n0 += 64) {
       const int64_t nv = std::min<int64_t>(4, (OC16_ - n0) / 16);
       const float* vp = v + p * T * C16_;
       const float* up = u_.get() + p * C16_ * OC16_ + n0 * C16_;
@@ -247,7 +249,7 @@ __attribute__((target("avx512f"))) void WinogradConv::block(const float* x, floa
   for (int64_t tile = t0; tile < t1; ++tile) {
     const int64_t t = tile - t0, oy = N * (tile / TW), ox = N * (tile % TW);
     const int rows = static_cast<int>(std::min<int64_t>(N, s.OH - oy)), cols = static_cast<int>(std::min<int64_t>(N, s.OW - ox));
-    for (int64_t n0 = 0; n0 < OC16_; n0 += 16) {
+    for (int64_t n0 = n_begin; n0 < n_end; n0 += 16) {
       const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, s.OC - n0)) - 1);
       __m512 mv[P], q[N * A], o[N];
       for (int p = 0; p < P; ++p) mv[p] = _mm512_load_ps(m + (p * T + t) * OC16_ + n0);
@@ -271,20 +273,37 @@ __attribute__((target("avx512f"))) void WinogradConv::block(const float* x, floa
     for (int64_t tile = t0; tile < t1; ++tile)
       for (int64_t oy = N * (tile / TW); oy < std::min(N * (tile / TW) + N, s.OH); ++oy)
         for (int64_t ox = N * (tile % TW); ox < std::min(N * (tile % TW) + N, s.OW); ++ox)
-          apply_activation(act_, y + (oy * s.OW + ox) * ldc, s.OC);
+          apply_activation(act_, y + (oy * s.OW + ox) * ldc + n_begin, std::min(n_end, s.OC) - n_begin);
 }
 #pragma GCC diagnostic pop
 
 void WinogradConv::run(const float* x, float* y, int64_t ldc) const {
-  parallel_for(blocks_, threads_, [&](int64_t b0, int64_t b1) {
+  // Blocks [b0, b1) of tiles, outputs [n0, n1).
+  auto blocks = [&](int64_t b0, int64_t b1, int64_t n0, int64_t n1) {
     float* v = static_cast<float*>(dnnl_util::scratch(scratch_floats() * sizeof(float)));
     float* m = v + positions_ * max_block_tiles_ * C16_;
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t t0 = tiles_ * b / blocks_, t1 = tiles_ * (b + 1) / blocks_;
-      if (n_ == 4) block<4>(x, y, ldc, t0, t1, v, m);
-      else block<2>(x, y, ldc, t0, t1, v, m);
+      if (n_ == 4) block<4>(x, y, ldc, t0, t1, v, m, n0, n1);
+      else block<2>(x, y, ldc, t0, t1, v, m, n0, n1);
     }
-  });
+  };
+  if (split_outputs_) {
+    parallel_for((OC16_ + 63) / 64, threads_,
+                 [&](int64_t q0, int64_t q1) { blocks(0, blocks_, q0 * 64, std::min(q1 * 64, OC16_)); });
+  } else {
+    parallel_for(blocks_, threads_, [&](int64_t b0, int64_t b1) { blocks(b0, b1, 0, OC16_); });
+  }
+}
+
+std::string winograd_split(const WinogradShape& s, int tile, int threads) {
+  const int64_t blocks = (round16(s.OC) + 63) / 64;
+  if (threads < 2 || blocks % threads != 0) return "tiles";
+  // Weights a core's L2 holds come from it for every block after the first either way.
+  const double weights = (tile + 2.0) * (tile + 2) * round16(s.C) * round16(s.OC) * sizeof(float);
+  const double input = static_cast<double>(s.H) * s.W * s.C * sizeof(float);
+  if (weights <= static_cast<double>(l2_cache_bytes())) return "tiles";
+  return weights * (threads - 1) / threads > input ? "outputs" : "tiles";
 }
 
 namespace {
@@ -307,24 +326,29 @@ class WinogradKernel : public Kernel {
 
 }  // namespace
 
-std::map<std::string, plan::ParamValue> winograd_params(const ir::Node& node) {
+std::map<std::string, plan::ParamValue> winograd_params(const ir::Node& node, int threads) {
   const ir::Value* y = node.num_outputs() == 1 ? node.output(0) : nullptr;
+  const ir::Value* x = node.num_inputs() > 0 ? node.input(0) : nullptr;
   if (!y || !y->type.is_static() || y->type.rank() != 4) return {};
-  const auto yd = y->type.static_dims();
+  if (!x || !x->type.is_static() || x->type.rank() != 4) return {};
+  const auto yd = y->type.static_dims(), xd = x->type.static_dims();
   // 4x4 tiles from 20 pixels a side: below that their edge tiles waste a third of the work
   // (13x13: 34%) and F(2x2, 3x3) is the faster form (docs/performance.md).
-  return {{"tile", int64_t{std::min(yd[1], yd[2]) >= 20 ? 4 : 2}}, {"block_tiles", kWinogradBlockTiles}};
+  const int tile = std::min(yd[1], yd[2]) >= 20 ? 4 : 2;
+  WinogradShape s{xd[1], xd[2], xd[3], yd[1], yd[2], yd[3]};
+  return {{"tile", int64_t{tile}}, {"block_tiles", kWinogradBlockTiles}, {"split", winograd_split(s, tile, threads)}};
 }
 
 std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, int64_t out_channels_total, int tile,
-                                           int64_t block_tiles) {
+                                           int64_t block_tiles, const std::string& split_choice) {
   if (tile == 0 || block_tiles == 0) {
-    const auto p = winograd_params(node);
+    const auto p = winograd_params(node, threads);
     if (p.empty()) return nullptr;
     if (tile == 0) tile = static_cast<int>(std::get<int64_t>(p.at("tile")));
     if (block_tiles == 0) block_tiles = std::get<int64_t>(p.at("block_tiles"));
   }
   if ((tile != 2 && tile != 4) || block_tiles < 1 || block_tiles > 4096) return nullptr;
+  if (!split_choice.empty() && split_choice != "tiles" && split_choice != "outputs") return nullptr;
   if (!has_avx512() || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
   if (!node.attr_int("channels_last", 0) || node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0))
     return nullptr;
@@ -349,8 +373,9 @@ std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, in
   const std::optional<ops::Activation> act = epilogue_of(node);
   if (!act) return nullptr;
   const int64_t ldc = out_channels_total > 0 ? out_channels_total : s.OC;
+  const std::string split = split_choice.empty() ? winograd_split(s, tile, threads) : split_choice;
   WinogradConv conv(s, w->constant().data<float>(), b ? b->constant().data<float>() : nullptr, *act, threads, tile,
-                    block_tiles);
+                    block_tiles, split == "outputs");
   return std::make_unique<WinogradKernel>(std::move(conv), xd[0], ldc);
 }
 
@@ -359,16 +384,20 @@ void add_kiln_winograd_kernels(std::vector<KernelFactory>& table) {
                    .op = "FusedConv",
                    .make = [](const ir::Node& n, int t) { return make_kiln_winograd(n, t); },
                    .name = "kiln_winograd",
-                   .choose = [](const ir::Node& n, int) { return winograd_params(n); },
+                   .choose = [](const ir::Node& n, int threads) { return winograd_params(n, threads); },
                    .make_spec =
                        [](const ir::Node& n, const plan::KernelSpec& s) -> std::unique_ptr<Kernel> {
                      if (!s.params.count("tile") || !s.params.count("block_tiles")) return nullptr;
+                     // Plans written before the split was a parameter split the tiles.
+                     const std::string split = s.params.count("split") ? s.get_string("split") : "tiles";
                      return make_kiln_winograd(n, s.threads, 0, static_cast<int>(s.get_int("tile")),
-                                               s.get_int("block_tiles"));
+                                               s.get_int("block_tiles"), split);
                    },
-                   .choices = [](const ir::Node&, int) -> plan::ParamChoices {
-                     return {{"tile", {int64_t{2}, int64_t{4}}},
-                             {"block_tiles", {int64_t{8}, kWinogradBlockTiles, int64_t{48}}}};
+                   .choices = [](const ir::Node&, int threads) -> plan::ParamChoices {
+                     plan::ParamChoices c = {{"tile", {int64_t{2}, int64_t{4}}},
+                                             {"block_tiles", {int64_t{8}, kWinogradBlockTiles, int64_t{48}}}};
+                     if (threads > 1) c["split"] = {std::string("tiles"), std::string("outputs")};
+                     return c;
                    }});
 }
 

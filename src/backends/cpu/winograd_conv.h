@@ -29,8 +29,10 @@ class WinogradConv {
  public:
   // weights: [OC, C, 3, 3] as in ONNX; bias: OC floats or nullptr. Needs AVX-512.
   // `tile`: the output tile's side, 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3)).
+  // `split_outputs`: the threads share out the 64-wide output blocks (each transforms the whole
+  // input and reads its part of the weights) instead of the tiles (each reads all the weights).
   WinogradConv(const WinogradShape& s, const float* weights, const float* bias, ops::Activation act, int threads,
-               int tile = kWinogradTile, int64_t min_block_tiles = kWinogradBlockTiles);
+               int tile = kWinogradTile, int64_t min_block_tiles = kWinogradBlockTiles, bool split_outputs = false);
 
   // One image: x is [H, W, C]; output pixel (oy, ox) goes to y + (oy * OW + ox) * ldc, its OC
   // channels contiguous (ldc >= OC: a channel slice of a wider tensor).
@@ -42,12 +44,15 @@ class WinogradConv {
   size_t scratch_floats() const;
   // Output tiles [t0, t1) (N x N pixels each, row-major over the image), with the thread's
   // scratch v and m.
+  // Outputs [n0, n1) only (n0 a multiple of 64).
   template <int N>
-  void block(const float* x, float* y, int64_t ldc, int64_t t0, int64_t t1, float* v, float* m) const;
+  void block(const float* x, float* y, int64_t ldc, int64_t t0, int64_t t1, float* v, float* m, int64_t n0,
+             int64_t n1) const;
 
   WinogradShape s_;
   ops::Activation act_;
   int threads_;
+  bool split_outputs_ = false;
   int n_ = 4, positions_ = 36;
   int64_t C16_ = 0, OC16_ = 0, tiles_w_ = 1, tiles_ = 1, blocks_ = 1, max_block_tiles_ = 1;
   AlignedFloats u_;  // transformed weights [positions][OC16 / 64][C16][64] (last block narrower), aligned
@@ -58,11 +63,17 @@ class WinogradConv {
 // scale), or nullptr; `out_channels_total` > 0 makes its output a channel slice of a tensor
 // with that many channels. `tile` (2 or 4) and `block_tiles` (>= 1) as winograd_params
 // chooses them when 0; nullptr for other values.
+// `split`: "tiles" or "outputs" (WinogradConv's split_outputs), "" for the rule's.
 std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, int64_t out_channels_total = 0,
-                                           int tile = 0, int64_t block_tiles = 0);
+                                           int tile = 0, int64_t block_tiles = 0, const std::string& split = "");
 
-// The rule's parameters for a node: {"tile": 4 from 20 output pixels a side, else 2;
-// "block_tiles": kWinogradBlockTiles}; empty when the node has no static 4-D output.
-std::map<std::string, plan::ParamValue> winograd_params(const ir::Node& node);
+// The rule's parameters for a node run by `threads`: {"tile": 4 from 20 output pixels a side,
+// else 2; "block_tiles": kWinogradBlockTiles; "split": winograd_split}; empty when the node has no
+// static 4-D output.
+std::map<std::string, plan::ParamValue> winograd_params(const ir::Node& node, int threads);
+// How a team splits a conv: "outputs" where the transformed weights do not fit a core's L2, each
+// thread reading all of them costs more than each reading (and transforming) the whole input,
+// and the output blocks of 64 share out evenly; else "tiles".
+std::string winograd_split(const WinogradShape& s, int tile, int threads);
 
 }  // namespace kiln::backends::cpu
