@@ -31,20 +31,29 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 silu_ps(__m512 x
   return _mm512_div_ps(x, _mm512_add_ps(_mm512_castsi512_ps(e), _mm512_set1_ps(1.f)));
 }
 
-// The activations applied in registers: none, Relu (lo = 0), Clip (lo, hi), SiLU; the others
-// are applied by the caller after storing (in_registers).
+// The activations applied in registers: none, Relu (lo = 0), Clip (lo, hi), SiLU, HardSigmoid
+// (lo = alpha, hi = beta), HardSwish, LeakyRelu (lo = alpha); the others are applied by the
+// caller after storing (in_registers).
 __attribute__((target("avx512f"), always_inline)) inline __m512 activation_ps(__m512 v, Act kind, __m512 lo, __m512 hi) {
+  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.f);
   switch (kind) {
     case Act::Relu: return _mm512_max_ps(v, lo);
     case Act::Clip: return _mm512_min_ps(_mm512_max_ps(v, lo), hi);
     case Act::SiLU: return silu_ps(v);
+    case Act::HardSigmoid: return _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(v, lo, hi), zero), one);
+    case Act::HardSwish: {
+      const __m512 gate = _mm512_fmadd_ps(v, _mm512_set1_ps(1.f / 6.f), _mm512_set1_ps(0.5f));
+      return _mm512_mul_ps(v, _mm512_min_ps(_mm512_max_ps(gate, zero), one));
+    }
+    case Act::LeakyRelu: return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, lo);
     default: return v;
   }
 }
 #pragma GCC diagnostic pop
 
 constexpr bool in_registers(Act kind) {
-  return kind == Act::None || kind == Act::Relu || kind == Act::Clip || kind == Act::SiLU;
+  return kind == Act::None || kind == Act::Relu || kind == Act::Clip || kind == Act::SiLU || kind == Act::HardSigmoid ||
+         kind == Act::HardSwish || kind == Act::LeakyRelu;
 }
 
 // The `lo` and `hi` operands of activation_ps for `kind` with parameters a, b.

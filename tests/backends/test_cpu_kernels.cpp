@@ -308,7 +308,7 @@ TEST(CpuKernels, DepthwiseConv) {
                           {35, 11, 37, 5, 5, 2, {1, 2, 2, 1}}, {21, 8, 17, 2, 2, 2, {0, 0, 1, 1}},
                           {16, 7, 13, 1, 3, 1, {0, 1, 0, 1}}, {20, 8, 11, 3, 3, 1, {0, 1, 2, 1}}};
   for (const Shape& sh : shapes)
-    for (const char* act : {"", "Relu", "Clip", "SiLU", "HardSwish"})
+    for (const char* act : {"", "Relu", "Clip", "SiLU", "HardSwish", "HardSigmoid", "LeakyRelu"})
       for (int threads : {1, 2}) {
         SCOPED_TRACE("c " + std::to_string(sh.c) + " w " + std::to_string(sh.w) + " " + act + " threads " +
                      std::to_string(threads));
@@ -316,6 +316,8 @@ TEST(CpuKernels, DepthwiseConv) {
         a["channels_last"] = ir::Attribute::of_int(1);
         if (*act) a["activation"] = ir::Attribute::of_string(act);
         if (std::string(act) == "Clip") a["activation_params"] = ir::Attribute::of_floats({-0.2f, 0.3f});
+        if (std::string(act) == "HardSigmoid") a["activation_params"] = ir::Attribute::of_floats({0.3f, 0.4f});
+        if (std::string(act) == "LeakyRelu") a["activation_params"] = ir::Attribute::of_floats({0.07f});
         const int64_t oh = (sh.h + sh.pads[0] + sh.pads[2] - sh.k_h) / sh.stride + 1;
         const int64_t ow = (sh.w + sh.pads[1] + sh.pads[3] - sh.k_w) / sh.stride + 1;
         check({"FusedConv", "kiln", {{2, sh.h, sh.w, sh.c}, {sh.c, 1, sh.k_h, sh.k_w}, {sh.c}}, {false, true, true},

@@ -25,6 +25,8 @@ ir::Attributes stem_attrs(const StemCase& s, const std::string& act) {
                       {"pads", ir::Attribute::of_ints(s.pads)}};
   if (!act.empty()) a["activation"] = ir::Attribute::of_string(act);
   if (act == "Clip") a["activation_params"] = ir::Attribute::of_floats({0.f, 6.f});
+  if (act == "HardSigmoid") a["activation_params"] = ir::Attribute::of_floats({0.3f, 0.4f});
+  if (act == "LeakyRelu") a["activation_params"] = ir::Attribute::of_floats({0.07f});
   return a;
 }
 
@@ -64,7 +66,7 @@ TEST(StemConv, MatchesTheReference) {
       {3, 5, 3, 20, 3, 3, 2, {4, 1, 4, 1}},      // rows wholly in the padding
   };
   for (const StemCase& s : cases)
-    for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid"})
+    for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu"})
       for (int threads : {1, 2}) {
         const int64_t oh = out_size(s.h, s.kh, s.stride, s.pads[0], s.pads[2]),
                       ow = out_size(s.w, s.kw, s.stride, s.pads[1], s.pads[3]);

@@ -17,6 +17,8 @@ ir::Attributes winograd_attrs(std::vector<int64_t> pads, const std::string& act)
   ir::Attributes a = {{"channels_last", ir::Attribute::of_int(1)}, {"pads", ir::Attribute::of_ints(pads)}};
   if (!act.empty()) a["activation"] = ir::Attribute::of_string(act);
   if (act == "Clip") a["activation_params"] = ir::Attribute::of_floats({-0.2f, 0.3f});
+  if (act == "HardSigmoid") a["activation_params"] = ir::Attribute::of_floats({0.3f, 0.4f});
+  if (act == "LeakyRelu") a["activation_params"] = ir::Attribute::of_floats({0.07f});
   return a;
 }
 
@@ -35,7 +37,7 @@ TEST(WinogradConv, MatchesTheReference) {
                           {5, 8, 33, 16, {0, 0, 0, 0}},   {4, 4, 1, 17, {1, 0, 0, 1}},   {3, 3, 48, 130, {1, 1, 1, 1}},
                           {21, 23, 16, 64, {1, 1, 1, 1}}, {24, 22, 19, 33, {0, 1, 1, 0}}, {20, 20, 64, 16, {1, 1, 1, 1}}};
   for (const Shape& s : shapes)
-    for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid"})
+    for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu"})
       for (int threads : {1, 2}) {
         SCOPED_TRACE(std::to_string(s.h) + "x" + std::to_string(s.w) + " " + std::to_string(s.c) + " -> " +
                      std::to_string(s.oc) + " " + act + " threads " + std::to_string(threads));

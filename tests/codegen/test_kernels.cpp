@@ -171,17 +171,17 @@ TEST(CodegenKernels, DepthwiseRowsMatchTheReference) {
     const std::string what = "depthwise C=" + std::to_string(k.C) + " K=" + std::to_string(k.K) + " stride " +
                              std::to_string(k.stride);
     for (kiln_kernels::Team* t : {static_cast<kiln_kernels::Team*>(nullptr), &team}) {
-      // Clip in registers; HardSwish after the rows are written.
+      // Clip in registers; Tanh after the rows are written.
       std::vector<float> y(ref.numel(), -7.f), want(ref.numel());
       kiln_kernels::depthwise_nhwc_rows<kiln_kernels::Act::Clip>(s, xh.data<float>(), pw.data(), pb.data(), y.data(),
                                                                  -1.f, 1.5f, t);
       for (int64_t i = 0; i < ref.numel(); ++i) want[i] = std::min(std::max(ref.data<float>()[i], -1.f), 1.5f);
       expect_close(Tensor::from_vector<float>({ref.numel()}, want), y.data(), what + " Clip");
-      kiln_kernels::depthwise_nhwc_rows<kiln_kernels::Act::HardSwish>(s, xh.data<float>(), pw.data(), pb.data(),
+      kiln_kernels::depthwise_nhwc_rows<kiln_kernels::Act::Tanh>(s, xh.data<float>(), pw.data(), pb.data(),
                                                                       y.data(), 0.f, 0.f, t);
       for (int64_t i = 0; i < ref.numel(); ++i)
-        want[i] = kiln_kernels::activate<kiln_kernels::Act::HardSwish>(ref.data<float>()[i], 0.f, 0.f);
-      expect_close(Tensor::from_vector<float>({ref.numel()}, want), y.data(), what + " HardSwish");
+        want[i] = kiln_kernels::activate<kiln_kernels::Act::Tanh>(ref.data<float>()[i], 0.f, 0.f);
+      expect_close(Tensor::from_vector<float>({ref.numel()}, want), y.data(), what + " Tanh");
     }
   }
 }
@@ -219,10 +219,10 @@ TEST(CodegenKernels, StemRowsMatchTheReference) {
       kiln_kernels::stem_conv_nhwc<kiln_kernels::Act::Clip>(s, xh.data<float>(), pw, pb.data(), y.data(), -1.f, 1.5f, t);
       for (int64_t i = 0; i < ref.numel(); ++i) want[i] = std::min(std::max(ref.data<float>()[i], -1.f), 1.5f);
       expect_close(Tensor::from_vector<float>({ref.numel()}, want), y.data(), what + " Clip");
-      kiln_kernels::stem_conv_nhwc<kiln_kernels::Act::HardSwish>(s, xh.data<float>(), pw, pb.data(), y.data(), 0.f, 0.f, t);
+      kiln_kernels::stem_conv_nhwc<kiln_kernels::Act::Tanh>(s, xh.data<float>(), pw, pb.data(), y.data(), 0.f, 0.f, t);
       for (int64_t i = 0; i < ref.numel(); ++i)
-        want[i] = kiln_kernels::activate<kiln_kernels::Act::HardSwish>(ref.data<float>()[i], 0.f, 0.f);
-      expect_close(Tensor::from_vector<float>({ref.numel()}, want), y.data(), what + " HardSwish");
+        want[i] = kiln_kernels::activate<kiln_kernels::Act::Tanh>(ref.data<float>()[i], 0.f, 0.f);
+      expect_close(Tensor::from_vector<float>({ref.numel()}, want), y.data(), what + " Tanh");
     }
     std::free(pw);
   }

@@ -34,6 +34,25 @@ TEST(FuseActivation, SharedOutputStays) {
   EXPECT_EQ(count(*g, "FusedMatMul"), 0);
 }
 
+// HardSwish as exporters write it before opset 14 (MobileNetV3): x * HardSigmoid(x; 1/6, 1/2),
+// in either order; other HardSigmoid parameters, or a HardSigmoid read elsewhere, stay.
+TEST(FuseActivation, HardSigmoidTimesItsInputIsHardSwish) {
+  auto g = check_rewrite(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 3, 6, 5});
+        ir::Value* y = b.op("Conv", {x, b.rand({4, 3, 3, 3}), b.rand({4})}, {{"pads", Is({1, 1, 1, 1})}});
+        ir::Value* hs = b.op("HardSigmoid", {y}, {{"alpha", F(1.f / 6)}, {"beta", F(0.5f)}});
+        ir::Value* z = b.op("Conv", {b.op("Mul", {hs, y}), b.rand({4, 4, 1, 1})});
+        ir::Value* hz = b.op("HardSigmoid", {z}, {{"alpha", F(0.2f)}, {"beta", F(0.5f)}});
+        b.out(b.op("Mul", {z, hz}));
+      },
+      passes_of(make_fuse_activation()), 1e-5);
+  EXPECT_EQ(count(*g, "FusedConv"), 1);
+  EXPECT_EQ(count(*g, "HardSigmoid"), 1);  // the second, alpha 0.2, is not HardSwish
+  for (const ir::Node* n : g->nodes())
+    if (n->op_type() == "FusedConv") EXPECT_EQ(n->attr_string("activation", ""), "HardSwish");
+}
+
 TEST(FuseActivation, BadActivationIsAnError) {
   Builder b;
   b.g->opsets["kiln"] = 1;
