@@ -21,10 +21,11 @@ bool TeamChoice::use_team() {
 void TeamChoice::record(bool team, int64_t ns) {
   std::atomic<int64_t>& avg = team ? team_ns_ : solo_ns_;
   const int64_t old = avg.load(std::memory_order_relaxed);
+  const uint32_t times = (team ? team_times_ : solo_times_).fetch_add(1, std::memory_order_relaxed) + 1;
   // A probe of the way not chosen replaces its average: that one is runs old, from a machine
   // that may have been loaded otherwise.
   const bool probe = team != preferred_team_.load(std::memory_order_relaxed);
-  avg.store(old == 0 || probe ? ns : old + (ns - old) / 4, std::memory_order_relaxed);
+  avg.store(old == 0 || probe || times == 2 ? ns : old + (ns - old) / 4, std::memory_order_relaxed);
   const bool now = prefer_team();
   if (now != preferred_team_.exchange(now, std::memory_order_relaxed)) {
     probe_every_.store(kFirstProbe, std::memory_order_relaxed);

@@ -22,8 +22,11 @@ class TeamChoice {
  private:
   bool prefer_team() const;
   // Running averages of the chosen way (each new time weighs 1/4); a probe of the other way
-  // sets its average. 0 until the first time.
+  // sets its average. 0 until the first time. The second time of each way replaces the first:
+  // a session's first run pays for cold caches and first touches of memory, and an average
+  // seeded with it made the first probe of one thread win on every stretch of the run at once.
   std::atomic<int64_t> team_ns_{0}, solo_ns_{0};
+  std::atomic<uint32_t> team_times_{0}, solo_times_{0};
   std::atomic<uint32_t> runs_{0};
   std::atomic<uint32_t> probe_every_{8};
   std::atomic<bool> preferred_team_{true};
