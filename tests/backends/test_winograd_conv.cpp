@@ -66,6 +66,14 @@ TEST(WinogradConv, LeavesOtherFormsToOneDnn) {
   EXPECT_NE(chosen({1, 9, 9, 16}, {32, 16, 3, 3}, blocked), "kiln_winograd");
 }
 
+// oneDNN's Winograd transforms 16-channel blocks of the input: a 3-channel image (a U-Net's
+// first conv) would be 13 lanes of padding in 16, so it runs direct.
+TEST(WinogradConv, AFewChannelImageRunsDirect) {
+  const std::string k = chosen({1, 64, 64, 3}, {16, 3, 3, 3}, winograd_attrs({1, 1, 1, 1}, "Relu"));
+  EXPECT_NE(k, "onednn_winograd");
+  EXPECT_NE(k, "");
+}
+
 // A team splitting the output blocks (each thread transforms the whole input, reads its part of
 // the weights) computes what one thread does: even and uneven blocks of 64, both tile sizes,
 // activations applied in and after the registers, two images.
