@@ -4,8 +4,6 @@
 //
 //   y = s * (W*x + b - mean) + beta,   s = gamma / sqrt(var + eps)
 //     = (s·W) * x + (s * (b - mean) + beta)
-#include <cmath>
-
 #include "passes/graph_util.h"
 #include "passes/pass.h"
 #include "passes/weight_util.h"
@@ -26,32 +24,19 @@ class FoldBatchNorm : public Pass {
  private:
   static bool fold(ir::Graph& g, ir::Node* bn) {
     if (bn->op_type() != "BatchNormalization" || !bn->domain().empty()) return false;
-    if (bn->attr_int("training_mode", 0) != 0) return false;
-    if (bn->owner()->opset() < 7 && bn->attr_int("is_test", 0) == 0 && bn->has_attr("is_test")) return false;
-    for (int i = 1; i < bn->num_outputs(); ++i)
-      if (bn->output(i) && (!bn->output(i)->uses().empty() || is_graph_output(g, bn->output(i)))) return false;
     ir::Value* x = bn->input(0);
     if (!x || !x->producer() || !single_use(g, x)) return false;
     const ir::Node& conv = *x->producer();
     auto channels = foldable_channels(conv);
     if (!channels) return false;
-    std::vector<const Tensor*> p;
-    for (int i = 1; i <= 4; ++i) {
-      const Tensor* t = const_of(bn->input(i));
-      if (!t || t->numel() != *channels || !dtype_is_float(t->dtype())) return false;
-      p.push_back(t);
-    }
-    auto bias = channel_bias(conv, *channels);
+    auto affine = inference_batchnorm(g, *bn, *channels);
+    auto bias = affine ? channel_bias(conv, *channels) : std::nullopt;
     if (!bias) return false;
-    std::vector<float> gamma = to_floats(*p[0]), beta = to_floats(*p[1]), mean = to_floats(*p[2]), var = to_floats(*p[3]);
-    const float eps = bn->attr_float("epsilon", 1e-5f);
-    std::vector<float> s(*channels), b(*channels);
-    for (int64_t c = 0; c < *channels; ++c) {
-      s[c] = gamma[c] / std::sqrt(var[c] + eps);
-      b[c] = s[c] * ((*bias)[c] - mean[c]) + beta[c];
-    }
+    // s * (W*x + bias - mean) + beta = (s·W) * x + (s * bias + shift)
+    std::vector<float> b(*channels);
+    for (int64_t c = 0; c < *channels; ++c) b[c] = affine->scale[c] * (*bias)[c] + affine->shift[c];
     ir::Value* y = bn->output(0);
-    g.replace_all_uses(y, rebuild_with(g, conv, scale_weight(conv, s), b, y));
+    g.replace_all_uses(y, rebuild_with(g, conv, scale_weight(conv, affine->scale), b, y));
     return true;
   }
 };

@@ -1,5 +1,7 @@
 #include "passes/weight_util.h"
 
+#include <cmath>
+
 #include "passes/graph_util.h"
 
 namespace kiln::passes {
@@ -104,6 +106,27 @@ ir::Value* rebuild_with(ir::Graph& g, const ir::Node& n, Tensor weight, const st
   ins[2] = b;
   g.add_node(n.op_type(), ins, {out}, std::move(attrs), g.unique_name(n.name()), n.domain());
   return out;
+}
+
+std::optional<ChannelAffine> inference_batchnorm(const ir::Graph& g, const ir::Node& bn, int64_t channels) {
+  if (bn.op_type() != "BatchNormalization" || !bn.domain().empty() || bn.num_inputs() != 5) return std::nullopt;
+  if (bn.attr_int("training_mode", 0) != 0 || bn.attr_int("spatial", 1) != 1) return std::nullopt;
+  if (bn.owner()->opset() < 7 && bn.attr_int("is_test", 0) == 0 && bn.has_attr("is_test")) return std::nullopt;
+  for (int i = 1; i < bn.num_outputs(); ++i)
+    if (bn.output(i) && (!bn.output(i)->uses().empty() || is_graph_output(g, bn.output(i)))) return std::nullopt;
+  std::vector<std::vector<float>> p;  // gamma, beta, mean, var
+  for (int i = 1; i <= 4; ++i) {
+    const Tensor* t = const_of(bn.input(i));
+    if (!t || t->numel() != channels || !dtype_is_float(t->dtype())) return std::nullopt;
+    p.push_back(to_floats(*t));
+  }
+  const float eps = bn.attr_float("epsilon", 1e-5f);
+  ChannelAffine a{std::vector<float>(channels), std::vector<float>(channels)};
+  for (int64_t c = 0; c < channels; ++c) {
+    a.scale[c] = p[0][c] / std::sqrt(p[3][c] + eps);
+    a.shift[c] = p[1][c] - p[2][c] * a.scale[c];
+  }
+  return a;
 }
 
 }  // namespace kiln::passes

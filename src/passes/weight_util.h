@@ -21,6 +21,14 @@ std::optional<std::vector<float>> channel_bias(const ir::Node& n, int64_t channe
 // A per-channel vector from a constant broadcast against n's output [N, C, ...]: scalar,
 // [C], or [1, C, 1, ...] / [C, 1, ...] shapes; nullopt for anything else.
 std::optional<std::vector<float>> per_channel(const Tensor& t, int64_t channels, int out_rank);
+// An inference BatchNormalization as the per-channel affine map y = scale * x + shift
+// (scale = gamma / sqrt(var + eps), shift = beta - mean * scale), when `bn` is one: inference
+// mode, per-channel parameters (not opset 8's spatial = 0), `channels` constant floats each,
+// its statistics outputs unread. nullopt otherwise.
+struct ChannelAffine {
+  std::vector<float> scale, shift;
+};
+std::optional<ChannelAffine> inference_batchnorm(const ir::Graph& g, const ir::Node& bn, int64_t channels);
 // A copy of n (same op, inputs, attributes) with the weight and bias replaced, producing a
 // new value typed like `like`; returns that value. MatMul gets an Add for the bias.
 ir::Value* rebuild_with(ir::Graph& g, const ir::Node& n, Tensor weight, const std::vector<float>& bias,

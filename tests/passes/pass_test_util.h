@@ -64,6 +64,12 @@ inline ir::Attribute F(float v) { return ir::Attribute::of_float(v); }
 inline ir::Attribute Is(std::vector<int64_t> v) { return ir::Attribute::of_ints(std::move(v)); }
 inline ir::Attribute S(std::string v) { return ir::Attribute::of_string(std::move(v)); }
 
+// An inference BatchNormalization of x's `c` channels with random statistics (variance >= 0.2).
+inline ir::Value* batchnorm(Builder& b, ir::Value* x, int64_t c) {
+  return b.op("BatchNormalization", {x, b.rand({c}, 0.5f, 1.5f), b.rand({c}), b.rand({c}), b.rand({c}, 0.2f, 2.f)},
+              {{"epsilon", F(1e-3f)}});
+}
+
 inline int count(const ir::Graph& g, const std::string& op) {
   int n = 0;
   for (const ir::Node* node : g.nodes()) n += node->op_type() == op;

@@ -2,13 +2,6 @@
 
 namespace kiln::passes::testing {
 
-namespace {
-ir::Value* bn(Builder& b, ir::Value* x, int64_t c) {
-  return b.op("BatchNormalization", {x, b.rand({c}, 0.5f, 1.5f), b.rand({c}), b.rand({c}), b.rand({c}, 0.2f, 2.f)},
-              {{"epsilon", F(1e-3f)}});
-}
-}  // namespace
-
 // DenseNet's pre-activation: BN -> ReLU on a Concat, which no conv weight can absorb.
 TEST(DecomposeBatchNorm, AfterConcatBecomesMulAdd) {
   auto g = check_rewrite(
@@ -16,7 +9,7 @@ TEST(DecomposeBatchNorm, AfterConcatBecomesMulAdd) {
         ir::Value* x = b.in("x", {2, 3, 5, 4});
         ir::Value* z = b.in("z", {2, 2, 5, 4});
         ir::Value* c = b.op("Concat", {x, z}, {{"axis", I(1)}});
-        b.out(b.op("Relu", {bn(b, c, 5)}));
+        b.out(b.op("Relu", {batchnorm(b, c, 5)}));
       },
       passes_of(make_decompose_batchnorm()), 1e-4);
   EXPECT_EQ(count(*g, "BatchNormalization"), 0);
@@ -27,8 +20,8 @@ TEST(DecomposeBatchNorm, AfterConcatBecomesMulAdd) {
 TEST(DecomposeBatchNorm, RankTwoAndRankFive) {
   auto g = check_rewrite(
       [](Builder& b) {
-        b.out(bn(b, b.in("x", {3, 6}), 6));
-        b.out(bn(b, b.in("v", {1, 2, 3, 2, 4}), 2));
+        b.out(batchnorm(b, b.in("x", {3, 6}), 6));
+        b.out(batchnorm(b, b.in("v", {1, 2, 3, 2, 4}), 2));
       },
       passes_of(make_decompose_batchnorm()), 1e-4);
   EXPECT_EQ(count(*g, "BatchNormalization"), 0);
@@ -50,7 +43,7 @@ TEST(DecomposeBatchNorm, InTheBasicPipeline) {
   auto build = [](Builder& b) {
     ir::Value* x = b.in("x", {1, 2, 4, 4});
     ir::Value* y = b.op("Conv", {x, b.rand({2, 2, 1, 1})});
-    b.out(b.op("Add", {bn(b, y, 2), y}));
+    b.out(b.op("Add", {batchnorm(b, y, 2), y}));
   };
   Builder ref, opt;
   build(ref);

@@ -2,19 +2,12 @@
 
 namespace kiln::passes::testing {
 
-namespace {
-ir::Value* bn(Builder& b, ir::Value* x, int64_t c) {
-  return b.op("BatchNormalization", {x, b.rand({c}, 0.5f, 1.5f), b.rand({c}), b.rand({c}), b.rand({c}, 0.2f, 2.f)},
-              {{"epsilon", F(1e-3f)}});
-}
-}  // namespace
-
 TEST(FoldBatchNorm, Conv) {
   auto g = check_rewrite(
       [](Builder& b) {
         ir::Value* x = b.in("x", {1, 3, 7, 5});
         ir::Value* y = b.op("Conv", {x, b.rand({6, 3, 3, 3}), b.rand({6})}, {{"pads", Is({1, 1, 1, 1})}});
-        b.out(b.op("Relu", {bn(b, y, 6)}));
+        b.out(b.op("Relu", {batchnorm(b, y, 6)}));
       },
       passes_of(make_fold_batchnorm()), 1e-4);
   EXPECT_EQ(count(*g, "BatchNormalization"), 0);
@@ -26,7 +19,7 @@ TEST(FoldBatchNorm, GroupedConvTransposeWithoutBias) {
       [](Builder& b) {
         ir::Value* x = b.in("x", {1, 4, 3, 3});
         ir::Value* y = b.op("ConvTranspose", {x, b.rand({4, 3, 2, 2})}, {{"group", I(2)}});
-        b.out(bn(b, y, 6));
+        b.out(batchnorm(b, y, 6));
       },
       passes_of(make_fold_batchnorm()), 1e-4);
   EXPECT_EQ(count(*g, "BatchNormalization"), 0);
@@ -37,8 +30,8 @@ TEST(FoldBatchNorm, GemmTransBAndMatMul) {
       [](Builder& b) {
         ir::Value* x = b.in("x", {3, 5});
         ir::Value* y = b.op("Gemm", {x, b.rand({4, 5}), b.rand({4})}, {{"transB", I(1)}, {"beta", F(0.5f)}});
-        ir::Value* z = b.op("MatMul", {bn(b, y, 4), b.rand({4, 7})});
-        b.out(bn(b, z, 7));
+        ir::Value* z = b.op("MatMul", {batchnorm(b, y, 4), b.rand({4, 7})});
+        b.out(batchnorm(b, z, 7));
       },
       passes_of(make_fold_batchnorm()), 1e-4);
   EXPECT_EQ(count(*g, "BatchNormalization"), 0);
@@ -49,7 +42,7 @@ TEST(FoldBatchNorm, SharedConvOutputStays) {
       [](Builder& b) {
         ir::Value* x = b.in("x", {1, 2, 4, 4});
         ir::Value* y = b.op("Conv", {x, b.rand({2, 2, 1, 1})});
-        b.out(b.op("Add", {bn(b, y, 2), y}));
+        b.out(b.op("Add", {batchnorm(b, y, 2), y}));
       },
       passes_of(make_fold_batchnorm()));
   EXPECT_EQ(count(*g, "BatchNormalization"), 1);
