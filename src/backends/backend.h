@@ -102,6 +102,10 @@ class Backend {
   // Whether this node may join a fused group this backend runs as one kernel: a
   // kiln.FusedElementwise member, or the reduction ending a kiln.FusedReduce.
   virtual bool can_fuse(const ir::Node&) const { return false; }
+  // Whether the kernel this backend would run for a channels-last conv computes in the nChw16c
+  // layout (oneDNN's Winograd), reordering NHWC activations in and out: the blocked_layout
+  // rewrite hands such convs that layout directly (src/lower/blocked_layout.h).
+  virtual bool runs_blocked(const ir::Node&) const { return false; }
   // Called on the thread about to run a program with this backend's kernels (per-thread
   // runtime settings such as the OpenMP team size live there).
   virtual void enter_run() const {}

@@ -12,6 +12,7 @@
 // FusedConv honours them: the reference kernel, the oneDNN convs, and the GEMV, which only takes
 // 1x1 images, where both orders are the same.
 #pragma once
+#include <functional>
 #include <memory>
 
 #include "ir/graph.h"
@@ -19,10 +20,14 @@
 
 namespace kiln::lower {
 
+// Which convs compute in nChw16c: the backend's say (Backend::runs_blocked), on top of the
+// shape rule (3x3, stride 1, one group); empty = every conv of that shape.
+using RunsBlocked = std::function<bool(const ir::Node&)>;
+
 // Marks the values described above in a channels-last graph with static types; returns how
 // many.
-int assign_blocked_activations(ir::Graph& g);
+int assign_blocked_activations(ir::Graph& g, const RunsBlocked& runs_blocked = {});
 // As a lowering pass: "blocked_layout"; *marked = how many values it marked.
-std::unique_ptr<passes::Pass> make_blocked_layout_pass(int* marked);
+std::unique_ptr<passes::Pass> make_blocked_layout_pass(RunsBlocked runs_blocked, int* marked);
 
 }  // namespace kiln::lower

@@ -49,7 +49,7 @@ passes::PassManager make_lowering_pipeline(const LoweringTarget& t, LoweringStat
       pm.add(make_concat_elementwise_pass(&st->layout.concat_readers));
     if (t.fusion_level > 0 && on("conv_chain"))
       pm.add(make_conv_chain_pass(t.threads, on("conv_chain_input"), &st->layout.conv_chains));
-    if (on("blocked_layout")) pm.add(make_blocked_layout_pass(&st->layout.blocked_values));
+    if (on("blocked_layout")) pm.add(make_blocked_layout_pass(t.runs_blocked, &st->layout.blocked_values));
   }
   return pm;
 }

@@ -29,6 +29,9 @@ struct LoweringTarget {
   int fusion_level = 3;        // 0 none ... 3 with epilogues (docs/fusion.md)
   // Which nodes the backend's fused kernels compute (Backend::can_fuse).
   std::function<bool(const ir::Node&)> can_fuse;
+  // Which channels-last convs the backend runs in nChw16c (Backend::runs_blocked); empty: all
+  // that blocked_layout's shape rule admits.
+  std::function<bool(const ir::Node&)> runs_blocked;
   // Passes (and pass options: "conv_chain_input") to skip, by name (lowering_pass_names()).
   std::vector<std::string> disabled;
 };

@@ -94,6 +94,7 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     target.threads = backend->threads();
     target.fusion_level = fusion_level;
     target.can_fuse = [backend](const ir::Node& n) { return backend->can_fuse(n); };
+    target.runs_blocked = [backend](const ir::Node& n) { return backend->runs_blocked(n); };
     target.disabled = disabled;
     lower::LoweringStats st = lower::run_lowering(sg, target);
     cp->layout = st.layout;

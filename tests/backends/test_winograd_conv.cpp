@@ -52,6 +52,42 @@ TEST(WinogradConv, MatchesTheReference) {
       }
 }
 
+// A residual Z (ResNet's skip connection) is added before the activation, in registers and
+// after the store; both tile sizes, odd images, outputs off the 16-lane vectors, two threads.
+TEST(WinogradConv, AddsTheResidual) {
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_winograd needs AVX-512";
+  struct Shape {
+    int64_t h, w, c, oc;
+  };
+  for (const Shape s : {Shape{7, 9, 16, 64}, Shape{21, 23, 19, 33}, Shape{5, 5, 64, 130}})
+    for (const char* act : {"", "Relu", "SiLU"})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(std::to_string(s.h) + "x" + std::to_string(s.w) + " " + std::to_string(s.c) + " -> " +
+                     std::to_string(s.oc) + " " + act + " threads " + std::to_string(threads));
+        Case c{"FusedConv", "kiln", {{2, s.h, s.w, s.c}, {s.oc, s.c, 3, 3}, {s.oc}, {2, s.h, s.w, s.oc}},
+               {false, true, true, false}, {{2, s.h, s.w, s.oc}}, winograd_attrs({1, 1, 1, 1}, act)};
+        c.threads = threads;
+        c.tol = 2e-4f;
+        ASSERT_TRUE(check(c));
+      }
+  ir::Graph g;
+  g.opsets["kiln"] = 1;
+  ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {1, 9, 9, 16}));
+  ir::Value* z = g.add_input("z", ir::TensorType::from_dims(DType::Float, {1, 9, 9, 32}));
+  ir::Value* y = g.add_value("y");
+  ir::Node* n = g.add_node("FusedConv", {x, g.add_constant("w", Tensor(DType::Float, {32, 16, 3, 3})), nullptr, z},
+                           {y}, winograd_attrs({1, 1, 1, 1}, "Relu"), "n", "kiln");
+  g.add_output(y);
+  ops::ShapeInference().run(g);
+  std::string first;
+  for (const auto& k : backends::make_cpu_backend(1)->candidates(*n))
+    if (first.empty() && k.make()) first = k.spec.impl;
+  EXPECT_EQ(first, "kiln_winograd");
+  EXPECT_TRUE(backends::cpu::kiln_winograd_accepts(*n));
+  // The CPU backend runs none of its Winograd convs blocked, so the layout pass leaves them NHWC.
+  EXPECT_FALSE(backends::make_cpu_backend(1)->runs_blocked(*n));
+}
+
 TEST(WinogradConv, LeavesOtherFormsToOneDnn) {
   if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_winograd needs AVX-512";
   ir::Attributes strided = winograd_attrs({1, 1, 1, 1}, "Relu");

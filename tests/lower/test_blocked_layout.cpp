@@ -63,6 +63,18 @@ TEST(BlockedLayout, OnlyBetweenWinogradConvs) {
   EXPECT_GT(diff, 1e-3);
 }
 
+// The backend says which convs compute blocked (Backend::runs_blocked): a value goes nChw16c
+// only when its producer and every reader do.
+TEST(BlockedLayout, OnlyConvsTheBackendRunsBlocked) {
+  Builder b;
+  build(b);
+  ops::ShapeInference().run(*b.g);
+  const ir::Node* e = b.g->nodes().at(3);
+  EXPECT_EQ(lower::assign_blocked_activations(*b.g, [](const ir::Node&) { return false; }), 0);
+  EXPECT_EQ(lower::assign_blocked_activations(*b.g, [e](const ir::Node& n) { return &n != e; }), 0);
+  EXPECT_EQ(lower::assign_blocked_activations(*b.g, [](const ir::Node&) { return true; }), 1);
+}
+
 TEST(BlockedLayout, GraphOutputsStayNhwc) {
   Builder b;
   b.g->opsets["kiln"] = 1;

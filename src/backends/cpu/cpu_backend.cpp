@@ -11,6 +11,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/reduce_spec.h"
+#include "backends/cpu/winograd_conv.h"
 
 namespace kiln::backends {
 
@@ -31,6 +32,12 @@ class CpuBackend : public Backend {
     if (cpu::elementwise_supported(node)) return true;
     auto r = cpu::reduce_spec(node);
     return r && r->n > 0;
+  }
+  // oneDNN's Winograd runs the 3x3 stride-1 convs kiln's own Winograd (AVX-512) does not take.
+  bool runs_blocked(const ir::Node& node) const override {
+    cpu::DisabledKernels scope(&disabled_kernels());
+    if (!cpu::kernel_enabled("onednn_winograd")) return false;
+    return !cpu::kernel_enabled("kiln_winograd") || !cpu::kiln_winograd_accepts(node);
   }
   // omp_set_num_threads sets the calling thread's team size only: a run on another thread than
   // the one that made the session would otherwise get one thread per core.

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <optional>
 #include <utility>
 
 #include "backends/cpu/activation_apply.h"
@@ -203,9 +204,9 @@ size_t WinogradConv::scratch_floats() const {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 template <int N>
-__attribute__((target("avx512f"))) void WinogradConv::block(const float* x, float* y, int64_t ldc, int64_t t0,
-                                                            int64_t t1, float* v, float* m, int64_t n_begin,
-                                                            int64_t n_end) const {
+__attribute__((target("avx512f"))) void WinogradConv::block(const float* x, float* y, int64_t ldc, const float* z,
+                                                            int64_t t0, int64_t t1, float* v, float* m,
+                                                            int64_t n_begin, int64_t n_end) const {
   constexpr int A = N + 2, P = A * A;
   const WinogradShape& s = s_;
   const int64_t TW = tiles_w_, T = t1 - t0;
@@ -262,9 +263,11 @@ __attribute__((target("avx512f"))) void WinogradConv::block(const float* x, floa
       for (int r = 0; r < rows; ++r) {
         output_1d<N>(q + r * A, 1, o);  // (A^T m) A: along the row
         float* out = y + ((oy + r) * s.OW + ox) * ldc + n0;
+        const float* res = z ? z + ((oy + r) * s.OW + ox) * s.OC + n0 : nullptr;
         for (int c = 0; c < cols; ++c) {
-          const __m512 z = _mm512_add_ps(o[c], b);
-          _mm512_mask_storeu_ps(out + c * ldc, mask, in_registers ? activation_ps(z, act_.kind, lo, hi) : z);
+          __m512 sum = _mm512_add_ps(o[c], b);
+          if (res) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(mask, res + c * s.OC));
+          _mm512_mask_storeu_ps(out + c * ldc, mask, in_registers ? activation_ps(sum, act_.kind, lo, hi) : sum);
         }
       }
     }
@@ -277,15 +280,15 @@ __attribute__((target("avx512f"))) void WinogradConv::block(const float* x, floa
 }
 #pragma GCC diagnostic pop
 
-void WinogradConv::run(const float* x, float* y, int64_t ldc) const {
+void WinogradConv::run(const float* x, float* y, int64_t ldc, const float* z) const {
   // Blocks [b0, b1) of tiles, outputs [n0, n1).
   auto blocks = [&](int64_t b0, int64_t b1, int64_t n0, int64_t n1) {
     float* v = static_cast<float*>(dnnl_util::scratch(scratch_floats() * sizeof(float)));
     float* m = v + positions_ * max_block_tiles_ * C16_;
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t t0 = tiles_ * b / blocks_, t1 = tiles_ * (b + 1) / blocks_;
-      if (n_ == 4) block<4>(x, y, ldc, t0, t1, v, m, n0, n1);
-      else block<2>(x, y, ldc, t0, t1, v, m, n0, n1);
+      if (n_ == 4) block<4>(x, y, ldc, z, t0, t1, v, m, n0, n1);
+      else block<2>(x, y, ldc, z, t0, t1, v, m, n0, n1);
     }
   };
   if (split_outputs_) {
@@ -316,7 +319,10 @@ class WinogradKernel : public Kernel {
     const WinogradShape& s = conv_.shape();
     const float* x = inputs[0]->data<float>();
     float* y = static_cast<float*>(outputs[0]->raw());
-    for (int64_t i = 0; i < images_; ++i) conv_.run(x + i * s.H * s.W * s.C, y + i * s.OH * s.OW * ldc_, ldc_);
+    const float* z = inputs.size() > 3 && inputs[3] ? inputs[3]->data<float>() : nullptr;
+    const int64_t out_pixels = s.OH * s.OW;
+    for (int64_t i = 0; i < images_; ++i)
+      conv_.run(x + i * s.H * s.W * s.C, y + i * out_pixels * ldc_, ldc_, z ? z + i * out_pixels * s.OC : nullptr);
   }
 
  private:
@@ -339,6 +345,43 @@ std::map<std::string, plan::ParamValue> winograd_params(const ir::Node& node, in
   return {{"tile", int64_t{tile}}, {"block_tiles", kWinogradBlockTiles}, {"split", winograd_split(s, tile, threads)}};
 }
 
+namespace {
+
+// The conv's shape when kiln's Winograd takes the node, else nothing.
+std::optional<WinogradShape> winograd_shape(const ir::Node& node) {
+  if (!has_avx512() || node.domain() != "kiln" || node.op_type() != "FusedConv") return std::nullopt;
+  if (!node.attr_int("channels_last", 0) || node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0) ||
+      node.attr_int("z_blocked", 0))
+    return std::nullopt;
+  if (node.num_inputs() < 2 || node.num_outputs() != 1 || node.attr_int("group", 1) != 1) return std::nullopt;
+  if (node.num_inputs() > 4 && node.input(4)) return std::nullopt;  // a channel scale S
+  const ir::Value *x = node.input(0), *w = node.input(1), *y = node.output(0);
+  const ir::Value* b = node.num_inputs() > 2 ? node.input(2) : nullptr;
+  const ir::Value* z = node.num_inputs() > 3 ? node.input(3) : nullptr;
+  if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return std::nullopt;
+  if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return std::nullopt;
+  if (z && (!dnnl_util::static_float(z) || z->type.static_dims() != y->type.static_dims())) return std::nullopt;
+  if (ops::auto_pad_of(node) != ops::AutoPad::NotSet) return std::nullopt;
+  if (node.attr_ints("strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
+      node.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1})
+    return std::nullopt;
+  const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
+  if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || wd[2] != 3 || wd[3] != 3 || xd[0] != yd[0])
+    return std::nullopt;
+  const auto pads = node.attr_ints("pads", {0, 0, 0, 0});
+  if (pads.size() != 4 || wd[1] != xd[3] || wd[0] != yd[3]) return std::nullopt;
+  WinogradShape s{xd[1], xd[2], xd[3], yd[1], yd[2], yd[3], 3, 3, pads[0], pads[1]};
+  if (s.H + pads[0] + pads[2] - 2 != s.OH || s.W + pads[1] + pads[3] - 2 != s.OW || s.OH < 1 || s.OW < 1)
+    return std::nullopt;
+  if (b && b->type.static_dims() != std::vector<int64_t>{s.OC}) return std::nullopt;
+  if (!epilogue_of(node)) return std::nullopt;
+  return s;
+}
+
+}  // namespace
+
+bool kiln_winograd_accepts(const ir::Node& node) { return winograd_shape(node).has_value(); }
+
 std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, int64_t out_channels_total, int tile,
                                            int64_t block_tiles, const std::string& split_choice) {
   if (tile == 0 || block_tiles == 0) {
@@ -349,34 +392,15 @@ std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, in
   }
   if ((tile != 2 && tile != 4) || block_tiles < 1 || block_tiles > 4096) return nullptr;
   if (!split_choice.empty() && split_choice != "tiles" && split_choice != "outputs") return nullptr;
-  if (!has_avx512() || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
-  if (!node.attr_int("channels_last", 0) || node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0))
-    return nullptr;
-  if (node.num_inputs() < 2 || node.num_outputs() != 1 || node.attr_int("group", 1) != 1) return nullptr;
-  for (int i = 3; i < node.num_inputs(); ++i)  // a residual Z or channel scale S
-    if (node.input(i)) return nullptr;
-  const ir::Value *x = node.input(0), *w = node.input(1), *y = node.output(0);
+  const std::optional<WinogradShape> s = winograd_shape(node);
+  if (!s) return nullptr;
+  const ir::Value* w = node.input(1);
   const ir::Value* b = node.num_inputs() > 2 ? node.input(2) : nullptr;
-  if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return nullptr;
-  if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return nullptr;
-  if (ops::auto_pad_of(node) != ops::AutoPad::NotSet) return nullptr;
-  if (node.attr_ints("strides", {1, 1}) != std::vector<int64_t>{1, 1} ||
-      node.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1})
-    return nullptr;
-  const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
-  if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || wd[2] != 3 || wd[3] != 3 || xd[0] != yd[0]) return nullptr;
-  const auto pads = node.attr_ints("pads", {0, 0, 0, 0});
-  if (pads.size() != 4 || wd[1] != xd[3] || wd[0] != yd[3]) return nullptr;
-  WinogradShape s{xd[1], xd[2], xd[3], yd[1], yd[2], yd[3], 3, 3, pads[0], pads[1]};
-  if (s.H + pads[0] + pads[2] - 2 != s.OH || s.W + pads[1] + pads[3] - 2 != s.OW || s.OH < 1 || s.OW < 1) return nullptr;
-  if (b && b->type.static_dims() != std::vector<int64_t>{s.OC}) return nullptr;
-  const std::optional<ops::Activation> act = epilogue_of(node);
-  if (!act) return nullptr;
-  const int64_t ldc = out_channels_total > 0 ? out_channels_total : s.OC;
-  const std::string split = split_choice.empty() ? winograd_split(s, tile, threads) : split_choice;
-  WinogradConv conv(s, w->constant().data<float>(), b ? b->constant().data<float>() : nullptr, *act, threads, tile,
-                    block_tiles, split == "outputs");
-  return std::make_unique<WinogradKernel>(std::move(conv), xd[0], ldc);
+  const int64_t ldc = out_channels_total > 0 ? out_channels_total : s->OC;
+  const std::string split = split_choice.empty() ? winograd_split(*s, tile, threads) : split_choice;
+  WinogradConv conv(*s, w->constant().data<float>(), b ? b->constant().data<float>() : nullptr, *epilogue_of(node),
+                    threads, tile, block_tiles, split == "outputs");
+  return std::make_unique<WinogradKernel>(std::move(conv), node.input(0)->type.static_dims()[0], ldc);
 }
 
 void add_kiln_winograd_kernels(std::vector<KernelFactory>& table) {

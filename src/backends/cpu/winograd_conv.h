@@ -35,8 +35,9 @@ class WinogradConv {
                int tile = kWinogradTile, int64_t min_block_tiles = kWinogradBlockTiles, bool split_outputs = false);
 
   // One image: x is [H, W, C]; output pixel (oy, ox) goes to y + (oy * OW + ox) * ldc, its OC
-  // channels contiguous (ldc >= OC: a channel slice of a wider tensor).
-  void run(const float* x, float* y, int64_t ldc) const;
+  // channels contiguous (ldc >= OC: a channel slice of a wider tensor). z, when given, is a
+  // residual [OH, OW, OC] added before the activation (it may be y itself when ldc == OC).
+  void run(const float* x, float* y, int64_t ldc, const float* z = nullptr) const;
 
   const WinogradShape& shape() const { return s_; }
 
@@ -46,8 +47,8 @@ class WinogradConv {
   // scratch v and m.
   // Outputs [n0, n1) only (n0 a multiple of 64).
   template <int N>
-  void block(const float* x, float* y, int64_t ldc, int64_t t0, int64_t t1, float* v, float* m, int64_t n0,
-             int64_t n1) const;
+  void block(const float* x, float* y, int64_t ldc, const float* z, int64_t t0, int64_t t1, float* v, float* m,
+             int64_t n0, int64_t n1) const;
 
   WinogradShape s_;
   ops::Activation act_;
@@ -59,8 +60,11 @@ class WinogradConv {
   std::vector<float> bias_;  // [OC16]
 };
 
-// The kernel for a channels-last 3x3 stride-1 FusedConv (group 1, no residual or channel
-// scale), or nullptr; `out_channels_total` > 0 makes its output a channel slice of a tensor
+// Whether make_kiln_winograd takes the node (with the rule's parameters): a channels-last 3x3
+// stride-1 FusedConv of one group, not blocked, without a channel scale, on a CPU with AVX-512.
+bool kiln_winograd_accepts(const ir::Node& node);
+
+// The kernel for such a FusedConv (its residual Z added before the activation), or nullptr; `out_channels_total` > 0 makes its output a channel slice of a tensor
 // with that many channels. `tile` (2 or 4) and `block_tiles` (>= 1) as winograd_params
 // chooses them when 0; nullptr for other values.
 // `split`: "tiles" or "outputs" (WinogradConv's split_outputs), "" for the rule's.
