@@ -58,6 +58,20 @@ TEST(CpuRecurrent, GruBothResetFormsEveryDirection) {
   check(rnn("GRU", 6, 3, 4, 17, "reverse", true));
 }
 
+// Inputs and gate rows wider than the projection's 64-output blocks and input ranges, with rows
+// of X shared unevenly between two threads and the directions.
+TEST(CpuRecurrent, WideProjections) {
+  Case gru = rnn("GRU", 7, 2, 130, 50, "bidirectional", false, {{"linear_before_reset", ir::Attribute::of_int(1)}});
+  gru.threads = 2;
+  gru.tol = 2e-4f;
+  check(gru);
+  Case lstm = rnn("LSTM", 5, 3, 70, 33, "bidirectional", true);
+  lstm.threads = 2;
+  lstm.tol = 2e-4f;
+  check(lstm);
+  check(rnn("LSTM", 9, 1, 200, 64, "reverse", false));
+}
+
 TEST(CpuRecurrent, LstmPeepholesInputForgetAndLayouts) {
   check(rnn("LSTM", 5, 2, 7, 6, "forward", false, {}, true, true));
   check(rnn("LSTM", 3, 3, 4, 18, "bidirectional", true, {{"input_forget", ir::Attribute::of_int(1)}}));

@@ -2,9 +2,11 @@
 // direction, either layout, initial states, LSTM peepholes and input_forget; sequence_lens, clip
 // and other activations stay on the reference kernel (src/ops/rnn.cpp holds the semantics).
 //
-// Each (direction, batch element) pair is one independent sequence, split over the team. For
-// each, the input projections of every step (x_t W^T + Wb: no dependence between steps) are
-// made first, then the steps run in order: the recurrent projection h R^T is a matrix-vector
+// The input projections of every step, direction and batch element (x_t W^T + Wb: no dependence
+// between steps) come first, as one matrix product per direction over all the rows of X (the
+// 1x1-conv kernel, pointwise_rows.h, at the FMA rate rather than a matrix-vector product's), the
+// team splitting the rows. Then each (direction, batch element) pair is one independent
+// sequence, split over the team, whose steps run in order: the recurrent projection h R^T is a matrix-vector
 // product on R packed in column blocks (packed_gemv.h; a model's R, [gates * H, H], stays in
 // cache across steps), and the cell update is one vectorized pass over H.
 #include <cmath>
@@ -15,7 +17,9 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/node_args.h"
 #include "backends/cpu/packed_gemv.h"
+#include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/simd.h"
 
 namespace kiln::backends::cpu {
@@ -79,7 +83,10 @@ class RecurrentKernel : public Kernel {
       : g_(g), wb_(std::move(wb)), rb_(std::move(rb)), p_(std::move(p)), threads_(threads) {
     const int64_t H = g.H, GH = g.G * H, split = g.cell == Cell::Gru && !g.lbr ? 2 * H : GH;
     for (int64_t d = 0; d < g.dirs; ++d) {
-      w_.emplace_back(w + d * GH * g.input, false, 1.f, GH, g.input, "kiln_recurrent/w");
+      if (has_avx512())
+        w_rows_.emplace_back(g.input, GH, RowWeights(w + d * GH * g.input), wb_.data() + d * GH, ops::Activation{},
+                             GH, threads);
+      else w_.emplace_back(w + d * GH * g.input, false, 1.f, GH, g.input, "kiln_recurrent/w");
       r_.emplace_back(r + d * GH * H, false, 1.f, split, H, "kiln_recurrent/r");
       if (split < GH) r_h_.emplace_back(r + d * GH * H + split * H, false, 1.f, GH - split, H, "kiln_recurrent/r");
     }
@@ -94,23 +101,37 @@ class RecurrentKernel : public Kernel {
     const float* h0 = input(5);
     const float* c0 = g.cell == Cell::Lstm ? input(6) : nullptr;
     float *y = output(0), *yh = output(1), *yc = g.cell == Cell::Lstm ? output(2) : nullptr;
-    const int64_t H = g.H, GH = g.G * H;
+    const int64_t H = g.H, GH = g.G * H, rows = g.seq * g.batch;
+    // xw[d][row of X][GH]: the calling thread's scratch, shared with its team for this run.
+    float* xw = static_cast<float*>(dnnl_util::scratch(static_cast<size_t>(g.dirs * rows * GH) * sizeof(float)));
+    parallel_for(g.dirs * rows, threads_, [&](int64_t r0, int64_t r1) {
+      for (int64_t d = r0 / rows; d < g.dirs && d * rows < r1; ++d) {
+        const int64_t m0 = std::max(r0 - d * rows, int64_t{0}), m1 = std::min(r1 - d * rows, rows);
+        float* xwd = xw + d * rows * GH;
+        if (!w_rows_.empty()) {
+          w_rows_[static_cast<size_t>(d)].rows(x, m0, m1, xwd, nullptr, nullptr);
+        } else {
+          w_[static_cast<size_t>(d)].apply_rows(x + m0 * g.input, m1 - m0, g.input, wb_.data() + d * GH,
+                                                 xwd + m0 * GH, GH);
+        }
+      }
+    });
     parallel_for(g.dirs * g.batch, threads_, [&](int64_t p0, int64_t p1) {
-      std::vector<float> xw(static_cast<size_t>(g.seq * GH)), rec(static_cast<size_t>(GH)), h(static_cast<size_t>(H)),
-          c(static_cast<size_t>(H)), rh(static_cast<size_t>(H));
+      std::vector<float> rec(static_cast<size_t>(GH)), h(static_cast<size_t>(H)), c(static_cast<size_t>(H)),
+          rh(static_cast<size_t>(H));
       for (int64_t pair = p0; pair < p1; ++pair) {
         const int64_t d = pair / g.batch, b = pair % g.batch;
         const bool backward = g.reverse_only || d == 1;
-        const float *wb = wb_.data() + d * GH, *rb = rb_.data() + d * GH;
+        const float* rb = rb_.data() + d * GH;
         const float* peep = p_.empty() ? nullptr : p_.data() + d * 3 * H;
-        w_[static_cast<size_t>(d)].apply_rows(x + xrow(0, b), g.seq, xrow(1, b) - xrow(0, b), wb, xw.data(), GH);
+        const float* xwd = xw + d * rows * GH;
         for (int64_t j = 0; j < H; ++j) {
           h[j] = h0 ? h0[state(d, b) + j] : 0.f;
           c[j] = c0 ? c0[state(d, b) + j] : 0.f;
         }
         for (int64_t step = 0; step < g.seq; ++step) {
           const int64_t t = backward ? g.seq - 1 - step : step;
-          const float* xt = xw.data() + t * GH;
+          const float* xt = xwd + xrow(t, b) / g.input * GH;
           if (g.cell == Cell::Gru) gru_step(d, rb, xt, h.data(), rh.data(), rec.data());
           else lstm_step(d, rb, peep, xt, h.data(), c.data(), rec.data());
           if (y) std::copy(h.begin(), h.end(), y + yrow(t, d, b));
@@ -146,8 +167,9 @@ class RecurrentKernel : public Kernel {
   }
 
   Geometry g_;
-  std::vector<PackedGemv> w_, r_, r_h_;  // per direction
   std::vector<float> wb_, rb_, p_;
+  std::vector<PointwiseRows> w_rows_;    // per direction, with AVX-512
+  std::vector<PackedGemv> w_, r_, r_h_;  // per direction (w_ without AVX-512)
   int threads_;
 };
 
@@ -200,7 +222,7 @@ std::unique_ptr<Kernel> make_recurrent(const ir::Node& n, int threads, Cell cell
   g.input = xd[2];
   g.H = n.attr_int("hidden_size", rd[2]);
   const int64_t GH = g.G * g.H;
-  if (g.H <= 0 || g.seq <= 0 || wd != std::vector<int64_t>{g.dirs, GH, g.input} ||
+  if (g.H <= 0 || g.seq <= 0 || g.input <= 0 || wd != std::vector<int64_t>{g.dirs, GH, g.input} ||
       rd != std::vector<int64_t>{g.dirs, GH, g.H})
     return nullptr;
   std::vector<float> wb(static_cast<size_t>(g.dirs * GH), 0.f), rb(wb.size(), 0.f);
