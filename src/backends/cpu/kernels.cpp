@@ -7,6 +7,7 @@ namespace kiln::backends::cpu {
 void add_onednn_conv_kernels(std::vector<KernelFactory>& table);
 void add_conv_chain_kernels(std::vector<KernelFactory>& table);
 void add_depthwise_kernels(std::vector<KernelFactory>& table);
+void add_grouped_conv_kernels(std::vector<KernelFactory>& table);
 void add_pointwise_conv_kernels(std::vector<KernelFactory>& table);
 void add_kiln_winograd_kernels(std::vector<KernelFactory>& table);
 void add_stem_conv_kernels(std::vector<KernelFactory>& table);
@@ -58,6 +59,7 @@ const std::vector<KernelFactory>& kernel_factories() {
     std::vector<KernelFactory> t;
     add_gemv_kernels(t);  // before oneDNN: the rule takes the first that accepts
     add_depthwise_kernels(t);  // before oneDNN: faster on depthwise convs (depthwise_conv.cpp)
+    add_grouped_conv_kernels(t);  // before oneDNN: groups of 2-16 channels (grouped_conv.h)
     add_pointwise_conv_kernels(t);  // before oneDNN: few pixels, weights from L3
     add_kiln_winograd_kernels(t);
     add_stem_conv_kernels(t);  // before oneDNN: convs on 1-8 input channels (stems)
