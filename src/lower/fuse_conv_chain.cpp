@@ -17,8 +17,8 @@ bool static_float4(const ir::Value* v) {
 }
 
 // A FusedConv the banded kernel runs: channels-last and plain NHWC on every end, constant
-// weights and bias, explicit pads, no dilation. Not the 3x3 stride-1 dense convs, which run
-// oneDNN's Winograd form on blocked activations, nor grouped ones (below).
+// weights and bias, explicit pads, no dilation. Not the 3x3 stride-1 dense convs, which run a
+// Winograd form on the whole tensor, nor grouped ones (below).
 bool member(const ir::Node* n) {
   if (!n || n->domain() != "kiln" || n->op_type() != "FusedConv" || !n->attr_int("channels_last", 0)) return false;
   if (n->num_inputs() < 2 || n->num_outputs() != 1 || !static_float4(n->output(0))) return false;
@@ -107,6 +107,49 @@ ir::Node* transpose_into(const ir::Graph& g, const ir::Node* n) {
   return stem ? t : nullptr;
 }
 
+// How evenly `threads` share a chain's work, as the kernel splits it: each thread computes its
+// share of the last output's rows and, in every layer before, the rows those read, so the rows
+// around a share's edges are computed by both neighbours (a 7x1 conv's three on each side). The
+// ideal share (all the layers' multiply-adds over the threads) over the largest.
+double chain_share_efficiency(const std::vector<ir::Node*>& chain, int threads) {
+  struct Rows {
+    int64_t out, in, kernel, stride, pad;
+    double row_cost;  // multiply-adds (a pool's window reads) per output row
+  };
+  std::vector<Rows> layers;
+  double total = 0;
+  for (const ir::Node* n : chain) {
+    const auto xd = n->input(0)->type.static_dims(), yd = n->output(0)->type.static_dims();
+    const auto strides = n->attr_ints("strides", {1, 1}), pads = n->attr_ints("pads", {0, 0, 0, 0});
+    Rows r{yd[1], xd[1], 1, strides[0], pads[0], 0};
+    if (pool_member(n)) {
+      const auto k = n->attr_ints("kernel_shape");
+      r.kernel = k[0];
+      r.row_cost = static_cast<double>(yd[2]) * yd[3] * k[0] * k[1];
+    } else {
+      const auto wd = n->input(1)->type.static_dims();
+      r.kernel = wd[2];
+      r.row_cost = static_cast<double>(yd[2]) * yd[3] * wd[1] * wd[2] * wd[3];
+    }
+    total += r.out * r.row_cost;
+    layers.push_back(r);
+  }
+  double largest = 0;
+  const int64_t rows = layers.back().out;
+  for (int t = 0; t < threads; ++t) {
+    int64_t r0 = rows * t / threads, r1 = rows * (t + 1) / threads;
+    double work = 0;
+    for (auto it = layers.rbegin(); it != layers.rend() && r0 < r1; ++it) {
+      work += static_cast<double>(r1 - r0) * it->row_cost;
+      const int64_t a = r0 * it->stride - it->pad, b = (r1 - 1) * it->stride - it->pad + it->kernel;
+      r0 = std::max<int64_t>(a, 0);
+      r1 = std::min(b, it->in);
+    }
+    largest = std::max(largest, work);
+  }
+  return largest > 0 ? total / threads / largest : 1.0;
+}
+
 }  // namespace
 
 int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, bool pools, int threads,
@@ -129,10 +172,9 @@ int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, b
     const int64_t pool_min = depthwise && wd[2] * wd[3] <= 25 ? std::min(min_bytes, light_min_bytes) : min_bytes;
     if (chain.size() < 2 && !(pool && bytes_of(n->output(0)) >= pool_min)) continue;
     // The kernel splits the last output's rows between the threads; where the shares are
-    // uneven (7 rows: 4 and 3), separate convs, which split pixels, keep both cores busier.
-    const int64_t rows = chain.back()->output(0)->type.static_dims()[1];
-    const int64_t largest = (rows + threads - 1) / threads;
-    if (threads > 1 && 10 * rows < 9 * largest * threads) continue;
+    // uneven (7 rows: 4 and 3) or overlap much in the layers before (inception's 7x1 convs on
+    // 17 rows), separate convs, which split pixels, keep both cores busier.
+    if (threads > 1 && chain_share_efficiency(chain, threads) < 0.9) continue;
     taken.insert(chain.begin(), chain.end());
     if (pool) chain.push_back(pool);
     if (ir::Node* t = input_transpose ? transpose_into(g, n) : nullptr) chain.insert(chain.begin(), t);

@@ -35,8 +35,9 @@ constexpr int64_t kConvChainLightMinBytes = 128 * 1024;
 // L2 squeezenet1_1's stem -> pool -> squeeze chain beats a 2-thread stem, pool and squeeze, and
 // resnet18's is level (with a 2 MiB L2 the 2-thread chains gained nothing;
 // bench/results/history-code-comments.md).
-// `threads`: the team the kernel will split rows across; chains whose last output's rows split
-// unevenly (shares under 90% of the largest on average) are not formed.
+// `threads`: the team the kernel will split rows across; chains whose work splits unevenly (an
+// even share under 90% of the largest, counting the rows around each share's edges that both
+// neighbours compute in the layers before a taller kernel) are not formed.
 // `input_transpose`: the layout's Transpose of an NCHW input that only a chain's stem (a conv on
 // at most 8 channels, at most 3x3) reads joins the chain in front, and the stem reads the NCHW
 // planes.

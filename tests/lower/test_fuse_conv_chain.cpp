@@ -60,6 +60,37 @@ TEST(FuseConvChain, UnevenRowSplitsStaySeparate) {
   fuse_and_compare(block(9), 1, 0, 0, 3);
 }
 
+// The rows around a share's edges are computed by both threads: inception's 1x1 -> 7x1 -> 1x7
+// -> 7x1 -> 1x7 branch on 17 rows would have each of two threads compute 14-15 of the first
+// layers' rows (an even share's work over the largest: 0.79), so only its last 7x1 -> 1x7 pair
+// chains there (0.94: 9 rows and 8); on 64 rows the whole branch chains.
+TEST(FuseConvChain, OverlappingSharesStaySeparate) {
+  auto branch = [](int64_t rows) {
+    return [rows](Builder& b) {
+      auto k = [](int64_t kh, int64_t kw) {
+        ir::Attributes a{{"pads", Is({kh / 2, kw / 2, kh / 2, kw / 2})}, {"channels_last", ir::Attribute::of_int(1)}};
+        a["activation"] = ir::Attribute::of_string("Relu");
+        return a;
+      };
+      ir::Value* v = b.in("x", {1, rows, 9, 8});
+      v = b.op("FusedConv", {v, b.rand({6, 8, 1, 1})}, k(1, 1), "kiln");
+      for (int i = 0; i < 2; ++i) {
+        v = b.op("FusedConv", {v, b.rand({6, 6, 7, 1})}, k(7, 1), "kiln");
+        v = b.op("FusedConv", {v, b.rand({6, 6, 1, 7})}, k(1, 7), "kiln");
+      }
+      b.out(v);
+    };
+  };
+  fuse_and_compare(branch(17), 1, 0, 0, 1);
+  fuse_and_compare(branch(64), 1, 0, 0, 2);
+  Builder b;
+  b.g->opsets["kiln"] = 1;
+  branch(17)(b);
+  ops::ShapeInference().run(*b.g);
+  EXPECT_EQ(lower::fuse_conv_chains(*b.g, 0, 0, true, 2), 1);
+  EXPECT_EQ(count(*b.g, "FusedConv"), 3);
+}
+
 // A single 5x5 depthwise conv and its pool form a chain from the light threshold (efficientnet's
 // squeeze-excitation input, 14x14x672: 527 KiB); a single dense 3x3 conv needs the full one.
 TEST(FuseConvChain, PooledDepthwiseFromTheLightThreshold) {
