@@ -33,8 +33,8 @@ TEST(WinogradConv, MatchesTheReference) {
     std::vector<int64_t> pads;
   };
   // Images under 20 pixels a side take 2x2 output tiles, the others 4x4 (partial at the edges).
-  const Shape shapes[] = {{7, 9, 16, 64, {1, 1, 1, 1}},   {6, 5, 3, 5, {1, 1, 1, 1}},   {13, 13, 20, 70, {1, 1, 1, 1}},
-                          {5, 8, 33, 16, {0, 0, 0, 0}},   {4, 4, 1, 17, {1, 0, 0, 1}},   {3, 3, 48, 130, {1, 1, 1, 1}},
+  const Shape shapes[] = {{7, 9, 16, 64, {1, 1, 1, 1}},   {6, 5, 9, 5, {1, 1, 1, 1}},   {13, 13, 20, 70, {1, 1, 1, 1}},
+                          {5, 8, 33, 16, {0, 0, 0, 0}},   {4, 4, 10, 17, {1, 0, 0, 1}},   {3, 3, 48, 130, {1, 1, 1, 1}},
                           {21, 23, 16, 64, {1, 1, 1, 1}}, {24, 22, 19, 33, {0, 1, 1, 0}}, {20, 20, 64, 16, {1, 1, 1, 1}}};
   for (const Shape& s : shapes)
     for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu"})
@@ -102,12 +102,20 @@ TEST(WinogradConv, LeavesOtherFormsToOneDnn) {
   EXPECT_NE(chosen({1, 9, 9, 16}, {32, 16, 3, 3}, blocked), "kiln_winograd");
 }
 
-// oneDNN's Winograd transforms 16-channel blocks of the input: a 3-channel image (a U-Net's
-// first conv) would be 13 lanes of padding in 16, so it runs direct.
+// Both Winograd kernels transform 16-channel blocks of the input: a 3-channel image (a U-Net's
+// first conv) would be 13 lanes of padding in 16, more products than the direct conv's, so it
+// runs direct; from 5 channels (F(4x4, 3x3)) or 8 (F(2x2, 3x3), under 20 pixels a side)
+// kiln's takes it.
 TEST(WinogradConv, AFewChannelImageRunsDirect) {
   const std::string k = chosen({1, 64, 64, 3}, {16, 3, 3, 3}, winograd_attrs({1, 1, 1, 1}, "Relu"));
   EXPECT_NE(k, "onednn_winograd");
+  EXPECT_NE(k, "kiln_winograd");
   EXPECT_NE(k, "");
+  if (!backends::cpu::has_avx512()) return;
+  EXPECT_NE(chosen({1, 64, 64, 4}, {16, 4, 3, 3}, winograd_attrs({1, 1, 1, 1}, "Relu")), "kiln_winograd");
+  EXPECT_EQ(chosen({1, 64, 64, 5}, {16, 5, 3, 3}, winograd_attrs({1, 1, 1, 1}, "Relu")), "kiln_winograd");
+  EXPECT_NE(chosen({1, 12, 12, 7}, {16, 7, 3, 3}, winograd_attrs({1, 1, 1, 1}, "Relu")), "kiln_winograd");
+  EXPECT_EQ(chosen({1, 12, 12, 8}, {16, 8, 3, 3}, winograd_attrs({1, 1, 1, 1}, "Relu")), "kiln_winograd");
 }
 
 // A team splitting the output blocks (each thread transforms the whole input, reads its part of

@@ -311,6 +311,10 @@ std::string winograd_split(const WinogradShape& s, int tile, int threads) {
 
 namespace {
 
+// 4x4 tiles from 20 pixels a side: below that their edge tiles waste a third of the work
+// (13x13: 34%) and F(2x2, 3x3) is the faster form (docs/performance.md).
+int rule_tile(int64_t OH, int64_t OW) { return std::min(OH, OW) >= 20 ? 4 : 2; }
+
 class WinogradKernel : public Kernel {
  public:
   bool runs_in_team() const override { return true; }
@@ -338,9 +342,7 @@ std::map<std::string, plan::ParamValue> winograd_params(const ir::Node& node, in
   if (!y || !y->type.is_static() || y->type.rank() != 4) return {};
   if (!x || !x->type.is_static() || x->type.rank() != 4) return {};
   const auto yd = y->type.static_dims(), xd = x->type.static_dims();
-  // 4x4 tiles from 20 pixels a side: below that their edge tiles waste a third of the work
-  // (13x13: 34%) and F(2x2, 3x3) is the faster form (docs/performance.md).
-  const int tile = std::min(yd[1], yd[2]) >= 20 ? 4 : 2;
+  const int tile = rule_tile(yd[1], yd[2]);
   WinogradShape s{xd[1], xd[2], xd[3], yd[1], yd[2], yd[3]};
   return {{"tile", int64_t{tile}}, {"block_tiles", kWinogradBlockTiles}, {"split", winograd_split(s, tile, threads)}};
 }
@@ -375,6 +377,11 @@ std::optional<WinogradShape> winograd_shape(const ir::Node& node) {
     return std::nullopt;
   if (b && b->type.static_dims() != std::vector<int64_t>{s.OC}) return std::nullopt;
   if (!epilogue_of(node)) return std::nullopt;
+  // The transforms work on 16-lane channel vectors and the products' depth is the channels
+  // padded to 16: on a few-channel image (a 3-channel input) the (N + 2)^2 / N^2 products per
+  // output over 16 lanes outnumber the direct conv's 9 per channel.
+  const int n = rule_tile(s.OH, s.OW);
+  if ((n + 2) * (n + 2) * round16(s.C) >= 9 * n * n * s.C) return std::nullopt;
   return s;
 }
 
