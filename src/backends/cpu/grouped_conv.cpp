@@ -55,8 +55,15 @@ template <int CG, int S, int P>
 __attribute__((target("avx512f"))) void segment(const Args& a, int64_t oy, int64_t ox0, float* y) {
   constexpr int kSpan = (P - 1) * S + 3;  // input pixels the segment reads in a kernel row
   const int64_t ix0 = ox0 * S - a.PL;
+  // Input pixel j's offset in its row, and whether it lies inside the image; one outside reads
+  // as zeros from the row's first pixel (a masked load at an address inside the tensor).
   std::array<__mmask16, kSpan> inside;
-  for (int j = 0; j < kSpan; ++j) inside[j] = ix0 + j >= 0 && ix0 + j < a.W ? 0xFFFF : 0;
+  std::array<int64_t, kSpan> at;
+  for (int j = 0; j < kSpan; ++j) {
+    const bool in = ix0 + j >= 0 && ix0 + j < a.W;
+    inside[j] = in ? 0xFFFF : 0;
+    at[j] = in ? (ix0 + j) * a.C : 0;
+  }
   const __m512i group_base =
       _mm512_and_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(~(CG - 1)));
   const __m512 lo = activation_lo(a.act), hi = activation_hi(a.act);
@@ -68,16 +75,16 @@ __attribute__((target("avx512f"))) void segment(const Args& a, int64_t oy, int64
     for (int ky = 0; ky < 3; ++ky) {
       const int64_t iy = oy * a.SH - a.PT + ky;
       if (iy < 0 || iy >= a.H) continue;
-      const float* row = a.x + (iy * a.W + ix0) * a.C + v * 16;
+      const float* row = a.x + iy * a.W * a.C + v * 16;
 #pragma GCC unroll 16
       for (int i = 0; i < CG; ++i) {
         __m512 xs[kSpan];
         if constexpr (CG == 16) {
           for (int j = 0; j < kSpan; ++j)
-            xs[j] = inside[j] ? _mm512_set1_ps(row[j * a.C + i]) : _mm512_setzero_ps();
+            xs[j] = inside[j] ? _mm512_set1_ps(row[at[j] + i]) : _mm512_setzero_ps();
         } else {
           const __m512i index = _mm512_add_epi32(group_base, _mm512_set1_epi32(i));
-          for (int j = 0; j < kSpan; ++j) xs[j] = spread<CG>(_mm512_maskz_loadu_ps(inside[j], row + j * a.C), i, index);
+          for (int j = 0; j < kSpan; ++j) xs[j] = spread<CG>(_mm512_maskz_loadu_ps(inside[j], row + at[j]), i, index);
         }
         for (int kx = 0; kx < 3; ++kx) {
           const __m512 wk = _mm512_loadu_ps(wv + ((ky * 3 + kx) * CG + i) * 16);
