@@ -107,7 +107,8 @@ ir::Node* transpose_into(const ir::Graph& g, const ir::Node* n) {
   return stem ? t : nullptr;
 }
 
-// How evenly `threads` share a chain's work, as the kernel splits it: each thread computes its
+// How evenly `threads` share a chain's work, as the kernel splits it (src/kernels/chain_schedule.h,
+// which this layer does not include: out_rows * t / threads): each thread computes its
 // share of the last output's rows and, in every layer before, the rows those read, so the rows
 // around a share's edges are computed by both neighbours (a 7x1 conv's three on each side). The
 // ideal share (all the layers' multiply-adds over the threads) over the largest.

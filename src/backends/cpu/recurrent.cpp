@@ -6,8 +6,8 @@
 // between steps) come first, as one matrix product per direction over all the rows of X (the
 // 1x1-conv kernel, pointwise_rows.h, at the FMA rate rather than a matrix-vector product's), the
 // team splitting the rows. Then each (direction, batch element) pair is one independent
-// sequence, split over the team, whose steps run in order: the recurrent projection h R^T is a matrix-vector
-// product on R packed in column blocks (packed_gemv.h; a model's R, [gates * H, H], stays in
+// sequence, split over the team, whose steps run in order: the recurrent projection h R^T is a
+// matrix-vector product on R packed in column blocks (packed_gemv.h; a model's R, [gates * H, H], stays in
 // cache across steps), and the cell update is one vectorized pass over H.
 #include <cmath>
 #include <memory>
@@ -131,7 +131,7 @@ class RecurrentKernel : public Kernel {
         }
         for (int64_t step = 0; step < g.seq; ++step) {
           const int64_t t = backward ? g.seq - 1 - step : step;
-          const float* xt = xwd + xrow(t, b) / g.input * GH;
+          const float* xt = xwd + x_row(t, b) * GH;
           if (g.cell == Cell::Gru) gru_step(d, rb, xt, h.data(), rh.data(), rec.data());
           else lstm_step(d, rb, peep, xt, h.data(), c.data(), rec.data());
           if (y) std::copy(h.begin(), h.end(), y + yrow(t, d, b));
@@ -143,8 +143,9 @@ class RecurrentKernel : public Kernel {
   }
 
  private:
-  // Offsets of x_t for batch element b, of Y's row (t, d, b) and of a state's row (d, b).
-  int64_t xrow(int64_t t, int64_t b) const { return (g_.batch_major ? b * g_.seq + t : t * g_.batch + b) * g_.input; }
+  // The row of X holding x_t for batch element b; offsets of Y's row (t, d, b) and of a state's
+  // row (d, b).
+  int64_t x_row(int64_t t, int64_t b) const { return g_.batch_major ? b * g_.seq + t : t * g_.batch + b; }
   int64_t yrow(int64_t t, int64_t d, int64_t b) const {
     return (g_.batch_major ? (b * g_.seq + t) * g_.dirs + d : (t * g_.dirs + d) * g_.batch + b) * g_.H;
   }
