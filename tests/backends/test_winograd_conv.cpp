@@ -84,8 +84,18 @@ TEST(WinogradConv, AddsTheResidual) {
     if (first.empty() && k.make()) first = k.spec.impl;
   EXPECT_EQ(first, "kiln_winograd");
   EXPECT_TRUE(backends::cpu::kiln_winograd_accepts(*n));
-  // The CPU backend runs none of its Winograd convs blocked, so the layout pass leaves them NHWC.
-  EXPECT_FALSE(backends::make_cpu_backend(1)->runs_blocked(*n));
+  // The CPU backend runs none of its Winograd convs blocked, so the layout pass leaves them NHWC;
+  // without kiln's Winograd, oneDNN's runs this one (16 input channels) blocked.
+  auto backend = backends::make_cpu_backend(1);
+  EXPECT_FALSE(backend->runs_blocked(*n));
+  backend->set_disabled_kernels({"kiln_winograd"});
+  EXPECT_TRUE(backend->runs_blocked(*n));
+  ir::Value* x8 = g.add_input("x8", ir::TensorType::from_dims(DType::Float, {1, 9, 9, 8}));
+  ir::Value* y8 = g.add_value("y8");
+  ir::Node* n8 = g.add_node("FusedConv", {x8, g.add_constant("w8", Tensor(DType::Float, {32, 8, 3, 3}))}, {y8},
+                            winograd_attrs({1, 1, 1, 1}, "Relu"), "n8", "kiln");
+  ops::ShapeInference().run(g);
+  EXPECT_FALSE(backend->runs_blocked(*n8));  // under oneDNN's 16-channel blocks: direct, NHWC
 }
 
 TEST(WinogradConv, LeavesOtherFormsToOneDnn) {

@@ -33,6 +33,11 @@ struct KernelFactory {
 
 const std::vector<KernelFactory>& kernel_factories();
 
+// oneDNN 2.x's Winograd convolution (AVX-512 only) works on 16-channel blocks of the input: with
+// fewer input channels most of its transforms and products are of padding (a 3-channel image:
+// 13 lanes of 16), so kiln does not ask for it there (onednn_conv.cpp).
+constexpr int64_t kOnednnWinogradMinChannels = 16;
+
 // Whether a kernel implementation may be used (not in SessionOptions::disabled_kernels), for
 // composite kernels choosing their members' implementations (kiln.ConvConcat): the cpu backend
 // holds a DisabledKernels scope around each factory call.

@@ -335,9 +335,7 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
     const bool plain = winograd || x_blocked != y_blocked ? false : nhwc ? !alt : alt;
     if (winograd && (G != 1 || KH != 3 || KW != 3 || strides[0] != 1 || strides[1] != 1 || dil[0] != 1 || dil[1] != 1))
       return nullptr;
-    // oneDNN's Winograd works on 16-channel blocks of the input: under 16 channels most of its
-    // transforms and products are of padding (a 3-channel image: 13 lanes of 16).
-    if (winograd && C < 16) return nullptr;
+    if (winograd && C < kOnednnWinogradMinChannels) return nullptr;
     const auto algo = winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
     memory::dims st{strides[0], strides[1]}, dl{dil[0] - 1, dil[1] - 1}, pl{pads[0], pads[1]}, pr{pads[2], pads[3]};
     auto desc = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
