@@ -19,7 +19,9 @@
 #include "backends/cpu/depthwise_conv.h"
 #include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/simd.h"
+#include "backends/cpu/parallel.h"
 #include "backends/cpu/stem_conv.h"
+#include "backends/cpu/winograd_conv.h"
 #include "ops/core/infer_graph.h"
 
 namespace {
@@ -204,6 +206,34 @@ void depthwise_at_mapping_start(benchmark::State& state) {
   }
 }
 
+// kiln's Winograd conv (C -> C on HxH, 3x3, pad 1, ReLU) with explicit parameters, in a held
+// team as a model runs it: args threads, tile side, tiles per block, split (0 tiles, 1
+// outputs). 16 copies of the weights, run in turn, so each run reads its weights from beyond
+// the L2 as in a model.
+void winograd(benchmark::State& state, int64_t hw, int64_t c) {
+  if (!backends::cpu::has_avx512()) return state.SkipWithError("no AVX-512");
+  const int threads = static_cast<int>(state.range(0));
+  backends::cpu::WinogradShape s{hw, hw, c, hw, hw, c, 3, 3, 1, 1};
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(hw * hw * c), w(c * c * 9), b(c), y(hw * hw * c);
+  for (std::vector<float>* v : {&x, &w, &b})
+    for (float& f : *v) f = u(rng);
+  std::vector<backends::cpu::WinogradConv> convs;
+  for (int i = 0; i < 16; ++i)
+    convs.emplace_back(s, w.data(), b.data(), ops::Activation{ops::Activation::Relu}, threads,
+                       static_cast<int>(state.range(1)), state.range(2), state.range(3) != 0);
+  size_t next = 0;
+  backends::cpu::hold_team(threads, [&] {
+    for (auto _ : state) {
+      convs[next].run(x.data(), y.data(), c);
+      next = (next + 1) % convs.size();
+    }
+  });
+  state.counters["GFLOPS"] = benchmark::Counter(static_cast<double>(state.iterations()) * hw * hw * c * c * 9 * 2 / 1e9,
+                                                benchmark::Counter::kIsRate);
+}
+
 int register_all() {
   benchmark::RegisterBenchmark("FmaPeak", fma_peak)->Arg(1)->Arg(2)->UseRealTime();
   benchmark::RegisterBenchmark("StemRows_224_3to32", stem_rows)->Arg(0)->Arg(1)->UseRealTime();
@@ -211,6 +241,16 @@ int register_all() {
       ->Arg(0)
       ->Arg(1)
       ->UseRealTime();
+  for (auto [hw, c] : {std::pair<int64_t, int64_t>{56, 64}, {28, 128}, {14, 256}, {7, 512}}) {
+    auto* b = benchmark::RegisterBenchmark(("Winograd_" + std::to_string(c) + "x" + std::to_string(hw)).c_str(),
+                                           [hw, c](benchmark::State& s) { winograd(s, hw, c); });
+    for (int64_t t : {1, 2})
+      for (int64_t tile : {2, 4})
+        for (int64_t bt : {8, 24, 48, 96})
+          for (int64_t split : {0, 1})
+            if (t > 1 || split == 0) b->Args({t, tile, bt, split});
+    b->UseRealTime();
+  }
   // efficientnet_b0's squeeze-excitation scales, channels-last.
   add("SeMul_112x112x32", {"Mul", "", {{1, 112, 112, 32}, {1, 1, 1, 32}}, {false, false}});
   add("SeMul_56x56x144", {"Mul", "", {{1, 56, 56, 144}, {1, 1, 1, 144}}, {false, false}});

@@ -162,5 +162,24 @@ TEST(WinogradConv, SplittingTheOutputsMatchesOneThread) {
     }
 }
 
+
+// The team splits the outputs only where the tiles make fewer blocks than threads: there each
+// thread would read all the weights for its one small block. Where every thread gets blocks of
+// its own (ResNet's 28x28 and 14x14 layers), it splits the tiles and reads only its part of the
+// input, which the layer before wrote on the same core.
+TEST(WinogradConv, SplitsTheOutputsWhereTheTilesMakeFewerBlocksThanThreads) {
+  using backends::cpu::winograd_split;
+  const backends::cpu::WinogradShape s7{7, 7, 512, 7, 7, 512, 3, 3, 1, 1};
+  const backends::cpu::WinogradShape s14{14, 14, 256, 14, 14, 256, 3, 3, 1, 1};
+  const backends::cpu::WinogradShape s28{28, 28, 128, 28, 28, 128, 3, 3, 1, 1};
+  EXPECT_EQ(winograd_split(s7, 2, 2, 24), "outputs");   // 16 tiles: one block
+  EXPECT_EQ(winograd_split(s7, 2, 1, 24), "tiles");     // one thread
+  EXPECT_EQ(winograd_split(s14, 2, 2, 24), "tiles");    // 49 tiles: two blocks
+  EXPECT_EQ(winograd_split(s14, 2, 2, 48), "outputs");  // one block of 49
+  EXPECT_EQ(winograd_split(s28, 4, 2, 24), "tiles");
+  // Output blocks of 64 that do not share out evenly: the tiles.
+  EXPECT_EQ(winograd_split({7, 7, 512, 7, 7, 192, 3, 3, 1, 1}, 2, 2, 24), "tiles");
+}
+
 }  // namespace
 }  // namespace kiln

@@ -299,14 +299,22 @@ void WinogradConv::run(const float* x, float* y, int64_t ldc, const float* z) co
   }
 }
 
-std::string winograd_split(const WinogradShape& s, int tile, int threads) {
+std::string winograd_split(const WinogradShape& s, int tile, int threads, int64_t block_tiles) {
   const int64_t blocks = (round16(s.OC) + 63) / 64;
   if (threads < 2 || blocks % threads != 0) return "tiles";
   // Weights a core's L2 holds come from it for every block after the first either way.
   const double weights = (tile + 2.0) * (tile + 2) * round16(s.C) * round16(s.OC) * sizeof(float);
-  const double input = static_cast<double>(s.H) * s.W * s.C * sizeof(float);
   if (weights <= static_cast<double>(l2_cache_bytes())) return "tiles";
-  return weights * (threads - 1) / threads > input ? "outputs" : "tiles";
+  // Otherwise a thread reads the weights once per block of tiles it does: by tiles, all of them
+  // for each of its share of the blocks; by outputs, its part of them for every block, and the
+  // whole input besides. Splitting the outputs pays where the tiles make fewer blocks than
+  // threads (a small image), not where every thread gets a block of its own anyway.
+  const int64_t tiles = ((s.OH + tile - 1) / tile) * ((s.OW + tile - 1) / tile);
+  const int64_t image_blocks = std::max<int64_t>(1, tiles / std::max<int64_t>(1, block_tiles));
+  const double by_tiles = weights * static_cast<double>((image_blocks + threads - 1) / threads);
+  const double by_outputs = weights / threads * static_cast<double>(image_blocks);
+  const double input = static_cast<double>(s.H) * s.W * s.C * sizeof(float);
+  return by_tiles - by_outputs > input ? "outputs" : "tiles";
 }
 
 namespace {
@@ -344,7 +352,7 @@ std::map<std::string, plan::ParamValue> winograd_params(const ir::Node& node, in
   const auto yd = y->type.static_dims(), xd = x->type.static_dims();
   const int tile = rule_tile(yd[1], yd[2]);
   WinogradShape s{xd[1], xd[2], xd[3], yd[1], yd[2], yd[3]};
-  return {{"tile", int64_t{tile}}, {"block_tiles", kWinogradBlockTiles}, {"split", winograd_split(s, tile, threads)}};
+  return {{"tile", int64_t{tile}}, {"block_tiles", kWinogradBlockTiles}, {"split", winograd_split(s, tile, threads, kWinogradBlockTiles)}};
 }
 
 namespace {
@@ -404,7 +412,7 @@ std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, in
   const ir::Value* w = node.input(1);
   const ir::Value* b = node.num_inputs() > 2 ? node.input(2) : nullptr;
   const int64_t ldc = out_channels_total > 0 ? out_channels_total : s->OC;
-  const std::string split = split_choice.empty() ? winograd_split(*s, tile, threads) : split_choice;
+  const std::string split = split_choice.empty() ? winograd_split(*s, tile, threads, block_tiles) : split_choice;
   WinogradConv conv(*s, w->constant().data<float>(), b ? b->constant().data<float>() : nullptr, *epilogue_of(node),
                     threads, tile, block_tiles, split == "outputs");
   return std::make_unique<WinogradKernel>(std::move(conv), node.input(0)->type.static_dims()[0], ldc);
