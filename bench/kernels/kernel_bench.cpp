@@ -363,6 +363,10 @@ int register_all() {
                                 std::tuple{"PointwiseRows_784px_32to192", 784, 32, 192},
                                 std::tuple{"PointwiseRows_196px_64to384", 196, 64, 384}, std::tuple{"PointwiseRows_784px_40to240", 784, 40, 240}, std::tuple{"PointwiseRows_196px_80to480", 196, 80, 480}, std::tuple{"PointwiseRows_49px_160to960", 49, 160, 960}, std::tuple{"PointwiseRows_196px_96to576", 196, 96, 576}, std::tuple{"PointwiseRows_196px_576to96", 196, 576, 96}, std::tuple{"PointwiseRows_784px_144to40", 784, 144, 40}, std::tuple{"PointwiseRows_196px_240to80", 196, 240, 80}, std::tuple{"PointwiseRows_196px_480to80", 196, 480, 80}, std::tuple{"PointwiseRows_196px_16to480", 196, 80, 480}, std::tuple{"PointwiseRows_3136px_16to96", 3136, 16, 96}})
     benchmark::RegisterBenchmark(name, [px, k, n](benchmark::State& s) { pointwise_rows(s, px, k, n); })->UseRealTime();
+  // resnet50's 1x1 convs on 56x56: wide inputs (256 channels) into 64 or 128.
+  add("Pointwise_56x56_256to64", {"FusedConv", "kiln", {{1, 56, 56, 256}, {64, 256, 1, 1}, {64}}, {false, true, true}, relu}, 8);
+  add("Pointwise_56x56_256to128", {"FusedConv", "kiln", {{1, 56, 56, 256}, {128, 256, 1, 1}, {128}}, {false, true, true}, relu}, 8);
+  add("Pointwise_56x56_64to256", {"FusedConv", "kiln", {{1, 56, 56, 64}, {256, 64, 1, 1}, {256}}, {false, true, true}, relu}, 8);
   add("Pointwise_56x56_24to144", {"FusedConv", "kiln", {{1, 56, 56, 24}, {144, 24, 1, 1}, {144}}, {false, true, true}, relu}, 8);
   // The classifier of mobilenet_v2 / efficientnet_b0: gemv, then oneDNN.
   add("Classifier_1280x1000",
