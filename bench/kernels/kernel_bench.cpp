@@ -210,13 +210,13 @@ void depthwise_at_mapping_start(benchmark::State& state) {
 // team as a model runs it: args threads, tile side, tiles per block, split (0 tiles, 1
 // outputs). 16 copies of the weights, run in turn, so each run reads its weights from beyond
 // the L2 as in a model.
-void winograd(benchmark::State& state, int64_t hw, int64_t c) {
+void winograd(benchmark::State& state, int64_t hw, int64_t c, int64_t oc) {
   if (!backends::cpu::has_avx512()) return state.SkipWithError("no AVX-512");
   const int threads = static_cast<int>(state.range(0));
-  backends::cpu::WinogradShape s{hw, hw, c, hw, hw, c, 3, 3, 1, 1};
+  backends::cpu::WinogradShape s{hw, hw, c, hw, hw, oc, 3, 3, 1, 1};
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> x(hw * hw * c), w(c * c * 9), b(c), y(hw * hw * c);
+  std::vector<float> x(hw * hw * c), w(oc * c * 9), b(oc), y(hw * hw * oc);
   for (std::vector<float>* v : {&x, &w, &b})
     for (float& f : *v) f = u(rng);
   std::vector<backends::cpu::WinogradConv> convs;
@@ -226,11 +226,11 @@ void winograd(benchmark::State& state, int64_t hw, int64_t c) {
   size_t next = 0;
   backends::cpu::hold_team(threads, [&] {
     for (auto _ : state) {
-      convs[next].run(x.data(), y.data(), c);
+      convs[next].run(x.data(), y.data(), oc);
       next = (next + 1) % convs.size();
     }
   });
-  state.counters["GFLOPS"] = benchmark::Counter(static_cast<double>(state.iterations()) * hw * hw * c * c * 9 * 2 / 1e9,
+  state.counters["GFLOPS"] = benchmark::Counter(static_cast<double>(state.iterations()) * hw * hw * c * oc * 9 * 2 / 1e9,
                                                 benchmark::Counter::kIsRate);
 }
 
@@ -241,9 +241,12 @@ int register_all() {
       ->Arg(0)
       ->Arg(1)
       ->UseRealTime();
-  for (auto [hw, c] : {std::pair<int64_t, int64_t>{56, 64}, {28, 128}, {14, 256}, {7, 512}}) {
-    auto* b = benchmark::RegisterBenchmark(("Winograd_" + std::to_string(c) + "x" + std::to_string(hw)).c_str(),
-                                           [hw, c](benchmark::State& s) { winograd(s, hw, c); });
+  // resnet's C -> C layers and densenet121's 128 -> 32 (its dense layers' 3x3 convs).
+  for (auto [hw, c, oc] : {std::tuple<int64_t, int64_t, int64_t>{56, 64, 64}, {28, 128, 128}, {14, 256, 256}, {7, 512, 512},
+                           {56, 128, 32}, {28, 128, 32}}) {
+    auto* b = benchmark::RegisterBenchmark(
+        ("Winograd_" + std::to_string(c) + "to" + std::to_string(oc) + "x" + std::to_string(hw)).c_str(),
+        [hw, c, oc](benchmark::State& s) { winograd(s, hw, c, oc); });
     for (int64_t t : {1, 2})
       for (int64_t tile : {2, 4})
         for (int64_t bt : {8, 24, 48, 96})
