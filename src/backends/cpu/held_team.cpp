@@ -58,7 +58,10 @@ void HeldTeam::serve(int thread) {
 void hold_team(int threads, const std::function<void()>& body, TeamChoice* choice) {
   // More threads than cores: workers spinning for a job would take the core from the thread
   // they wait for (libgomp throttles its spinning there), so each loop starts its own team.
-  if (threads <= 1 || threads > omp_get_num_procs() || omp_in_parallel() || HeldTeam::current()) {
+  // The cores this process may run on, asked once: the call is a system call (sched_getaffinity),
+  // a microsecond in a VM, which a model of a few microseconds per run would pay every run.
+  static const int cores = omp_get_num_procs();
+  if (threads <= 1 || threads > cores || omp_in_parallel() || HeldTeam::current()) {
     body();
     return;
   }
