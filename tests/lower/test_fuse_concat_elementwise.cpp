@@ -67,6 +67,21 @@ TEST(FuseConcatElementwise, ScaleShiftReluOfAConcat) {
   check_kernels(*g, 1);
 }
 
+// A DenseNet layer deep in its block: the block's input and many 32-channel pieces, some
+// narrower or wider than a vector, gathered into rows of 438 (two tiles) on two threads.
+TEST(FuseConcatElementwise, ManyNarrowPieces) {
+  auto build = [](Builder& b) {
+    std::vector<ir::Value*> pieces{b.in("x0", {1, 20, 20, 64})};
+    for (int k = 0; k < 10; ++k) pieces.push_back(b.in("p" + std::to_string(k), {1, 20, 20, 32}));
+    for (int64_t w : {5, 16, 17, 16}) pieces.push_back(b.in("q" + std::to_string(w) + "_" + std::to_string(pieces.size()), {1, 20, 20, w}));
+    ir::Value* c = b.op("Concat", pieces, {{"axis", I(3)}});
+    ir::Value* m = b.op("Mul", {c, b.rand({1, 1, 1, 438})});
+    b.out(b.op("Relu", {b.op("Add", {m, b.rand({438})})}));
+  };
+  auto g = check_lowering(build, collapse_and_fuse, 1);
+  check_kernels(*g, 1);
+}
+
 // A second reader of the Concat, a Concat on another axis, a Concat the group reads through a
 // broadcast: none move (each would need the concatenated tensor or another order).
 TEST(FuseConcatElementwise, LeavesConcatsItCannotGather) {

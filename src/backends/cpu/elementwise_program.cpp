@@ -2,6 +2,8 @@
 
 #include <kiln/error.h>
 
+#include <immintrin.h>
+
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -73,6 +75,82 @@ KILN_SIMD void binary(Op op, const float* a, const float* b, float* o, int64_t n
     case Op::Min: for (int64_t i = 0; i < n; ++i) o[i] = std::min(a[i], b[i]); break;
     case Op::PRelu: for (int64_t i = 0; i < n; ++i) o[i] = std::max(a[i], 0.f) + b[i] * std::min(a[i], 0.f); break;
     default: break;
+  }
+}
+
+// One step over n floats in AVX-512 registers, for the ops whose arithmetic is plain (the
+// transcendental ones and the rarer ones keep the KILN_SIMD loops above), as one call per tile
+// and step without the clones' dispatch: the same results as those loops, where std::max(x, y)
+// is _mm512_max_ps(y, x) (the second operand when unordered or equal) and std::min likewise.
+// step_avx512 returns false for an op it does not do.
+// GCC 12 warns of the undefined pass-through operand inside its own _mm512_min_ps/_mm512_max_ps.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+template <typename F>
+__attribute__((target("avx512f"), always_inline)) inline void lanes(const float* a, const float* b, float* o, int64_t n,
+                                                                   const F& f) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(o + i, f(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(o + i, m, f(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+  }
+}
+
+// The lane function of one op: x the step's first operand, y its second (x again for a unary op).
+#define KILN_LANES(expr) \
+  lanes(a, b, o, n, [&](__m512 x, __m512 y) __attribute__((target("avx512f"))) { (void)y; return expr; })
+
+__attribute__((target("avx512f"))) bool step_avx512(const Step& st, const float* a, const float* b, float* o, int64_t n) {
+  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.f), p0 = _mm512_set1_ps(st.p0),
+               p1 = _mm512_set1_ps(st.p1), sign = _mm512_castsi512_ps(_mm512_set1_epi32(INT32_MIN)),
+               sixth = _mm512_set1_ps(1.f / 6.f), half = _mm512_set1_ps(.5f);
+  if (!b) b = a;
+  switch (st.op) {
+    case Op::Relu: KILN_LANES(_mm512_max_ps(zero, x)); return true;
+    case Op::Clip: KILN_LANES(_mm512_min_ps(p1, _mm512_max_ps(p0, x))); return true;
+    // The sign flipped (-0 of +0, as -a), through the integer lanes: AVX-512F has no float xor.
+    case Op::Neg:
+      KILN_LANES(_mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_castps_si512(sign))));
+      return true;
+    case Op::Abs: KILN_LANES(_mm512_abs_ps(x)); return true;
+    case Op::Identity: KILN_LANES(x); return true;
+    case Op::Square: KILN_LANES(_mm512_mul_ps(x, x)); return true;
+    case Op::HardSwish:
+      KILN_LANES(_mm512_mul_ps(x, _mm512_max_ps(zero, _mm512_min_ps(_mm512_fmadd_ps(x, sixth, half), one))));
+      return true;
+    case Op::Add: KILN_LANES(_mm512_add_ps(x, y)); return true;
+    case Op::Sub: KILN_LANES(_mm512_sub_ps(x, y)); return true;
+    case Op::Mul: KILN_LANES(_mm512_mul_ps(x, y)); return true;
+    case Op::Div: KILN_LANES(_mm512_div_ps(x, y)); return true;
+    case Op::Max: KILN_LANES(_mm512_max_ps(y, x)); return true;
+    case Op::Min: KILN_LANES(_mm512_min_ps(y, x)); return true;
+    default: return false;
+  }
+}
+#undef KILN_LANES
+#pragma GCC diagnostic pop
+
+// Columns [c, c + n) of row r of a Concat's pieces into `dst`: piece k holds columns
+// [begin[k], begin[k] + width[k]) of each row, its rows width[k] apart from data[k]. One call per
+// tile with the copies inline: DenseNet's rows are dozens of 32-channel pieces, where a memcpy
+// call per piece cost more than the copying.
+__attribute__((target("avx512f"))) void gather_pieces_avx512(float* dst, const float* const* data, const int64_t* begin,
+                                                             const int64_t* width, int pieces, int64_t r, int64_t c,
+                                                             int64_t n) {
+  const int64_t e = c + n;
+  for (int k = 0; k < pieces; ++k) {
+    const int64_t lo = std::max(c, begin[k]), hi = std::min(e, begin[k] + width[k]);
+    if (lo >= hi) continue;
+    const float* src = data[k] + r * width[k] + (lo - begin[k]);
+    float* out = dst + (lo - c);
+    const int64_t len = hi - lo;
+    int64_t j = 0;
+    for (; j + 16 <= len; j += 16) _mm512_storeu_ps(out + j, _mm512_loadu_ps(src + j));
+    if (j < len) {
+      const __mmask16 m = static_cast<__mmask16>((1u << (len - j)) - 1);
+      _mm512_mask_storeu_ps(out + j, m, _mm512_maskz_loadu_ps(m, src + j));
+    }
   }
 }
 
@@ -500,8 +578,23 @@ void ElementwiseProgram::Impl::tiles(const std::vector<const Tensor*>& inputs, i
                                      const Emit& emit, float* direct) const {
   const float* base[kMaxSlots];
   for (int s = 0; s < n_sources; ++s)
-    base[s] = (operands[s].input >= 0 ? inputs[operands[s].input]->data<float>() : operands[s].constant) +
-              operands[s].offset;
+    base[s] = operands[s].pieces.empty()
+                  ? (operands[s].input >= 0 ? inputs[operands[s].input]->data<float>() : operands[s].constant) +
+                        operands[s].offset
+                  : nullptr;
+  // The gathered operands' pieces (data, first column, width), looked up once per call.
+  std::vector<const float*> piece_data;
+  std::vector<int64_t> piece_begin, piece_width;
+  int piece_first[kMaxSlots] = {};
+  const bool avx512 = has_avx512();
+  for (int s = 0; s < n_sources; ++s) {
+    piece_first[s] = static_cast<int>(piece_data.size());
+    for (const Operand::Piece& p : operands[s].pieces) {
+      piece_data.push_back(inputs[p.input]->data<float>());
+      piece_begin.push_back(p.begin);
+      piece_width.push_back(p.width);
+    }
+  }
   const int nd = static_cast<int>(outer_dims.size());
   alignas(64) float tiles[kMaxSlots][kTile];
   const float* ptr[kMaxSlots];
@@ -536,11 +629,17 @@ void ElementwiseProgram::Impl::tiles(const std::vector<const Tensor*>& inputs, i
         const int64_t st = operands[s].inner_stride;
         if (!operands[s].pieces.empty()) {  // a Concat: row off / inner of each piece
           const int64_t r = off[s] / inner, e = c + n;
-          for (const Operand::Piece& p : operands[s].pieces) {
-            const int64_t lo = std::max(c, p.begin), hi = std::min(e, p.begin + p.width);
-            if (lo < hi)
-              std::memcpy(tiles[s] + (lo - c), inputs[p.input]->data<float>() + r * p.width + (lo - p.begin),
-                          static_cast<size_t>(hi - lo) * sizeof(float));
+          const int first = piece_first[s], count = static_cast<int>(operands[s].pieces.size());
+          if (avx512) {
+            gather_pieces_avx512(tiles[s], piece_data.data() + first, piece_begin.data() + first,
+                                 piece_width.data() + first, count, r, c, n);
+          } else {
+            for (int k = first; k < first + count; ++k) {
+              const int64_t lo = std::max(c, piece_begin[k]), hi = std::min(e, piece_begin[k] + piece_width[k]);
+              if (lo < hi)
+                std::memcpy(tiles[s] + (lo - c), piece_data[k] + r * piece_width[k] + (lo - piece_begin[k]),
+                            static_cast<size_t>(hi - lo) * sizeof(float));
+            }
           }
           ptr[s] = tiles[s];
         } else if (st == 1) {
@@ -554,8 +653,12 @@ void ElementwiseProgram::Impl::tiles(const std::vector<const Tensor*>& inputs, i
       for (const Step& st : steps) {
         // With `direct`, the last step writes the (single, contiguous) output in place.
         float* dst = direct && &st == last_step ? direct + row * inner + c : tiles[st.dst];
-        if (st.b < 0) unary(st.op, ptr[st.a], dst, n, st.p0, st.p1);
-        else binary(st.op, ptr[st.a], ptr[st.b], dst, n);
+        if (avx512 && step_avx512(st, ptr[st.a], st.b < 0 ? nullptr : ptr[st.b], dst, n)) {
+        } else if (st.b < 0) {
+          unary(st.op, ptr[st.a], dst, n, st.p0, st.p1);
+        } else {
+          binary(st.op, ptr[st.a], ptr[st.b], dst, n);
+        }
         ptr[st.dst] = dst;
       }
       if (direct) continue;
