@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -234,8 +235,22 @@ void winograd(benchmark::State& state, int64_t hw, int64_t c, int64_t oc) {
                                                 benchmark::Counter::kIsRate);
 }
 
+// What a held team costs on this machine: hold_team on 2 threads around `range(0)` parallel
+// loops of nothing (0: the team's start and end alone), as a small model's run pays them.
+void held_team_handoffs(benchmark::State& state) {
+  const int64_t loops = state.range(0);
+  std::atomic<int64_t> sink{0};
+  for (auto _ : state)
+    backends::cpu::hold_team(2, [&] {
+      for (int64_t i = 0; i < loops; ++i)
+        backends::cpu::parallel_for(2, 2, [&](int64_t b, int64_t e) { sink.fetch_add(e - b, std::memory_order_relaxed); });
+    });
+  benchmark::DoNotOptimize(sink.load());
+}
+
 int register_all() {
   benchmark::RegisterBenchmark("FmaPeak", fma_peak)->Arg(1)->Arg(2)->UseRealTime();
+  benchmark::RegisterBenchmark("HeldTeamHandoffs", held_team_handoffs)->Arg(0)->Arg(1)->Arg(3)->Arg(10)->UseRealTime();
   benchmark::RegisterBenchmark("StemRows_224_3to32", stem_rows)->Arg(0)->Arg(1)->UseRealTime();
   benchmark::RegisterBenchmark("Depthwise3x3_960x7_MappingStart", depthwise_at_mapping_start)
       ->Arg(0)
