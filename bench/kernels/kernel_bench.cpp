@@ -20,6 +20,7 @@
 #include "backends/cpu/depthwise_conv.h"
 #include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/simd.h"
+#include "backends/cpu/softmax_row.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/stem_conv.h"
 #include "backends/cpu/winograd_conv.h"
@@ -248,9 +249,27 @@ void held_team_handoffs(benchmark::State& state) {
   benchmark::DoNotOptimize(sink.load());
 }
 
+// The attention kernel's score rows (vit_tiny's: 197 columns, 3 heads x 197 rows), softmax in
+// place with the scale.
+void softmax_rows(benchmark::State& state) {
+  const int64_t n = state.range(0), rows = 3 * n;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-4.f, 4.f);
+  std::vector<float> x(rows * n);
+  for (float& f : x) f = u(rng);
+  std::vector<float> y = x;
+  for (auto _ : state) {
+    std::copy(x.begin(), x.end(), y.begin());
+    for (int64_t r = 0; r < rows; ++r) backends::cpu::softmax_row(y.data() + r * n, y.data() + r * n, n, 0.125f, nullptr, 0.f);
+  }
+  state.counters["ns_per_element"] = benchmark::Counter(static_cast<double>(state.iterations()) * rows * n,
+                                                        benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 int register_all() {
   benchmark::RegisterBenchmark("FmaPeak", fma_peak)->Arg(1)->Arg(2)->UseRealTime();
   benchmark::RegisterBenchmark("HeldTeamHandoffs", held_team_handoffs)->Arg(0)->Arg(1)->Arg(3)->Arg(10)->UseRealTime();
+  benchmark::RegisterBenchmark("SoftmaxRows", softmax_rows)->Arg(197)->Arg(128)->Arg(256)->UseRealTime();
   benchmark::RegisterBenchmark("StemRows_224_3to32", stem_rows)->Arg(0)->Arg(1)->UseRealTime();
   benchmark::RegisterBenchmark("Depthwise3x3_960x7_MappingStart", depthwise_at_mapping_start)
       ->Arg(0)

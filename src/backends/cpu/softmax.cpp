@@ -13,13 +13,23 @@
 #include "backends/cpu/simd.h"
 #include "backends/cpu/simd_reduce.h"
 #include "backends/cpu/softmax_row.h"
+#include "kernels/avx512_activation.h"
 #include "kernels/norm.h"
 
 namespace kiln::backends::cpu {
 
+namespace {
+
 // The rows of kernels/norm.h (shared with emitted code), compiled per ISA.
-KILN_SIMD void softmax_row(const float* x, float* y, int64_t n, float scale, const float* add, float add_const) {
+KILN_SIMD void softmax_row_simd(const float* x, float* y, int64_t n, float scale, const float* add, float add_const) {
   kiln_kernels::softmax_row(x, y, n, scale, add, add_const);
+}
+
+}  // namespace
+
+void softmax_row(const float* x, float* y, int64_t n, float scale, const float* add, float add_const) {
+  if (has_avx512()) kiln_kernels::softmax_row_avx512(x, y, n, scale, add, add_const);
+  else softmax_row_simd(x, y, n, scale, add, add_const);
 }
 
 namespace {
