@@ -55,6 +55,21 @@ TEST(ConstantFolding, CapStopsHugeExpand) {
   EXPECT_EQ(count(*b.g, "Expand"), 1);
 }
 
+// A shifted-window attention mask (swin_t's first stage: 64 windows of 49 x 49) built from small
+// constants folds under the default cap, which a run would otherwise recompute every time.
+TEST(ConstantFolding, FoldsAWindowMaskUnderTheDefaultCap) {
+  auto g = check_rewrite(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {64, 49, 49});
+        ir::Value* diff = b.op("Sub", {b.rand({64, 1, 49}), b.rand({64, 49, 1})});
+        ir::Value* nonzero = b.op("Not", {b.op("Equal", {diff, b.scalar(0)})});
+        b.out(b.op("Add", {x, b.op("Where", {nonzero, b.scalar(-100), b.scalar(0)})}));
+      },
+      passes_of(make_constant_folding(), make_dce()));
+  EXPECT_EQ(g->num_nodes(), 1u);
+  EXPECT_EQ(count(*g, "Where"), 0);
+}
+
 TEST(ConstantFolding, ShapeOfSymbolicStays) {
   Builder b;
   ir::Value* x = b.g->add_input("x", ir::TensorType(DType::Float, {ir::Dim::sym("n"), 3}));
