@@ -82,8 +82,8 @@ KILN_SIMD void binary(Op op, const float* a, const float* b, float* o, int64_t n
 // transcendental ones and the rarer ones keep the KILN_SIMD loops above), as one call per tile
 // and step without the clones' dispatch: the same results as those loops, where std::max(x, y)
 // is _mm512_max_ps(y, x) (the second operand when unordered or equal) and std::min likewise.
-// step_avx512 returns false for an op it does not do.
-// GCC 12 warns of the undefined pass-through operand inside its own _mm512_min_ps/_mm512_max_ps.
+// step_avx512 returns false for an op it does not do. (GCC 12 warns of the undefined
+// pass-through operand inside its own _mm512_min_ps/_mm512_max_ps.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 template <typename F>
