@@ -17,20 +17,20 @@
 
 namespace kiln::runtime {
 
-// One run's arena: 64-byte aligned, reused across runs of the same plan.
+// One run's arena: 64-byte aligned (from 2 MiB up, in huge pages), reused across runs of the
+// same plan.
 class Arena {
  public:
   explicit Arena(int64_t bytes);
-  std::byte* data() const { return data_.get(); }
+  std::byte* data() const { return static_cast<std::byte*>(mem_.get()); }
   int64_t size() const { return size_; }
   bool contains(const void* p) const {
     auto* b = static_cast<const std::byte*>(p);
-    return size_ > 0 && b >= data_.get() && b < data_.get() + size_;
+    return size_ > 0 && b >= data() && b < data() + size_;
   }
 
  private:
-  struct Free { void operator()(std::byte* p) const; };
-  std::unique_ptr<std::byte, Free> data_;
+  std::shared_ptr<void> mem_;
   int64_t size_;
 };
 
