@@ -1,8 +1,7 @@
 // Activation epilogues on 16 floats in AVX-512 intrinsics, for the kernels that apply them in
 // registers before the store (depthwise_rows.h here; kiln's CPU backend: its pointwise, stem
-// and Winograd convs). SiLU: x / (1 + 2^{-x log2 e}), 2^y as 2^k 2^f with k rounded by adding
-// and subtracting 1.5 * 2^23 and added into the exponent bits of the degree-5 polynomial for 2^f
-// (math::exp2_in_range's), one division and no separate multiply: faster than GCC's
+// and Winograd convs). SiLU: x / (1 + 2^{-x log2 e}), 2^y by exp2_ps below (the degree-5
+// polynomial of math::exp2_in_range), one division and no separate multiply: faster than GCC's
 // vectorization of math::silu. The clamp to 2^{+-100} keeps every lane normal (see
 // math::sigmoid). The functions carry target("avx512f"), so they build without -mavx512f too;
 // callers run them only on a CPU with AVX-512F.
@@ -16,36 +15,32 @@ namespace kiln_kernels {
 // GCC 12 warns of the undefined pass-through operand inside its own _mm512_min_ps/_mm512_max_ps.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// 2^t for t in [-126, 127] (callers clamp): 2^k 2^f with k rounded by adding and subtracting
+// 1.5 * 2^23, added into the exponent bits of the degree-5 polynomial for 2^f on [-0.5, 0.5].
+__attribute__((target("avx512f"), always_inline)) inline __m512 exp2_ps(__m512 t) {
+  const __m512 shift = _mm512_set1_ps(12582912.f);
+  const __m512 ks = _mm512_add_ps(t, shift);
+  const __m512 f = _mm512_sub_ps(t, _mm512_sub_ps(ks, shift));
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.327647129073739e-3f), f, _mm512_set1_ps(9.675541892647743e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550713092088699e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402212023735046e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931469440460205e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0000001192092896f));
+  return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_castps_si512(ks), 23)));
+}
+
 __attribute__((target("avx512f"), always_inline)) inline __m512 silu_ps(__m512 x) {
   const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(x, _mm512_set1_ps(-1.44269504089f)), _mm512_set1_ps(-100.f)),
                                  _mm512_set1_ps(100.f));
-  const __m512 shift = _mm512_set1_ps(12582912.f);
-  const __m512 ks = _mm512_add_ps(t, shift);
-  const __m512 f = _mm512_sub_ps(t, _mm512_sub_ps(ks, shift));
-  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.327647129073739e-3f), f, _mm512_set1_ps(9.675541892647743e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550713092088699e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402212023735046e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931469440460205e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0000001192092896f));
-  const __m512i e = _mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_castps_si512(ks), 23));
-  return _mm512_div_ps(x, _mm512_add_ps(_mm512_castsi512_ps(e), _mm512_set1_ps(1.f)));
+  return _mm512_div_ps(x, _mm512_add_ps(exp2_ps(t), _mm512_set1_ps(1.f)));
 }
 
 // e^d for d <= 0 (a softmax's scores less their maximum), 0 below -80 as
-// underflow_to_zero (norm.h) has it: 2^(d log2 e) as silu_ps builds it, the exponent clamped at
-// -126 so every lane stays normal.
+// underflow_to_zero (norm.h) has it: 2^(d log2 e), the exponent clamped at -126 so every lane
+// stays normal.
 __attribute__((target("avx512f"), always_inline)) inline __m512 exp_nonpositive_ps(__m512 d) {
   const __m512 t = _mm512_max_ps(_mm512_mul_ps(d, _mm512_set1_ps(1.44269504089f)), _mm512_set1_ps(-126.f));
-  const __m512 shift = _mm512_set1_ps(12582912.f);
-  const __m512 ks = _mm512_add_ps(t, shift);
-  const __m512 f = _mm512_sub_ps(t, _mm512_sub_ps(ks, shift));
-  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.327647129073739e-3f), f, _mm512_set1_ps(9.675541892647743e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550713092088699e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402212023735046e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931469440460205e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0000001192092896f));
-  const __m512i e = _mm512_add_epi32(_mm512_castps_si512(p), _mm512_slli_epi32(_mm512_castps_si512(ks), 23));
-  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(d, _mm512_set1_ps(-80.f), _CMP_GE_OQ), _mm512_castsi512_ps(e));
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(d, _mm512_set1_ps(-80.f), _CMP_GE_OQ), exp2_ps(t));
 }
 
 // y[j] = softmax over j of (x[j] * scale + (add ? add[j] : 0) + add_const), j < n; y may be x:
