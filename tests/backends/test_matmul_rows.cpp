@@ -1,8 +1,10 @@
 // MatMul and kiln.FusedMatMul with constant weights on kiln's rows kernel (matmul_rows.cpp)
 // against the reference kernel: leading dims folded into rows, odd sizes around the 16-wide
-// vectors and 64-wide blocks, bias and activations (Gelu applied after the store), two threads.
+// vectors and 64-wide blocks, bias and activations (Gelu applied after the store), two threads
+// splitting the rows or, where the weights dominate, the outputs.
 #include "kernel_check.h"
 
+#include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/simd.h"
 
 namespace kiln {
@@ -72,6 +74,37 @@ TEST(MatMulRows, TakesConstantWeightsOfSeveralRows) {
   EXPECT_NE(chosen({1, 128, 256}, {256, 256}, false), "kiln_matmul_rows");
   EXPECT_NE(chosen({2, 4, 3}, {2, 3, 5}, true), "kiln_matmul_rows");
   EXPECT_NE(chosen({1, 256}, {256, 10}, true), "kiln_matmul_rows");
+}
+
+// A team splits a linear layer's outputs only where its weights come from beyond the L2 and are
+// at least twice its rows (in and out); there each core streams half of them, and the result is
+// the reference's.
+TEST(MatMulRows, TeamSplitsTheOutputsWhereTheWeightsDominate) {
+  using backends::cpu::matmul_rows_split_outputs;
+  EXPECT_TRUE(matmul_rows_split_outputs(49, 768, 3072, 2));    // swin_t's and convnext_tiny's last stage
+  EXPECT_TRUE(matmul_rows_split_outputs(49, 3072, 768, 2));
+  EXPECT_FALSE(matmul_rows_split_outputs(49, 768, 3072, 1));   // one thread
+  EXPECT_FALSE(matmul_rows_split_outputs(196, 384, 1536, 2));  // their third stage: rows as large
+  EXPECT_FALSE(matmul_rows_split_outputs(128, 256, 1024, 2));  // bert_tiny
+  EXPECT_FALSE(matmul_rows_split_outputs(4, 64, 64, 2));       // weights in the L2
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "no AVX-512";
+  ir::Graph g;
+  g.opsets[""] = 17;
+  ir::Value* x = g.add_input("a", ir::TensorType::from_dims(DType::Float, {1, 49, 768}));
+  ir::Value* y = g.add_value("y");
+  ir::Node* n = g.add_node("MatMul", {x, g.add_constant("b", Tensor(DType::Float, {768, 3072}))}, {y}, {}, "mm");
+  g.add_output(y);
+  ops::ShapeInference().run(g);
+  const auto backend = backends::make_cpu_backend(2);
+  const auto c = backend->candidates(*n);
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].spec.impl, "kiln_matmul_rows");
+  EXPECT_EQ(c[0].spec.get_string("split"), "outputs");
+  Case k{"MatMul", "", {{1, 49, 768}, {768, 3072}}, {false, true}, {{1, 49, 3072}}};
+  k.threads = 2;
+  k.concurrent = true;
+  k.tol = 2e-3f;
+  check(k);
 }
 
 }  // namespace

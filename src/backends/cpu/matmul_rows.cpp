@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/cpu/activation_apply.h"
+#include "backends/cpu/cache_size.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/pointwise_conv.h"
@@ -26,6 +27,29 @@ std::optional<std::pair<int64_t, int64_t>> rows_dims(const ir::Node& node) {
   const auto bd = b->type.static_dims();
   if (bd[0] < 1 || bd[1] < 1) return std::nullopt;
   return std::make_pair(bd[0], bd[1]);
+}
+
+// The rows of A (its leading dims), or 0 when they are not static.
+int64_t rows_of(const ir::Node& node) {
+  const ir::Value* a = node.num_inputs() > 0 ? node.input(0) : nullptr;
+  if (!a || !a->type.is_static() || a->type.rank() < 2) return 0;
+  const auto ad = a->type.static_dims();
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < ad.size(); ++i) rows *= ad[i];
+  return rows;
+}
+
+// The rule's parameters for a team of `threads`: the pointwise rule with its rows split
+// (kRowsSplitMinWeightBytes), except where the weights dominate (matmul_rows_split_outputs).
+std::map<std::string, plan::ParamValue> matmul_rows_params(const ir::Node& node, int threads) {
+  const auto kn = rows_dims(node);
+  if (!kn) return {};
+  const auto [K, N] = *kn;
+  PointwiseChoice c = pointwise_rule(K, N, threads, kRowsSplitMinWeightBytes);
+  if (matmul_rows_split_outputs(rows_of(node), K, N, threads) &&
+      kiln_kernels::pointwise_detail::parts_of(N, c.pair) >= 2 * threads)
+    c.split_outputs = true;
+  return pointwise_params(c);
 }
 
 std::unique_ptr<Kernel> make_matmul_rows(const ir::Node& node, const plan::KernelSpec& spec) {
@@ -61,8 +85,15 @@ std::unique_ptr<Kernel> make_matmul_rows(const ir::Node& node, const plan::Kerne
 
 }  // namespace
 
+bool matmul_rows_split_outputs(int64_t rows, int64_t K, int64_t N, int threads) {
+  if (threads < 2 || rows < 1) return false;
+  const double weights = 4.0 * static_cast<double>(K) * static_cast<double>(N);
+  const double activations = 4.0 * static_cast<double>(rows) * static_cast<double>(K + N);
+  return weights > static_cast<double>(l2_cache_bytes()) && weights >= 2 * activations;
+}
+
 void add_matmul_rows_kernels(std::vector<KernelFactory>& table) {
-  const auto choose = pointwise_chooser(rows_dims, kRowsSplitMinWeightBytes);
+  const auto choose = matmul_rows_params;
   const auto choices = pointwise_lister(rows_dims);
   for (const char* domain : {"", "kiln"})
     table.push_back({.domain = domain,

@@ -101,10 +101,15 @@ class PointwiseRows {
 std::unique_ptr<Kernel> make_pointwise_rows_kernel(int64_t rows, int64_t K, int64_t N, RowWeights w,
                                                    const float* bias, ops::Activation act, int threads,
                                                    const PointwiseChoice& c);
-// Threads always split a linear layer's rows by the rule: it sits between row-split ops
+// Threads split a linear layer's rows by the pointwise rule: it sits between row-split ops
 // (LayerNorm, Gelu, the next layer), so splitting its weights has each core read the other's
-// half of the activations.
+// half of the activations. matmul_rows_split_outputs names the exception.
 constexpr int64_t kRowsSplitMinWeightBytes = std::numeric_limits<int64_t>::max();
+// Whether a team splits a linear layer of `rows` rows (K -> N) by its outputs: where its weights
+// come from beyond a core's L2 and are at least twice its input and output rows (a transformer's
+// last stage: 49 rows through 768 x 3072 weights, 9.4 MB), each core streaming all the weights
+// for its half of the rows costs more than reading the rows it did not write.
+bool matmul_rows_split_outputs(int64_t rows, int64_t K, int64_t N, int threads);
 
 // The kernel for a channels-last 1x1 stride-1 FusedConv (group 1, no channel scale) of at most
 // `max_pixels` pixels per image, or nullptr (also without AVX-512); `out_channels_total` > 0
