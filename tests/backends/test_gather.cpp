@@ -42,6 +42,17 @@ TEST(CpuGather, ScalarIndexDtypesAndThreads) {
         true, 0.f, 2);
 }
 
+// A scalar index on the outermost axis of a large tensor makes one block: two threads copy it in
+// pieces of whole cache lines (a block of 64-byte lines, and one of 70,001 floats that ends mid-line).
+TEST(CpuGather, OneLargeBlockSplitBetweenThreads) {
+  check(OneNode("Gather", {{random(DType::Float, {3, 4, 64, 300})}, {indices(DType::Int64, {}, {1}), true}}, 1, axis(0)),
+        true, 0.f, 2);
+  check(OneNode("Gather", {{random(DType::Float, {3, 1, 70001})}, {indices(DType::Int64, {}, {-1}), true}}, 1, axis(0)),
+        true, 0.f, 2);
+  check(OneNode("Gather", {{random(DType::Float, {2, 70001})}, {indices(DType::Int32, {1}, {0})}}, 1, axis(0)), true,
+        0.f, 2);
+}
+
 TEST(CpuGather, OutOfRangeRuntimeIndexThrows) {
   for (int64_t bad : {int64_t{5}, int64_t{-6}, int64_t{1} << 40}) {
     OneNode n("Gather", {{random(DType::Float, {5, 3})}, {indices(DType::Int64, {2}, {0, bad})}}, 1, axis(0));

@@ -45,7 +45,22 @@ class GatherKernel : public Kernel {
     auto* dst = static_cast<char*>(outputs[0]->raw());
     const int64_t block = inner_ * static_cast<int64_t>(elem_);
     const int threads = outer_ * n * block >= kParallelBytes ? threads_ : 1;
-    parallel_for(outer_ * n, threads, [&](int64_t begin, int64_t end) {
+    // Fewer blocks than threads (q, k and v taken out of an attention's permuted qkv by a scalar
+    // index: one block each): the threads split each block into pieces of whole cache lines, so
+    // that none copies a whole block alone while the others wait, reading lines the others wrote.
+    const int64_t blocks = outer_ * n;
+    const int64_t pieces = threads > 1 && blocks < threads && inner_ > 1 ? (threads + blocks - 1) / blocks : 1;
+    if (pieces > 1) {
+      parallel_for(blocks * pieces, threads, [&](int64_t begin, int64_t end) {
+        for (int64_t item = begin; item < end; ++item) {
+          const int64_t b = item / pieces, p = item % pieces, o = b / n, k = b % n;
+          const int64_t lo = block * p / pieces / 64 * 64, hi = p + 1 == pieces ? block : block * (p + 1) / pieces / 64 * 64;
+          std::memcpy(dst + b * block + lo, src + (o * extent_ + idx[k]) * block + lo, static_cast<size_t>(hi - lo));
+        }
+      });
+      return;
+    }
+    parallel_for(blocks, threads, [&](int64_t begin, int64_t end) {
       if (inner_ == 1) {
         switch (elem_) {
           case 4:
