@@ -40,16 +40,14 @@ int64_t rows_of(const ir::Node& node) {
 }
 
 // The rule's parameters for a team of `threads`: the pointwise rule with its rows split
-// (kRowsSplitMinWeightBytes), except where the weights dominate (matmul_rows_split_outputs).
+// (kRowsSplitMinWeightBytes), or its outputs wherever they share out where the weights dominate
+// (matmul_rows_split_outputs).
 std::map<std::string, plan::ParamValue> matmul_rows_params(const ir::Node& node, int threads) {
   const auto kn = rows_dims(node);
   if (!kn) return {};
   const auto [K, N] = *kn;
-  PointwiseChoice c = pointwise_rule(K, N, threads, kRowsSplitMinWeightBytes);
-  if (matmul_rows_split_outputs(rows_of(node), K, N, threads) &&
-      kiln_kernels::pointwise_detail::parts_of(N, c.pair) >= 2 * threads)
-    c.split_outputs = true;
-  return pointwise_params(c);
+  const bool outputs = matmul_rows_split_outputs(rows_of(node), K, N, threads);
+  return pointwise_params(pointwise_rule(K, N, threads, outputs ? 0 : kRowsSplitMinWeightBytes));
 }
 
 std::unique_ptr<Kernel> make_matmul_rows(const ir::Node& node, const plan::KernelSpec& spec) {
