@@ -177,6 +177,9 @@ TEST(WinogradConv, SplitsTheOutputsWhereTheTilesMakeFewerBlocksThanThreads) {
   EXPECT_EQ(winograd_split(s14, 2, 2, 24), "tiles");    // 49 tiles: two blocks
   EXPECT_EQ(winograd_split(s14, 2, 2, 48), "outputs");  // one block of 49
   EXPECT_EQ(winograd_split(s28, 4, 2, 24), "tiles");
+  // Weights beyond L2 on an image of three blocks (inception_v3's 35x35, 96 -> 96): each thread
+  // has a block of its own, so the tiles, even though a thread reads the weights twice.
+  EXPECT_EQ(winograd_split({35, 35, 96, 35, 35, 96, 3, 3, 1, 1}, 4, 2, 24), "tiles");
   // Output blocks of 64 that do not share out evenly: the tiles.
   EXPECT_EQ(winograd_split({7, 7, 512, 7, 7, 192, 3, 3, 1, 1}, 2, 2, 24), "tiles");
 }

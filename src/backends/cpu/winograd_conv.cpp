@@ -307,10 +307,14 @@ std::string winograd_split(const WinogradShape& s, int tile, int threads, int64_
   if (weights <= static_cast<double>(l2_cache_bytes())) return "tiles";
   // Otherwise a thread reads the weights once per block of tiles it does: by tiles, all of them
   // for each of its share of the blocks; by outputs, its part of them for every block, and the
-  // whole input besides. Splitting the outputs pays where the tiles make fewer blocks than
-  // threads (a small image), not where every thread gets a block of its own anyway.
+  // whole input besides, and every thread transforms the whole input. Splitting the outputs pays
+  // only where the tiles make fewer blocks than threads (a small image): where every thread gets
+  // a block of its own, the weights' reads overlap the block's GEMMs and the doubled input
+  // transform is the larger cost (make kernel-bench, Winograd_*: by tiles faster on every such
+  // shape).
   const int64_t tiles = ((s.OH + tile - 1) / tile) * ((s.OW + tile - 1) / tile);
   const int64_t image_blocks = std::max<int64_t>(1, tiles / std::max<int64_t>(1, block_tiles));
+  if (image_blocks >= threads) return "tiles";
   const double by_tiles = weights * static_cast<double>((image_blocks + threads - 1) / threads);
   const double by_outputs = weights / threads * static_cast<double>(image_blocks);
   const double input = static_cast<double>(s.H) * s.W * s.C * sizeof(float);
