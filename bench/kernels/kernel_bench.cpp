@@ -278,7 +278,7 @@ int register_all() {
   // resnet's C -> C layers, densenet121's 128 -> 32 (its dense layers' 3x3 convs) and inception_v3's
   // 96 -> 96 on 35x35 (weights beyond L2 on an image of three blocks).
   for (auto [hw, c, oc] : {std::tuple<int64_t, int64_t, int64_t>{56, 64, 64}, {28, 128, 128}, {14, 256, 256}, {7, 512, 512},
-                           {56, 128, 32}, {28, 128, 32}, {35, 96, 96}}) {
+                           {56, 128, 32}, {28, 128, 32}, {35, 96, 96}, {71, 80, 192}, {147, 32, 64}}) {
     auto* b = benchmark::RegisterBenchmark(
         ("Winograd_" + std::to_string(c) + "to" + std::to_string(oc) + "x" + std::to_string(hw)).c_str(),
         [hw, c, oc](benchmark::State& s) { winograd(s, hw, c, oc); });

@@ -8,6 +8,15 @@
 // The second form is a channels-last Pad in front of a channels-first Conv (TensorFlow's
 // ZeroPadding2D before a VALID conv, imported with a layout Transpose). Convs with SAME auto_pad
 // keep their Pad (the padding they derive would change with the input).
+//
+// An AveragePool reading a zero Pad averages the padded zeros with the rest, which is the pool's
+// own padding counted in the divisor:
+//
+//   AveragePool(Pad(x, p))            ->  AveragePool(x),        pads += p, count_include_pad = 1
+//
+// (PyTorch exports avg_pool2d's count_include_pad padding that way: inception_v3's branch pools.)
+// Only where the pool counts its own padding already or has none, and without ceil_mode, whose
+// last window may run past the padded input.
 #include <algorithm>
 
 #include "passes/graph_util.h"
@@ -58,11 +67,39 @@ class FoldPad : public Pass {
   std::string name() const override { return "fold_pad"; }
   bool run(ir::Graph& g) override {
     bool changed = false;
-    for (ir::Node* conv : g.nodes()) changed = fold(g, conv) || changed;
+    for (ir::Node* n : g.nodes()) changed = (fold(g, n) || fold_into_average_pool(g, n)) || changed;
     return changed;
   }
 
  private:
+  static bool fold_into_average_pool(ir::Graph& g, ir::Node* pool) {
+    if (!pool->domain().empty() || pool->op_type() != "AveragePool" || pool->owner()->opset() < 7) return false;
+    const std::string ap = pool->attr_string("auto_pad", "NOTSET");
+    if ((ap != "NOTSET" && ap != "VALID") || pool->attr_int("ceil_mode", 0) != 0) return false;
+    ir::Value* in = pool->input(0);
+    if (!in || !in->type.rank_known || in->type.rank() < 3 || !single_use(g, in)) return false;
+    ir::Node* pad = in->producer();
+    if (!pad || !pad->domain().empty() || pad->op_type() != "Pad" || !pad->input(0)) return false;
+    const int r = in->type.rank(), nsp = r - 2;
+    const auto p = zero_pads(*pad, r);
+    if (!p) return false;
+    if ((*p)[0] != 0 || (*p)[1] != 0 || (*p)[r] != 0 || (*p)[r + 1] != 0) return false;
+    std::vector<int64_t> pads = pool->attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
+    if (ap == "VALID") pads.assign(2 * nsp, 0);
+    if (static_cast<int>(pads.size()) != 2 * nsp) return false;
+    const bool own_padding = std::any_of(pads.begin(), pads.end(), [](int64_t v) { return v != 0; });
+    if (own_padding && pool->attr_int("count_include_pad", 0) == 0) return false;
+    for (int i = 0; i < nsp; ++i) {
+      pads[i] += (*p)[2 + i];
+      pads[i + nsp] += (*p)[2 + i + r];
+    }
+    pool->attrs["pads"] = ir::Attribute::of_ints(pads);
+    pool->attrs["count_include_pad"] = ir::Attribute::of_int(1);
+    pool->attrs.erase("auto_pad");
+    pool->set_input(0, pad->input(0));
+    return true;
+  }
+
   static bool fold(ir::Graph& g, ir::Node* conv) {
     if (!conv->domain().empty() || conv->op_type() != "Conv") return false;
     const std::string ap = conv->attr_string("auto_pad", "NOTSET");

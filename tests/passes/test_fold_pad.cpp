@@ -11,8 +11,11 @@ TEST(FoldPad, ZeroPadBeforeConvBecomesItsPadding) {
       },
       passes_of(make_fold_pad()), 1e-5);
   EXPECT_EQ(count(*g, "Pad"), 0);
-  for (const ir::Node* n : g->nodes())
-    if (n->op_type() == "Conv") EXPECT_EQ(n->attr_ints("pads"), (std::vector<int64_t>{2, 1, 2, 1}));
+  for (const ir::Node* n : g->nodes()) {
+    if (n->op_type() == "Conv") {
+      EXPECT_EQ(n->attr_ints("pads"), (std::vector<int64_t>{2, 1, 2, 1}));
+    }
+  }
 }
 
 TEST(FoldPad, ChannelsLastPadThroughTheLayoutTranspose) {
@@ -26,6 +29,54 @@ TEST(FoldPad, ChannelsLastPadThroughTheLayoutTranspose) {
       },
       passes_of(make_fold_pad()), 1e-5);
   EXPECT_EQ(count(*g, "Pad"), 0);
+}
+
+TEST(FoldPad, ZeroPadBeforeAveragePoolBecomesItsCountedPadding) {
+  // PyTorch's avg_pool2d(3, stride 1, padding 1) as exported: Pad, then an unpadded pool; and a
+  // pool that counts its own padding already, on an odd shape with a stride.
+  for (int variant = 0; variant < 2; ++variant) {
+    auto g = check_rewrite(
+        [variant](Builder& b) {
+          ir::Value* x = b.in("x", {2, 3, 7, 6});
+          ir::Value* p = b.op("Pad", {x, b.ints({0, 0, 1, 2, 0, 0, 1, 0})});
+          ir::Attributes a = {{"kernel_shape", Is({3, 3})}};
+          if (variant == 1) {
+            a["pads"] = Is({0, 1, 1, 0});
+            a["strides"] = Is({2, 2});
+            a["count_include_pad"] = ir::Attribute::of_int(1);
+          }
+          b.out(b.op("AveragePool", {p}, a));
+        },
+        passes_of(make_fold_pad()), 1e-5);
+    EXPECT_EQ(count(*g, "Pad"), 0) << variant;
+    for (const ir::Node* n : g->nodes())
+      if (n->op_type() == "AveragePool") {
+        EXPECT_EQ(n->attr_ints("pads"), variant == 0 ? (std::vector<int64_t>{1, 2, 1, 0}) : (std::vector<int64_t>{1, 3, 2, 0}));
+        EXPECT_EQ(n->attr_int("count_include_pad", 0), 1);
+      }
+  }
+}
+
+TEST(FoldPad, PadsBeforeAPoolThatCannotFoldStay) {
+  for (int variant = 0; variant < 4; ++variant) {
+    auto g = check_rewrite(
+        [variant](Builder& b) {
+          ir::Value* x = b.in("x", {1, 2, 5, 5});
+          // 0: own padding not counted; 1: ceil_mode; 2: channels padded; 3: a MaxPool
+          std::vector<int64_t> pads = variant == 2 ? std::vector<int64_t>{0, 1, 1, 1, 0, 0, 1, 1}
+                                                   : std::vector<int64_t>{0, 0, 1, 1, 0, 0, 1, 1};
+          ir::Value* p = b.op("Pad", {x, b.ints(pads)});
+          ir::Attributes a = {{"kernel_shape", Is({2, 2})}};
+          if (variant == 0) a["pads"] = Is({1, 1, 1, 1});
+          if (variant == 1) {
+            a["ceil_mode"] = ir::Attribute::of_int(1);
+            a["strides"] = Is({2, 2});
+          }
+          b.out(b.op(variant == 3 ? "MaxPool" : "AveragePool", {p}, a));
+        },
+        passes_of(make_fold_pad()));
+    EXPECT_EQ(count(*g, "Pad"), 1) << variant;
+  }
 }
 
 TEST(FoldPad, PadsThatCannotFoldStay) {
