@@ -289,6 +289,8 @@ int register_all() {
             if (t > 1 || split == 0) b->Args({t, tile, bt, split});
     b->UseRealTime();
   }
+  // An image input's NCHW -> NHWC (the layout pass's first Transpose): a 3-way interleave.
+  add("Transpose_3x224x224_ToNhwc", {"Transpose", "", {{1, 3, 224, 224}}, {false}, {{"perm", ir::Attribute::of_ints({0, 2, 3, 1})}}});
   // efficientnet_b0's squeeze-excitation scales, channels-last.
   add("SeMul_112x112x32", {"Mul", "", {{1, 112, 112, 32}, {1, 1, 1, 32}}, {false, false}});
   add("SeMul_56x56x144", {"Mul", "", {{1, 56, 56, 144}, {1, 1, 1, 144}}, {false, false}});

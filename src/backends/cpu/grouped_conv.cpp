@@ -1,7 +1,9 @@
 // Narrow-group convolution on channels-last activations (grouped_conv.h). An output row goes in
 // segments of up to 8 pixels whose accumulators stay in registers; for each kernel row and input
 // channel of the group, the segment's input pixels are loaded (masked to zero outside the
-// image) and spread once, then serve all three kernel columns.
+// image) and spread once, then serve all three kernel columns. Channels go 16 at a time; where
+// they are not a multiple of 16 (RegNet's 104 and 440: groups of 8), the last vector holds the
+// remaining groups in its low lanes, its loads and stores masked to them.
 #include "backends/cpu/grouped_conv.h"
 
 #include <immintrin.h>
@@ -25,6 +27,7 @@ struct Args {
   const float* w;     // packed weights
   const float* bias;  // [C]
   int64_t H, W, C, PT, PL, SH;
+  __mmask16 last;  // the lanes of the last channel vector that hold channels
   ops::Activation act;
   bool in_registers;
 };
@@ -67,7 +70,9 @@ __attribute__((target("avx512f"))) void segment(const Args& a, int64_t oy, int64
   const __m512i group_base =
       _mm512_and_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(~(CG - 1)));
   const __m512 lo = activation_lo(a.act), hi = activation_hi(a.act);
-  for (int64_t v = 0; v < a.C / 16; ++v) {
+  const int64_t vectors = (a.C + 15) / 16;
+  for (int64_t v = 0; v < vectors; ++v) {
+    const __mmask16 lanes = v + 1 < vectors ? __mmask16{0xFFFF} : a.last;
     __m512 acc[P];
     const __m512 b = _mm512_loadu_ps(a.bias + v * 16);
     for (int p = 0; p < P; ++p) acc[p] = b;
@@ -84,7 +89,8 @@ __attribute__((target("avx512f"))) void segment(const Args& a, int64_t oy, int64
             xs[j] = inside[j] ? _mm512_set1_ps(row[at[j] + i]) : _mm512_setzero_ps();
         } else {
           const __m512i index = _mm512_add_epi32(group_base, _mm512_set1_epi32(i));
-          for (int j = 0; j < kSpan; ++j) xs[j] = spread<CG>(_mm512_maskz_loadu_ps(inside[j], row + at[j]), i, index);
+          for (int j = 0; j < kSpan; ++j)
+            xs[j] = spread<CG>(_mm512_maskz_loadu_ps(inside[j] & lanes, row + at[j]), i, index);
         }
         for (int kx = 0; kx < 3; ++kx) {
           const __m512 wk = _mm512_loadu_ps(wv + ((ky * 3 + kx) * CG + i) * 16);
@@ -93,7 +99,8 @@ __attribute__((target("avx512f"))) void segment(const Args& a, int64_t oy, int64
       }
     }
     for (int p = 0; p < P; ++p)
-      _mm512_storeu_ps(y + (ox0 + p) * a.C + v * 16, a.in_registers ? activation_ps(acc[p], a.act.kind, lo, hi) : acc[p]);
+      _mm512_mask_storeu_ps(y + (ox0 + p) * a.C + v * 16, lanes,
+                            a.in_registers ? activation_ps(acc[p], a.act.kind, lo, hi) : acc[p]);
   }
 }
 
@@ -142,7 +149,8 @@ std::unique_ptr<Kernel> make_grouped(const ir::Node& node, int threads) {
 }  // namespace
 
 bool grouped_conv_takes(const RowConvGeometry& g) {
-  if (g.G < 2 || g.C != g.OC || g.C % g.G != 0 || g.C % 16 != 0) return false;
+  if (g.G < 2 || g.C != g.OC || g.C % g.G != 0) return false;
+  // A vector's 16 lanes hold whole groups (cg divides 16), and the channels whole groups.
   const int64_t cg = g.C / g.G;
   return (cg == 2 || cg == 4 || cg == 8 || cg == 16) && g.KH == 3 && g.KW == 3 && (g.SW == 1 || g.SW == 2);
 }
@@ -150,19 +158,21 @@ bool grouped_conv_takes(const RowConvGeometry& g) {
 GroupedConv::GroupedConv(const RowConvGeometry& g, const float* weights, const float* bias, ops::Activation act)
     : g_(g), group_channels_(g.C / g.G), act_(act) {
   if (!grouped_conv_takes(g)) throw Error("grouped conv: a geometry it does not take");
-  const int64_t cg = group_channels_;
-  w_.resize(static_cast<size_t>(g.C * 9 * cg));
+  const int64_t cg = group_channels_, c16 = (g.C + 15) / 16 * 16;
+  w_.assign(static_cast<size_t>(c16 * 9 * cg), 0.f);
   for (int64_t oc = 0; oc < g.C; ++oc)
     for (int64_t i = 0; i < cg; ++i)
       for (int64_t tap = 0; tap < 9; ++tap)
         w_[static_cast<size_t>(((oc / 16 * 9 + tap) * cg + i) * 16 + oc % 16)] = weights[(oc * cg + i) * 9 + tap];
-  bias_.assign(static_cast<size_t>(g.C), 0.f);
+  bias_.assign(static_cast<size_t>(c16), 0.f);
   if (bias) std::copy(bias, bias + g.C, bias_.begin());
 }
 
 void GroupedConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1) const {
   if (x_row0 != 0) throw Error("grouped conv: rows from the whole image only");
-  const Args a{x, w_.data(), bias_.data(), g_.H, g_.W, g_.C, g_.PT, g_.PL, g_.SH, act_, activation_in_registers(act_)};
+  const int rest = static_cast<int>(g_.C % 16);
+  const __mmask16 last = rest ? static_cast<__mmask16>((1u << rest) - 1) : __mmask16{0xFFFF};
+  const Args a{x, w_.data(), bias_.data(), g_.H, g_.W, g_.C, g_.PT, g_.PL, g_.SH, last, act_, activation_in_registers(act_)};
   const int64_t out_row = g_.OW * g_.C;
   for (int64_t oy = oy0; oy < oy1; ++oy) {
     float* yr = y + (oy - oy0) * out_row;

@@ -30,12 +30,12 @@ class GroupedConv {
   RowConvGeometry g_;
   int64_t group_channels_;
   ops::Activation act_;
-  std::vector<float> w_;     // [C / 16][3][3][group channels][16]: lane l of vector v is output v * 16 + l
-  std::vector<float> bias_;  // [C]
+  std::vector<float> w_;     // [C / 16 rounded up][3][3][group channels][16]: lane l of vector v is output v * 16 + l
+  std::vector<float> bias_;  // [C rounded up to 16], zeros past C
 };
 
 // Whether GroupedConv takes a geometry: 3x3, stride 1 or 2 across, as many outputs as inputs,
-// groups of 2, 4, 8 or 16 channels, channels a multiple of 16.
+// groups of 2, 4, 8 or 16 channels (any number of groups).
 bool grouped_conv_takes(const RowConvGeometry& g);
 
 }  // namespace kiln::backends::cpu
