@@ -5,7 +5,8 @@
 //                folding, BatchNorm and scale/bias folding, MatMul+Add -> Gemm
 //   2  extended  + pattern substitution (LayerNormalization, Gelu, kiln SiLU, kiln Attention),
 //                the ONNX Attention op as kiln Attention where it means the same
-//   3  all       + activation epilogues (kiln FusedConv/FusedGemm/FusedMatMul), op fission
+//   3  all       + activation epilogues (kiln FusedConv/FusedGemm/FusedMatMul), Sum/Concat trees
+//                merged into wide ops (or op fission: OptimizeOptions::prefer_wide)
 #pragma once
 #include <vector>
 
@@ -20,8 +21,13 @@ struct OptimizeOptions {
 #else
   bool verify = true;
 #endif
-  int variadic_max_inputs = 8; // op fission: Sum/Concat wider than this become trees
-  bool prefer_wide = false;    // fold Sum/Concat trees back instead (backends with wide kernels)
+  // Sum/Concat trees folded into one wide op (variadic_merge), the default: every kiln backend
+  // and emitter takes any number of inputs, and a wide Concat that an elementwise reader gathers
+  // is never copied, where a tree's inner Concats are (densenet121's dense blocks, 13-33
+  // inputs). With prefer_wide false, op fission instead: wider than variadic_max_inputs become
+  // trees (a target with a bound on a kernel's inputs).
+  bool prefer_wide = true;
+  int variadic_max_inputs = 8;
 };
 
 PassManager make_pipeline(const OptimizeOptions& opts);

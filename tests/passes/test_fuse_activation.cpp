@@ -49,8 +49,11 @@ TEST(FuseActivation, HardSigmoidTimesItsInputIsHardSwish) {
       passes_of(make_fuse_activation()), 1e-5);
   EXPECT_EQ(count(*g, "FusedConv"), 1);
   EXPECT_EQ(count(*g, "HardSigmoid"), 1);  // the second, alpha 0.2, is not HardSwish
-  for (const ir::Node* n : g->nodes())
-    if (n->op_type() == "FusedConv") EXPECT_EQ(n->attr_string("activation", ""), "HardSwish");
+  for (const ir::Node* n : g->nodes()) {
+    if (n->op_type() == "FusedConv") {
+      EXPECT_EQ(n->attr_string("activation", ""), "HardSwish");
+    }
+  }
 }
 
 TEST(FuseActivation, BadActivationIsAnError) {

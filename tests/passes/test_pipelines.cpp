@@ -87,3 +87,30 @@ TEST(Pipelines, ExportRoundTrip) {
 TEST(Pipelines, BadLevel) { EXPECT_THROW(make_pipeline(OptimizeOptions{.level = 7}), Error); }
 
 }  // namespace kiln::passes::testing
+
+namespace kiln::passes::testing {
+
+// Level 3 keeps a densenet-style Concat of 13 feature maps whole (every kiln backend takes it, and
+// an elementwise reader then gathers the pieces with no copy); a target that bounds its
+// kernels' inputs asks for op fission instead.
+TEST(Pipelines, WideConcatStaysWholeUnlessFissionIsAsked) {
+  auto build = [](Builder& b) {
+    std::vector<ir::Value*> maps;
+    for (int i = 0; i < 13; ++i) maps.push_back(b.in("m" + std::to_string(i), {1, i == 0 ? 8 : 4, 3, 3}));
+    b.out(b.op("Relu", {b.op("Concat", maps, {{"axis", I(1)}})}));
+  };
+  for (bool wide : {true, false}) {
+    SCOPED_TRACE(wide ? "prefer_wide" : "fission");
+    Builder b;
+    build(b);
+    OptimizeOptions o;
+    o.level = 3;
+    o.verify = true;
+    o.prefer_wide = wide;
+    optimize(*b.g, o);
+    EXPECT_EQ(count(*b.g, "Concat"), wide ? 1 : 3);  // fission: one of the first 8, one of the other 5, one of both
+  }
+  EXPECT_TRUE(OptimizeOptions{}.prefer_wide);
+}
+
+}  // namespace kiln::passes::testing
