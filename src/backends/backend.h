@@ -106,6 +106,9 @@ class Backend {
   // layout (oneDNN's Winograd), reordering NHWC activations in and out: the blocked_layout
   // rewrite hands such convs that layout directly (src/lower/blocked_layout.h).
   virtual bool runs_blocked(const ir::Node&) const { return false; }
+  // Whether it runs this FusedConv as a kiln.PrologueConv: its elementwise input computed
+  // inside it (src/lower/fuse_conv_prologue.h).
+  virtual bool takes_conv_prologue(const ir::Node&) const { return false; }
   // Called on the thread about to run a program with this backend's kernels (per-thread
   // runtime settings such as the OpenMP team size live there).
   virtual void enter_run() const {}

@@ -17,6 +17,7 @@ struct LayoutStats {
   int conv_concats = 0;       // Concats whose convs write their slices (fuse_conv_concat.h)
   int concat_readers = 0;     // Concats gathered by the elementwise group reading them (fuse_concat_elementwise.h)
   int conv_chains = 0;        // conv chains run in bands of rows (fuse_conv_chain.h)
+  int conv_prologues = 0;     // 1x1 convs computing their elementwise input (fuse_conv_prologue.h)
   int channel_scales = 0;     // Muls folded into the next conv's weights (fold_channel_scale.h)
 };
 

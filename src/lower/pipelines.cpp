@@ -9,6 +9,7 @@
 #include "lower/fuse_conv_chain.h"
 #include "lower/fuse_concat_elementwise.h"
 #include "lower/fuse_conv_concat.h"
+#include "lower/fuse_conv_prologue.h"
 #include "lower/materialize_constants.h"
 #include "passes/pass.h"
 
@@ -17,7 +18,7 @@ namespace kiln::lower {
 const std::vector<std::string>& lowering_pass_names() {
   static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "channel_scale", "conv_concat",
                                                  "concat_elementwise", "conv_chain", "conv_chain_input",
-                                                 "blocked_layout"};
+                                                 "conv_prologue", "blocked_layout"};
   return names;
 }
 
@@ -49,6 +50,10 @@ passes::PassManager make_lowering_pipeline(const LoweringTarget& t, LoweringStat
       pm.add(make_concat_elementwise_pass(&st->layout.concat_readers));
     if (t.fusion_level > 0 && on("conv_chain"))
       pm.add(make_conv_chain_pass(t.threads, on("conv_chain_input"), &st->layout.conv_chains));
+    // After the chains, which take 1x1 convs of their own, and the Concats' readers, whose
+    // gathers a prologue keeps.
+    if (t.fusion_level > 0 && t.takes_conv_prologue && on("conv_prologue"))
+      pm.add(make_conv_prologue_pass(t.takes_conv_prologue, &st->layout.conv_prologues));
     if (on("blocked_layout")) pm.add(make_blocked_layout_pass(t.runs_blocked, &st->layout.blocked_values));
   }
   return pm;

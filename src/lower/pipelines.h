@@ -3,8 +3,8 @@
 // optimizer's levels). They run on a compiled plan's clone, whose input shapes are bound.
 //
 //   cpu        materialize_constants, channels_last, channel_shuffle, anchor_epilogues,
-//              collapse_groups, channel_scale, conv_concat, conv_chain (+ conv_chain_input),
-//              blocked_layout
+//              collapse_groups, channel_scale, conv_concat, concat_elementwise, conv_chain
+//              (+ conv_chain_input), conv_prologue, blocked_layout
 //   reference  materialize_constants only when a backend runs the plan; nothing otherwise
 //
 // Every rewrite is a passes::Pass on the optimizer's PassManager, so each one is timed and
@@ -32,6 +32,9 @@ struct LoweringTarget {
   // Which channels-last convs the backend runs in nChw16c (Backend::runs_blocked); empty: all
   // that blocked_layout's shape rule admits.
   std::function<bool(const ir::Node&)> runs_blocked;
+  // Which channels-last FusedConvs the backend runs with their elementwise input computed
+  // inside (Backend::takes_conv_prologue, kiln.PrologueConv); empty: none.
+  std::function<bool(const ir::Node&)> takes_conv_prologue;
   // Passes (and pass options: "conv_chain_input") to skip, by name (lowering_pass_names()).
   std::vector<std::string> disabled;
 };

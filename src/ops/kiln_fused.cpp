@@ -26,6 +26,10 @@
 //   ConvConcat(inputs...) -> output   channels-last FusedConvs and the Concat of their outputs
 //       along the channel axis, held in its `body` graph as for FusedElementwise; the CPU
 //       backend writes each conv's output into its slice of the result.
+//   PrologueConv(inputs...) -> output   a FusedElementwise and the channels-last 1x1 FusedConv
+//       that alone reads its output, as its X, held in its `body` graph
+//       (src/lower/fuse_conv_prologue.cpp); the CPU backend computes the elementwise rows a
+//       cache-sized chunk at a time and multiplies each chunk while it is in cache.
 //   ConvChain(inputs...) -> output, pooled?   channels-last FusedConvs (and, after the first,
 //       NhwcMaxPool / NhwcAveragePool) each feeding only the next, held in its `body` graph
 //       (src/lower/fuse_conv_chain.cpp); the last layer's output is the node's first, and an NhwcGlobalAveragePool of it, when the body ends in one, its
@@ -420,6 +424,10 @@ KILN_REGISTER_OPS(kiln_fused) {
   // Convolutions each feeding the next, run band by band (src/lower/fuse_conv_chain.cpp).
   reg.add({.name = "ConvChain", .domain = "kiln", .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
            .max_outputs = 2, .pattern = PatternKind::Opaque, .infer = infer_fused_elementwise,
+           .kernel = fused_elementwise_kernel});
+  // A 1x1 conv with the elementwise group that computes its input (src/lower/fuse_conv_prologue.cpp).
+  reg.add({.name = "PrologueConv", .domain = "kiln", .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
+           .max_outputs = 1, .pattern = PatternKind::Opaque, .infer = infer_fused_elementwise,
            .kernel = fused_elementwise_kernel});
   for (const char* base : {"Conv", "Gemm", "MatMul"})
     reg.add({.name = std::string("Fused") + base, .domain = "kiln", .min_inputs = 2,

@@ -36,7 +36,8 @@ bool all_static(const ir::Node& n) {
   // A fused group's body is data for its kernel; other subgraphs (If, Loop) run on the
   // reference executor.
   const bool fused = n.domain() == "kiln" && (n.op_type() == "FusedElementwise" || n.op_type() == "FusedReduce" ||
-                                             n.op_type() == "ConvConcat" || n.op_type() == "ConvChain");
+                                             n.op_type() == "ConvConcat" || n.op_type() == "ConvChain" ||
+                                             n.op_type() == "PrologueConv");
   for (const auto& [k, a] : n.attrs)
     if (!fused && (a.g || !a.graphs.empty())) return false;
   for (const ir::Value* v : n.inputs())
@@ -95,6 +96,7 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     target.fusion_level = fusion_level;
     target.can_fuse = [backend](const ir::Node& n) { return backend->can_fuse(n); };
     target.runs_blocked = [backend](const ir::Node& n) { return backend->runs_blocked(n); };
+    target.takes_conv_prologue = [backend](const ir::Node& n) { return backend->takes_conv_prologue(n); };
     target.disabled = disabled;
     lower::LoweringStats st = lower::run_lowering(sg, target);
     cp->layout = st.layout;

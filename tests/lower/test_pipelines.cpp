@@ -23,6 +23,7 @@ LoweringTarget cpu_like() {
   t.backend = "cpu";
   t.channels_last = true;
   t.can_fuse = [](const ir::Node&) { return true; };
+  t.takes_conv_prologue = [](const ir::Node&) { return true; };
   return t;
 }
 
@@ -49,7 +50,8 @@ TEST(LoweringPipelines, CpuPipelineRunsItsPassesInOrderWithStats) {
   const std::vector<std::string> want = {"materialize_constants", "constant_folding", "dce",
                                          "channels_last",         "channel_shuffle",  "anchor_epilogues",
                                          "collapse_groups",       "channel_scale",    "conv_concat",
-                                         "concat_elementwise",    "conv_chain",       "blocked_layout"};
+                                         "concat_elementwise",    "conv_chain",       "conv_prologue",
+                                         "blocked_layout"};
   EXPECT_EQ(names(st), want);
   for (const passes::PassStats& p : st.passes) EXPECT_EQ(p.runs, 1) << p.pass;
   auto changed = [&](const std::string& pass) {
@@ -83,7 +85,7 @@ TEST(LoweringPipelines, FusionLevelAndTargetDecideThePasses) {
   LoweringTarget t = cpu_like();
   t.fusion_level = 0;
   const std::vector<std::string> ran = names(run_lowering(*g, t));
-  for (const char* fused : {"anchor_epilogues", "collapse_groups", "conv_concat", "conv_chain"})
+  for (const char* fused : {"anchor_epilogues", "collapse_groups", "conv_concat", "conv_chain", "conv_prologue"})
     EXPECT_EQ(std::count(ran.begin(), ran.end(), fused), 0) << fused;
   auto h = conv_relu();
   LoweringTarget none;  // no backend: the reference kernels run the graph as it is

@@ -54,7 +54,8 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level, int threads) {
     j["layout"] = {{"channels_last_ops", cp->layout.channels_last_ops}, {"reorders", cp->layout.transposes},
                    {"blocked_values", cp->layout.blocked_values}, {"conv_concats", cp->layout.conv_concats},
                    {"concat_readers", cp->layout.concat_readers},
-                   {"conv_chains", cp->layout.conv_chains}, {"channel_scales", cp->layout.channel_scales}};
+                   {"conv_chains", cp->layout.conv_chains}, {"conv_prologues", cp->layout.conv_prologues},
+                   {"channel_scales", cp->layout.channel_scales}};
     j["lowering"] = nlohmann::json::array();
     for (const passes::PassStats& ps : cp->lowering)
       j["lowering"].push_back({{"pass", ps.pass}, {"changed", ps.changed > 0}, {"nodes_before", ps.nodes_before},
@@ -78,7 +79,8 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level, int threads) {
             << " activations nChw16c between Winograd convs, " << cp->layout.conv_concats
             << " Concats written in place by their convs, " << cp->layout.concat_readers
             << " Concats gathered by their elementwise readers, " << cp->layout.conv_chains
-            << " conv chains run in bands of rows, " << cp->layout.channel_scales
+            << " conv chains run in bands of rows, " << cp->layout.conv_prologues
+            << " 1x1 convs computing their elementwise input, " << cp->layout.channel_scales
             << " channel scales folded into conv weights\n";
   std::cout << "lowering:   ";
   for (const passes::PassStats& ps : cp->lowering)

@@ -34,6 +34,14 @@ class CpuBackend : public Backend {
     auto r = cpu::reduce_spec(node);
     return r && r->n > 0;
   }
+  // In a team only: there each thread multiplies the rows it has just computed, where a separate
+  // elementwise pass leaves its output in the caches of whichever core wrote it (densenet121 at
+  // 2 threads 10% faster); one thread finds the separate pass's output in its own caches anyway,
+  // and the chunks' repeated weight reads cost it about as much as they save (1-2% slower).
+  bool takes_conv_prologue(const ir::Node& node) const override {
+    cpu::DisabledKernels scope(&disabled_kernels());
+    return threads() > 1 && cpu::prologue_conv_takes(node);
+  }
   // oneDNN's Winograd (on a CPU with AVX-512, from kOnednnWinogradMinChannels input channels)
   // runs the 3x3 stride-1 convs kiln's own Winograd does not take. The blocked-layout pass has
   // checked the conv's form and its channels-last input.

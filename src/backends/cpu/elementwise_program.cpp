@@ -299,10 +299,11 @@ struct ElementwiseProgram::Impl {
   }
 
   // Calls emit(row, c, n, values) per tile; a template so run()'s copy-out inlines.
-  // `direct`: the contiguous single output, written by the last step in place of emit().
+  // `direct`: the contiguous single output, written by the last step in place of emit(); row r
+  // at direct + (r - direct_row0) * inner.
   template <typename Emit>
   void tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end, const Emit& emit,
-             float* direct = nullptr) const;
+             float* direct = nullptr, int64_t direct_row0 = 0) const;
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs, int threads) const;
 };
 
@@ -573,9 +574,21 @@ void ElementwiseProgram::for_tiles(const std::vector<const Tensor*>& inputs, int
   impl_->tiles(inputs, row_begin, row_end, fn);
 }
 
+void ElementwiseProgram::rows_into(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end,
+                                   float* out) const {
+  const Impl& p = *impl_;
+  if (p.output_slot.size() == 1 && !p.steps.empty() && p.output_slot[0] == p.steps.back().dst) {
+    p.tiles(inputs, row_begin, row_end, [](int64_t, int64_t, int64_t, const float* const*) {}, out, row_begin);
+    return;
+  }
+  p.tiles(inputs, row_begin, row_end, [&](int64_t row, int64_t c, int64_t n, const float* const* values) {
+    std::memcpy(out + (row - row_begin) * p.inner + c, values[0], static_cast<size_t>(n) * sizeof(float));
+  });
+}
+
 template <typename Emit>
 void ElementwiseProgram::Impl::tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end,
-                                     const Emit& emit, float* direct) const {
+                                     const Emit& emit, float* direct, int64_t direct_row0) const {
   const float* base[kMaxSlots];
   for (int s = 0; s < n_sources; ++s)
     base[s] = operands[s].pieces.empty()
@@ -652,7 +665,7 @@ void ElementwiseProgram::Impl::tiles(const std::vector<const Tensor*>& inputs, i
       }
       for (const Step& st : steps) {
         // With `direct`, the last step writes the (single, contiguous) output in place.
-        float* dst = direct && &st == last_step ? direct + row * inner + c : tiles[st.dst];
+        float* dst = direct && &st == last_step ? direct + (row - direct_row0) * inner + c : tiles[st.dst];
         if (avx512 && step_avx512(st, ptr[st.a], st.b < 0 ? nullptr : ptr[st.b], dst, n)) {
         } else if (st.b < 0) {
           unary(st.op, ptr[st.a], dst, n, st.p0, st.p1);

@@ -47,6 +47,9 @@ class ElementwiseProgram {
   using TileFn = std::function<void(int64_t row, int64_t c, int64_t n, const float* const* values)>;
   void for_tiles(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end,
                  const TileFn& fn) const;
+  // Rows [row_begin, row_end) of the (single) output into `out`, row after row: a kernel's
+  // buffer for a prologue it consumes (kiln.PrologueConv). Must not overlap the inputs.
+  void rows_into(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end, float* out) const;
   ~ElementwiseProgram();
 
   struct Impl;

@@ -38,6 +38,11 @@ const std::vector<KernelFactory>& kernel_factories();
 // 13 lanes of 16), so kiln does not ask for it there (onednn_conv.cpp).
 constexpr int64_t kOnednnWinogradMinChannels = 16;
 
+// Whether kiln.PrologueConv (prologue_conv.cpp) runs this FusedConv with its elementwise input:
+// a 1x1 conv kiln's 1x1 kernel takes (pointwise_conv_shape), without a channel scale, while
+// kiln_pointwise is enabled.
+bool prologue_conv_takes(const ir::Node& conv);
+
 // Whether a kernel implementation may be used (not in SessionOptions::disabled_kernels), for
 // composite kernels choosing their members' implementations (kiln.ConvConcat): the cpu backend
 // holds a DisabledKernels scope around each factory call.

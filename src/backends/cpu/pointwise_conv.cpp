@@ -192,45 +192,51 @@ std::optional<std::pair<int64_t, int64_t>> pointwise_dims(const ir::Node& node) 
   return std::make_pair(wd[1], wd[0]);
 }
 
-std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, int64_t out_channels_total,
-                                            int64_t max_pixels, const PointwiseChoice* choice) {
-  if (!has_avx512() || node.domain() != "kiln" || node.op_type() != "FusedConv") return nullptr;
+std::optional<PointwiseConvShape> pointwise_conv_shape(const ir::Node& node) {
+  if (!has_avx512() || node.domain() != "kiln" || node.op_type() != "FusedConv") return std::nullopt;
   if (!node.attr_int("channels_last", 0) || node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0) ||
       node.attr_int("z_blocked", 0))
-    return nullptr;
-  if (node.num_inputs() < 2 || node.num_outputs() != 1 || node.attr_int("group", 1) != 1) return nullptr;
+    return std::nullopt;
+  if (node.num_inputs() < 2 || node.num_outputs() != 1 || node.attr_int("group", 1) != 1) return std::nullopt;
   const ir::Value *x = node.input(0), *w = node.input(1), *y = node.output(0);
   const ir::Value* b = node.num_inputs() > 2 ? node.input(2) : nullptr;
   const ir::Value* z = node.num_inputs() > 3 ? node.input(3) : nullptr;
-  if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return nullptr;
-  if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return nullptr;
-  if (z && (!dnnl_util::static_float(z) || z->type.static_dims() != y->type.static_dims())) return nullptr;
+  if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return std::nullopt;
+  if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return std::nullopt;
+  if (z && (!dnnl_util::static_float(z) || z->type.static_dims() != y->type.static_dims())) return std::nullopt;
   if (const ir::Value* sc = node.num_inputs() > 4 ? node.input(4) : nullptr) {  // a channel scale S
     const auto sd = sc->type.static_dims(), xd = x->type.static_dims();
     if (!dnnl_util::static_float(sc) || sd.size() != 4 || (sd[0] != 1 && sd[0] != xd[0]) || sd[1] != 1 || sd[2] != 1 ||
         sd[3] != xd[3])
-      return nullptr;
+      return std::nullopt;
   }
   for (const char* a : {"strides", "dilations"})
     for (int64_t v : node.attr_ints(a, {1, 1}))
-      if (v != 1) return nullptr;
+      if (v != 1) return std::nullopt;
   for (int64_t p : node.attr_ints("pads", {0, 0, 0, 0}))
-    if (p != 0) return nullptr;
+    if (p != 0) return std::nullopt;
   const std::optional<ops::AutoPad> ap = ops::auto_pad_of(node);
-  if (!ap || ops::is_same_pad(*ap)) return nullptr;
+  if (!ap || ops::is_same_pad(*ap)) return std::nullopt;
   const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
-  if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || wd[2] != 1 || wd[3] != 1) return nullptr;
+  if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || wd[2] != 1 || wd[3] != 1) return std::nullopt;
   const int64_t K = xd[3], N = wd[0], pixels = xd[1] * xd[2];
-  if (wd[1] != K || yd != std::vector<int64_t>{xd[0], xd[1], xd[2], N}) return nullptr;
-  if (K < 1 || N < 1 || pixels < 1 || pixels > max_pixels || (out_channels_total > 0 && out_channels_total < N))
-    return nullptr;
-  if (b && b->type.static_dims() != std::vector<int64_t>{N}) return nullptr;
+  if (wd[1] != K || yd != std::vector<int64_t>{xd[0], xd[1], xd[2], N}) return std::nullopt;
+  if (K < 1 || N < 1 || pixels < 1) return std::nullopt;
+  if (b && b->type.static_dims() != std::vector<int64_t>{N}) return std::nullopt;
   const std::optional<ops::Activation> act = epilogue_of(node);
-  if (!act) return nullptr;
-  return std::make_unique<PointwiseConvKernel>(xd[0], pixels, K, N, w->constant().data<float>(),
-                                               b ? b->constant().data<float>() : nullptr, *act, threads,
-                                               out_channels_total > 0 ? out_channels_total : N,
-                                               choice ? *choice : pointwise_rule(K, N, threads, kSplitOutputsMinWeightBytes));
+  if (!act) return std::nullopt;
+  return PointwiseConvShape{xd[0], pixels, K, N, *act};
+}
+
+std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, int64_t out_channels_total,
+                                            int64_t max_pixels, const PointwiseChoice* choice) {
+  const std::optional<PointwiseConvShape> s = pointwise_conv_shape(node);
+  if (!s || s->pixels > max_pixels || (out_channels_total > 0 && out_channels_total < s->N)) return nullptr;
+  const ir::Value* b = node.num_inputs() > 2 ? node.input(2) : nullptr;
+  return std::make_unique<PointwiseConvKernel>(
+      s->images, s->pixels, s->K, s->N, node.input(1)->constant().data<float>(), b ? b->constant().data<float>() : nullptr,
+      s->act, threads, out_channels_total > 0 ? out_channels_total : s->N,
+      choice ? *choice : pointwise_rule(s->K, s->N, threads, kSplitOutputsMinWeightBytes));
 }
 
 void add_pointwise_conv_kernels(std::vector<KernelFactory>& table) {

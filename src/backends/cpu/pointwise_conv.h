@@ -111,6 +111,15 @@ constexpr int64_t kRowsSplitMinWeightBytes = std::numeric_limits<int64_t>::max()
 // for its half of the rows costs more than reading the rows it did not write.
 bool matmul_rows_split_outputs(int64_t rows, int64_t K, int64_t N, int threads);
 
+// A channels-last 1x1 stride-1 FusedConv kiln's 1x1 kernel takes (group 1, plain layout,
+// constant weights, an epilogue it applies; needs AVX-512): its images, pixels per image, K, N
+// and activation, or nullopt.
+struct PointwiseConvShape {
+  int64_t images, pixels, K, N;
+  ops::Activation act;
+};
+std::optional<PointwiseConvShape> pointwise_conv_shape(const ir::Node& node);
+
 // The kernel for a channels-last 1x1 stride-1 FusedConv (group 1, no channel scale) of at most
 // `max_pixels` pixels per image, or nullptr (also without AVX-512); `out_channels_total` > 0
 // makes its output a channel slice of a tensor with that many channels.

@@ -50,7 +50,7 @@ const std::vector<std::string>& cpp_disabled_passes(bool onednn, bool avx512) {
   // Activations blocked between Winograd convs are written (emit_onednn.cpp) where those convs
   // run on oneDNN; conv chains where their row kernels run (AVX-512: emit_conv_chain.cpp).
   static const std::vector<std::string> always = {"channel_shuffle", "channel_scale", "conv_concat",
-                                                  "concat_elementwise"};
+                                                  "concat_elementwise", "conv_prologue"};
   static const std::vector<std::vector<std::string>> lists = [] {
     std::vector<std::vector<std::string>> v;
     for (int k = 0; k < 4; ++k) {
