@@ -1,5 +1,6 @@
 #include "lower/fuse_conv_prologue.h"
 
+#include "fusion/access_plan.h"
 #include "ir/graph_util.h"
 #include "lower/outline.h"
 
@@ -16,6 +17,12 @@ ir::Node* prologue_of(const ir::Graph& g, const ir::Node* conv) {
   if (!f || f->domain() != "kiln" || f->op_type() != "FusedElementwise" || f->num_outputs() != 1) return nullptr;
   for (int i = 1; i < conv->num_inputs(); ++i)  // the prologue feeds the conv's X only
     if (conv->input(i) == x) return nullptr;
+  // No views in the group: its rows are then its output's memory order, in which the conv reads
+  // them (a transposing view would write the output in another order).
+  auto it = f->attrs.find("body");
+  if (it == f->attrs.end() || !it->second.g) return nullptr;
+  for (const ir::Node* n : it->second.g->nodes())
+    if (fusion::is_view_op(*n)) return nullptr;
   return f;
 }
 

@@ -574,6 +574,8 @@ void ElementwiseProgram::for_tiles(const std::vector<const Tensor*>& inputs, int
   impl_->tiles(inputs, row_begin, row_end, fn);
 }
 
+bool ElementwiseProgram::rows_in_memory_order() const { return impl_->contiguous_outputs; }
+
 void ElementwiseProgram::rows_into(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end,
                                    float* out) const {
   const Impl& p = *impl_;

@@ -50,6 +50,9 @@ class ElementwiseProgram {
   // Rows [row_begin, row_end) of the (single) output into `out`, row after row: a kernel's
   // buffer for a prologue it consumes (kiln.PrologueConv). Must not overlap the inputs.
   void rows_into(const std::vector<const Tensor*>& inputs, int64_t row_begin, int64_t row_end, float* out) const;
+  // Whether the rows are the outputs' memory order (no output written through a transposing
+  // view), which rows_into's caller reads them in.
+  bool rows_in_memory_order() const;
   ~ElementwiseProgram();
 
   struct Impl;

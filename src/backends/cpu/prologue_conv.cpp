@@ -118,7 +118,8 @@ std::unique_ptr<Kernel> make_prologue_conv(const ir::Node& node, int threads) {
   const std::optional<PointwiseConvShape> s = pointwise_conv_shape(*p->conv);
   if (!s || p->conv->attr_int("group", 1) != 1 || (p->conv->num_inputs() > 4 && p->conv->input(4))) return nullptr;
   std::unique_ptr<ElementwiseProgram> program = prologue_program(*p->prologue);
-  if (!program || program->row_length() % s->K != 0 || program->rows() * program->row_length() != s->images * s->pixels * s->K)
+  if (!program || !program->rows_in_memory_order() || program->row_length() % s->K != 0 ||
+      program->rows() * program->row_length() != s->images * s->pixels * s->K)
     return nullptr;
   const ir::Graph& body = *node.attrs.at("body").g;
   auto input_of = [&](const ir::Value* v) {
