@@ -24,9 +24,9 @@ Tensor random_tensor(std::vector<int64_t> dims, std::mt19937& rng, float lo = -1
   return t;
 }
 
-// pieces: the channel widths of the Concat (one piece: no Concat); with `residual`, the conv adds
-// a graph input. Pixels 2 x 5 x 7.
-void check_prologue_conv(const std::vector<int64_t>& pieces, bool affine, bool residual, int64_t outputs) {
+// pieces: the channel widths of the Concat (one piece: no Concat), scaled and shifted per channel
+// and through Relu; with `residual`, the conv adds a graph input. Pixels 2 x 5 x 7.
+void check_prologue_conv(const std::vector<int64_t>& pieces, bool residual, int64_t outputs) {
   std::mt19937 rng(23);
   ir::Graph g;
   g.opsets[""] = 17;
@@ -44,14 +44,10 @@ void check_prologue_conv(const std::vector<int64_t>& pieces, bool affine, bool r
     h = g.add_value("cat");
     g.add_node("Concat", xs, {h}, {{"axis", ir::Attribute::of_int(3)}}, "cat");
   }
-  if (affine) {
-    ir::Value *m = g.add_value("m"), *a = g.add_value("a");
-    g.add_node("Mul", {h, g.add_constant("s", random_tensor({K}, rng, 0.2f))}, {m}, {}, "mul");
-    g.add_node("Add", {m, g.add_constant("t", random_tensor({K}, rng))}, {a}, {}, "add");
-    h = a;
-  }
-  ir::Value* r = g.add_value("r");
-  g.add_node("Relu", {h}, {r}, {}, "relu");
+  ir::Value *m = g.add_value("m"), *a = g.add_value("a"), *r = g.add_value("r");
+  g.add_node("Mul", {h, g.add_constant("s", random_tensor({K}, rng, 0.2f))}, {m}, {}, "mul");
+  g.add_node("Add", {m, g.add_constant("t", random_tensor({K}, rng))}, {a}, {}, "add");
+  g.add_node("Relu", {a}, {r}, {}, "relu");
   std::vector<ir::Value*> conv_in = {r, g.add_constant("w", random_tensor({outputs, K, 1, 1}, rng)),
                                      g.add_constant("b", random_tensor({outputs}, rng))};
   if (residual) {
@@ -104,14 +100,14 @@ void check_prologue_conv(const std::vector<int64_t>& pieces, bool affine, bool r
 
 TEST(PrologueConv, DenseNetsNormalizedConcat) {
   if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln's 1x1 kernel needs AVX-512";
-  check_prologue_conv({13, 19, 6}, true, false, 21);
-  check_prologue_conv({64, 32, 32, 32}, true, false, 128);
+  check_prologue_conv({13, 19, 6}, false, 21);
+  check_prologue_conv({64, 32, 32, 32}, false, 128);
 }
 
 TEST(PrologueConv, NormalizedTensorBeforeAResidualConv) {
   if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln's 1x1 kernel needs AVX-512";
-  check_prologue_conv({24}, true, true, 40);
-  check_prologue_conv({300}, true, true, 70);
+  check_prologue_conv({24}, true, 40);
+  check_prologue_conv({300}, true, 70);
 }
 
 }  // namespace
