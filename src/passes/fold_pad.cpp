@@ -62,6 +62,30 @@ std::optional<std::vector<int64_t>> zero_pads(const ir::Node& pad, int r) {
   return p;
 }
 
+// The node's spatial pads (explicit, or none under VALID) grown by the Pad's `p`, whose dim
+// perm[j] is the node's input dim j; nullopt where the Pad touches the batch or channel dims or
+// the node's pads are malformed.
+std::optional<std::vector<int64_t>> grown_pads(const ir::Node& n, const std::vector<int64_t>& p,
+                                               const std::vector<int64_t>& perm) {
+  const int r = static_cast<int>(perm.size()), nsp = r - 2;
+  std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
+  if (n.attr_string("auto_pad", "NOTSET") == "VALID") pads.assign(2 * nsp, 0);
+  if (static_cast<int>(pads.size()) != 2 * nsp) return std::nullopt;
+  for (int j = 0; j < 2; ++j)
+    if (p[perm[j]] != 0 || p[perm[j] + r] != 0) return std::nullopt;
+  for (int i = 0; i < nsp; ++i) {
+    pads[i] += p[perm[2 + i]];
+    pads[i + nsp] += p[perm[2 + i] + r];
+  }
+  return pads;
+}
+
+std::vector<int64_t> identity_perm(int r) {
+  std::vector<int64_t> perm(r);
+  for (int i = 0; i < r; ++i) perm[i] = i;
+  return perm;
+}
+
 class FoldPad : public Pass {
  public:
   std::string name() const override { return "fold_pad"; }
@@ -80,20 +104,15 @@ class FoldPad : public Pass {
     if (!in || !in->type.rank_known || in->type.rank() < 3 || !single_use(g, in)) return false;
     ir::Node* pad = in->producer();
     if (!pad || !pad->domain().empty() || pad->op_type() != "Pad" || !pad->input(0)) return false;
-    const int r = in->type.rank(), nsp = r - 2;
+    const int r = in->type.rank();
     const auto p = zero_pads(*pad, r);
     if (!p) return false;
-    if ((*p)[0] != 0 || (*p)[1] != 0 || (*p)[r] != 0 || (*p)[r + 1] != 0) return false;
-    std::vector<int64_t> pads = pool->attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
-    if (ap == "VALID") pads.assign(2 * nsp, 0);
-    if (static_cast<int>(pads.size()) != 2 * nsp) return false;
-    const bool own_padding = std::any_of(pads.begin(), pads.end(), [](int64_t v) { return v != 0; });
+    const std::vector<int64_t> own = pool->attr_ints("pads", {});
+    const bool own_padding = ap == "NOTSET" && std::any_of(own.begin(), own.end(), [](int64_t v) { return v != 0; });
     if (own_padding && pool->attr_int("count_include_pad", 0) == 0) return false;
-    for (int i = 0; i < nsp; ++i) {
-      pads[i] += (*p)[2 + i];
-      pads[i + nsp] += (*p)[2 + i + r];
-    }
-    pool->attrs["pads"] = ir::Attribute::of_ints(pads);
+    const auto pads = grown_pads(*pool, *p, identity_perm(r));
+    if (!pads) return false;
+    pool->attrs["pads"] = ir::Attribute::of_ints(*pads);
     pool->attrs["count_include_pad"] = ir::Attribute::of_int(1);
     pool->attrs.erase("auto_pad");
     pool->set_input(0, pad->input(0));
@@ -108,8 +127,7 @@ class FoldPad : public Pass {
     if (!in || !in->type.rank_known || in->type.rank() < 3 || !single_use(g, in)) return false;
     const int r = in->type.rank();
     ir::Node* t = in->producer();
-    std::vector<int64_t> perm(r);
-    for (int i = 0; i < r; ++i) perm[i] = i;
+    std::vector<int64_t> perm = identity_perm(r);
     ir::Node* pad = t;
     if (t && t->domain().empty() && t->op_type() == "Transpose") {
       perm = t->attr_ints("perm");
@@ -122,24 +140,16 @@ class FoldPad : public Pass {
     if (!pad || !pad->domain().empty() || pad->op_type() != "Pad" || !pad->input(0)) return false;
     const auto p = zero_pads(*pad, r);
     if (!p) return false;
-    // Conv input dim j is the Pad's dim perm[j]; batch and channels must not be padded.
-    const int nsp = r - 2;
-    std::vector<int64_t> pads = conv->attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
-    if (ap == "VALID") pads.assign(2 * nsp, 0);
-    if (static_cast<int>(pads.size()) != 2 * nsp) return false;
-    for (int j = 0; j < 2; ++j)
-      if ((*p)[perm[j]] != 0 || (*p)[perm[j] + r] != 0) return false;
-    for (int i = 0; i < nsp; ++i) {
-      pads[i] += (*p)[perm[2 + i]];
-      pads[i + nsp] += (*p)[perm[2 + i] + r];
-    }
+    // Conv input dim j is the Pad's dim perm[j].
+    const auto pads = grown_pads(*conv, *p, perm);
+    if (!pads) return false;
     ir::Value* x = pad->input(0);
     if (t) {
       ir::Value* moved = g.add_value(g.unique_name(x->name() + "_unpadded"));
       g.add_node("Transpose", {x}, {moved}, {{"perm", ir::Attribute::of_ints(perm)}}, g.unique_name(t->name()));
       x = moved;
     }
-    conv->attrs["pads"] = ir::Attribute::of_ints(pads);
+    conv->attrs["pads"] = ir::Attribute::of_ints(*pads);
     conv->attrs.erase("auto_pad");
     conv->set_input(0, x);
     return true;
