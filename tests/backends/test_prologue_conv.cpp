@@ -3,24 +3,20 @@
 // lowering pipeline and run against its body on the reference kernels: DenseNet's form (a
 // Concat of odd-width pieces, a per-channel scale and shift, Relu) and a normalized tensor before
 // a conv with a residual, on 1 and 2 threads.
-#include <gtest/gtest.h>
-#include <kiln/tensor.h>
+#include "kernel_check.h"
 
-#include <cmath>
-#include <random>
-
-#include "backends/backend.h"
 #include "backends/cpu/simd.h"
 #include "lower/pipelines.h"
-#include "ops/core/infer_graph.h"
 
 namespace kiln {
 namespace {
 
-Tensor random_tensor(std::vector<int64_t> dims, std::mt19937& rng, float lo = -1.f) {
-  Tensor t(DType::Float, dims);
-  std::uniform_real_distribution<float> u(lo, 1.f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+using kernel_check::random_tensor;
+
+// Per-channel scales in [0.2, 1]: a normalization that keeps every channel.
+Tensor random_scale(int64_t channels, std::mt19937& rng) {
+  Tensor t = random_tensor({channels}, rng);
+  for (int64_t i = 0; i < channels; ++i) t.data<float>()[i] = 0.6f + 0.4f * t.data<float>()[i];
   return t;
 }
 
@@ -45,7 +41,7 @@ void check_prologue_conv(const std::vector<int64_t>& pieces, bool residual, int6
     g.add_node("Concat", xs, {h}, {{"axis", ir::Attribute::of_int(3)}}, "cat");
   }
   ir::Value *m = g.add_value("m"), *a = g.add_value("a"), *r = g.add_value("r");
-  g.add_node("Mul", {h, g.add_constant("s", random_tensor({K}, rng, 0.2f))}, {m}, {}, "mul");
+  g.add_node("Mul", {h, g.add_constant("s", random_scale(K, rng))}, {m}, {}, "mul");
   g.add_node("Add", {m, g.add_constant("t", random_tensor({K}, rng))}, {a}, {}, "add");
   g.add_node("Relu", {a}, {r}, {}, "relu");
   std::vector<ir::Value*> conv_in = {r, g.add_constant("w", random_tensor({outputs, K, 1, 1}, rng)),

@@ -35,9 +35,9 @@ class CpuBackend : public Backend {
     return r && r->n > 0;
   }
   // In a team only: there each thread multiplies the rows it has just computed, where a separate
-  // elementwise pass leaves its output in the caches of whichever core wrote it (densenet121 at
-  // 2 threads 10% faster); one thread finds the separate pass's output in its own caches anyway,
-  // and the chunks' repeated weight reads cost it about as much as they save (1-2% slower).
+  // elementwise pass leaves its output in the caches of whichever core wrote it; one thread finds
+  // that output in its own caches anyway, and the chunks' repeated weight reads cost it about as
+  // much as they save (bench/results/experiments-20261205-session29.md).
   bool takes_conv_prologue(const ir::Node& node) const override {
     cpu::DisabledKernels scope(&disabled_kernels());
     return threads() > 1 && cpu::prologue_conv_takes(node);

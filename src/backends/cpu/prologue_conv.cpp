@@ -51,15 +51,12 @@ class PrologueConvKernel : public Kernel {
         z_input_(z_input),
         pixels_(s.images * s.pixels), K_(s.K), N_(s.N), threads_(std::max(1, threads)),
         gemm_(s.K, s.N, w, bias, s.act, s.N, pointwise_rule(s.K, s.N, threads, kRowsSplitMinWeightBytes)) {
-    pixels_per_row_ = program_->row_length() / K_;
     // A chunk's input takes at most half the L2 (the weights' ranges and the outputs' lines
-    // share the rest), in whole rows of the evaluator; at least two chunks a thread where the
-    // pixels allow, so that the threads' shares come out even. Smaller chunks read the weights
-    // more often: densenet121 with chunks of an eighth of the L2 ran 2-3% slower at 1 and 2
-    // threads than with half (kiln bench --pair-disable conv_prologue).
+    // share the rest): smaller chunks read the weights more often. At least two chunks a thread
+    // where the pixels allow, so that the threads' shares come out even.
     const int64_t budget = std::max<int64_t>(1, static_cast<int64_t>(l2_cache_bytes()) / 2 / (K_ * 4));
     const int64_t even = (pixels_ + 2 * threads_ - 1) / (2 * threads_);
-    chunk_rows_ = std::max<int64_t>(1, std::min(budget, even) / pixels_per_row_);
+    chunk_ = std::max<int64_t>(1, std::min(budget, even));
   }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
@@ -69,16 +66,14 @@ class PrologueConvKernel : public Kernel {
       ins.push_back(program_inputs_[k] >= 0 ? inputs[program_inputs_[k]] : constants_[k]);
     const float* z = z_input_ >= 0 ? inputs[z_input_]->data<float>() : nullptr;
     float* y = outputs[0]->data<float>();
-    const int64_t rows = program_->rows(), row_length = program_->row_length();
-    const int64_t chunks = (rows + chunk_rows_ - 1) / chunk_rows_;
+    const int64_t chunks = (pixels_ + chunk_ - 1) / chunk_;
     const int team = pixels_ * N_ >= kParallelMinElements ? threads_ : 1;
     parallel_for(chunks, team, [&](int64_t c0, int64_t c1) {
-      float* buf = static_cast<float*>(dnnl_util::scratch(static_cast<size_t>(chunk_rows_ * row_length) * sizeof(float)));
+      float* buf = static_cast<float*>(dnnl_util::scratch(static_cast<size_t>(chunk_ * K_) * sizeof(float)));
       for (int64_t chunk = c0; chunk < c1; ++chunk) {
-        const int64_t r0 = chunk * chunk_rows_, r1 = std::min(rows, r0 + chunk_rows_);
-        program_->rows_into(ins, r0, r1, buf);
-        const int64_t m0 = r0 * pixels_per_row_, m = (r1 - r0) * pixels_per_row_;
-        gemm_.rows(buf, 0, m, y + m0 * N_, z ? z + m0 * N_ : nullptr, nullptr);
+        const int64_t m0 = chunk * chunk_, m1 = std::min(pixels_, m0 + chunk_);
+        program_->rows_into(ins, m0, m1, buf);  // a row of the program is a pixel
+        gemm_.rows(buf, 0, m1 - m0, y + m0 * N_, z ? z + m0 * N_ : nullptr, nullptr);
       }
     });
   }
@@ -91,11 +86,11 @@ class PrologueConvKernel : public Kernel {
   int64_t pixels_, K_, N_;
   int threads_;
   PointwiseRows gemm_;
-  int64_t pixels_per_row_ = 1, chunk_rows_ = 1;
+  int64_t chunk_ = 1;  // pixels per chunk
 };
 
-// The program of the FusedElementwise `f` with rows of whole pixels (never spanning the last
-// axis and the others), or nullptr.
+// The program of the FusedElementwise `f` with a row per pixel (rows cut at the last axis), or
+// nullptr.
 std::unique_ptr<ElementwiseProgram> prologue_program(const ir::Node& f) {
   auto it = f.attrs.find("body");
   if (it == f.attrs.end() || !it->second.g) return nullptr;
@@ -112,14 +107,12 @@ std::unique_ptr<ElementwiseProgram> prologue_program(const ir::Node& f) {
 }
 
 std::unique_ptr<Kernel> make_prologue_conv(const ir::Node& node, int threads) {
-  if (!kernel_enabled("kiln_pointwise")) return nullptr;
   const std::optional<Parts> p = parts_of(node);
-  if (!p) return nullptr;
+  if (!p || !prologue_conv_takes(*p->conv)) return nullptr;
   const std::optional<PointwiseConvShape> s = pointwise_conv_shape(*p->conv);
-  if (!s || p->conv->attr_int("group", 1) != 1 || (p->conv->num_inputs() > 4 && p->conv->input(4))) return nullptr;
   std::unique_ptr<ElementwiseProgram> program = prologue_program(*p->prologue);
-  if (!program || !program->rows_in_memory_order() || program->row_length() % s->K != 0 ||
-      program->rows() * program->row_length() != s->images * s->pixels * s->K)
+  if (!program || !program->rows_in_memory_order() || program->row_length() != s->K ||
+      program->rows() != s->images * s->pixels)
     return nullptr;
   const ir::Graph& body = *node.attrs.at("body").g;
   auto input_of = [&](const ir::Value* v) {
