@@ -419,9 +419,11 @@ Row2Fn pick_row2(const DepthwiseShape& s) {
 // Output rows [oy0, oy1) of the conv (row oy0 first, rows of OW * C floats) into y, with the
 // activation `act` (parameters a, b) applied when in_registers(act). Input row r (of the H rows;
 // the others are zero padding) is at x + (r - x_row0) * W * C: `x` may hold only the rows these
-// outputs read; with `ring` > 0, row r is at x + (r % ring) * W * C (row_slot).
+// outputs read; with `ring` > 0, row r is at x + (r % ring) * W * C (row_slot). Only channels
+// [c_lo, c_hi) are computed (multiples of 16; c_hi < 0: all of them).
 inline void depthwise_rows(const DepthwiseShape& s, const float* w, const float* bias, Act act, float a, float b,
-                           const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1, int64_t ring = 0) {
+                           const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1, int64_t ring = 0,
+                           int64_t c_lo = 0, int64_t c_hi = -1) {
   using namespace depthwise_detail;
   const int64_t row = s.W * s.C, out_row = s.OW * s.C;
   std::array<const float*, kDepthwiseMaxKernelRows> in{};  // runs per band of a chain: no allocation
@@ -447,8 +449,9 @@ inline void depthwise_rows(const DepthwiseShape& s, const float* w, const float*
   // one output row to the next, where a row of all channels (28x28x192: 64 KiB for three rows)
   // would not.
   constexpr int64_t kBlocks = 4;  // channel blocks per sweep over the rows
-  for (int64_t c0 = 0; c0 < C16; c0 += 16 * kBlocks) {
-    const int64_t c1 = std::min(C16, c0 + 16 * kBlocks);
+  const int64_t c_end = c_hi < 0 ? C16 : std::min(C16, c_hi);
+  for (int64_t c0 = c_lo; c0 < c_end; c0 += 16 * kBlocks) {
+    const int64_t c1 = std::min(c_end, c0 + 16 * kBlocks);
     int64_t oy = oy0;
     if (fn2)
       for (; oy + 2 <= oy1; oy += 2) {

@@ -4,13 +4,17 @@
 // 2.6's, alone and in the model (bench/results/history-code-comments.md).
 #include "backends/cpu/depthwise_conv.h"
 
+#include <algorithm>
 #include <array>
+#include <map>
+#include <string>
 #include <utility>
 
 #include "backends/cpu/activation_apply.h"
 #include "backends/cpu/avx512_activation.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/row_conv.h"
 #include "backends/cpu/simd.h"
 
@@ -37,7 +41,43 @@ KILN_SIMD void row_plain(const DepthwiseShape& s, const float* w, const float* b
   }
 }
 
-std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads) {
+// Channels of an image in parts of 64 (as kiln_pointwise splits its outputs, so that a part
+// is read by the thread whose core wrote it).
+constexpr int64_t kChannelPart = 64;
+
+// The conv on whole images, the team splitting the 64-channel parts: each thread computes every
+// output row of its channels.
+class ChannelSplitKernel : public Kernel {
+ public:
+  bool runs_in_team() const override { return true; }
+  ChannelSplitKernel(DepthwiseConv conv, ops::Activation act, int64_t images, int threads)
+      : conv_(std::move(conv)), act_(act), images_(images), threads_(threads) {}
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
+    const DepthwiseShape& s = conv_.shape();
+    const float* x = inputs[0]->data<float>();
+    float* y = outputs[0]->data<float>();
+    const int64_t parts = (s.C + kChannelPart - 1) / kChannelPart, pixels = s.OH * s.OW;
+    const int threads = pixels * s.C >= kParallelMinElements ? threads_ : 1;
+    const bool after = !activation_in_registers(act_);
+    for (int64_t i = 0; i < images_; ++i)
+      parallel_for(parts, threads, [&](int64_t p0, int64_t p1) {
+        const int64_t c0 = p0 * kChannelPart, c1 = std::min(s.C, p1 * kChannelPart);
+        float* yi = y + i * pixels * s.C;
+        conv_.channels(x + i * s.H * s.W * s.C, yi, c0, c1);
+        if (after)
+          for (int64_t p = 0; p < pixels; ++p) apply_activation(act_, yi + p * s.C + c0, c1 - c0);
+      });
+  }
+
+ private:
+  DepthwiseConv conv_;
+  ops::Activation act_;
+  int64_t images_;
+  int threads_;
+};
+
+std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads, const std::string& split) {
   std::unique_ptr<DepthwiseShape> s = depthwise_shape(node);
   // Up to 5x5 (efficientnet_b0's), which row_kxk keeps in registers: taller kernels would take
   // the generic row loop, which is slower than oneDNN's.
@@ -46,11 +86,30 @@ std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads) {
   const std::optional<ops::Activation> act = epilogue_of(node);
   if (!act) return nullptr;
   DepthwiseConv conv(*s, node.input(1)->constant().data<float>(), b ? b->constant().data<float>() : nullptr, *act);
-  return std::make_unique<RowConvKernel<DepthwiseConv>>(std::move(conv), *row_conv_geometry(node),
-                                                        node.input(0)->type.static_dims()[0], threads);
+  const int64_t images = node.input(0)->type.static_dims()[0];
+  // The channel split runs on the AVX-512 rows; elsewhere the team splits the rows.
+  if (split == "channels" && has_avx512())
+    return std::make_unique<ChannelSplitKernel>(std::move(conv), *act, images, threads);
+  return std::make_unique<RowConvKernel<DepthwiseConv>>(std::move(conv), *row_conv_geometry(node), images, threads);
 }
 
 }  // namespace
+
+std::string depthwise_split(const ir::Node& node, int threads) {
+  if (threads < 2 || !has_avx512()) return "rows";
+  const std::optional<ops::Activation> act = epilogue_of(node);
+  if (!act || !activation_in_registers(*act)) return "rows";
+  // The producer's split as kiln_pointwise's rule makes it (a plan tuned otherwise may differ;
+  // then only the cores' traffic is what a row split would have had).
+  const ir::Node* p = node.input(0) ? node.input(0)->producer() : nullptr;
+  const std::optional<PointwiseConvShape> ps = p ? pointwise_conv_shape(*p) : std::nullopt;
+  if (!ps || ps->pixels > kMaxPixels || (p->num_inputs() > 4 && p->input(4))) return "rows";
+  return pointwise_rule(ps->K, ps->N, threads, kSplitOutputsMinWeightBytes).split_outputs ? "channels" : "rows";
+}
+
+std::unique_ptr<Kernel> make_kiln_depthwise(const ir::Node& node, int threads, const std::string& split) {
+  return make_depthwise(node, threads, split);
+}
 
 DepthwiseConv::DepthwiseConv(const DepthwiseShape& s, const float* weights, const float* bias, ops::Activation act)
     : s_(s), act_(act) {
@@ -59,6 +118,11 @@ DepthwiseConv::DepthwiseConv(const DepthwiseShape& s, const float* weights, cons
   w_.resize(static_cast<size_t>(C16 * s.KH * s.KW));
   bias_.resize(static_cast<size_t>(C16));
   kiln_kernels::pack_depthwise(s, weights, bias, w_.data(), bias_.data());
+}
+
+void DepthwiseConv::channels(const float* x, float* y, int64_t c0, int64_t c1) const {
+  kiln_kernels::depthwise_rows(s_, w_.data(), bias_.data(), kernel_act(act_.kind), act_.a, act_.b, x, 0, y, 0, s_.OH, 0,
+                               c0, c1);
 }
 
 void DepthwiseConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1, int64_t ring) const {
@@ -90,7 +154,25 @@ std::unique_ptr<DepthwiseShape> depthwise_shape(const ir::Node& node) {
 }
 
 void add_depthwise_kernels(std::vector<KernelFactory>& table) {
-  table.push_back({"kiln", "FusedConv", make_depthwise, "kiln_depthwise"});
+  table.push_back({.domain = "kiln",
+                   .op = "FusedConv",
+                   .make = [](const ir::Node& n, int t) { return make_depthwise(n, t, depthwise_split(n, t)); },
+                   .name = "kiln_depthwise",
+                   .choose = [](const ir::Node& n, int threads) -> std::map<std::string, plan::ParamValue> {
+                     return {{"split", depthwise_split(n, threads)}};
+                   },
+                   .make_spec =
+                       [](const ir::Node& n, const plan::KernelSpec& s) -> std::unique_ptr<Kernel> {
+                     // Plans written before the split was a parameter split the rows.
+                     const std::string split = s.params.count("split") ? s.get_string("split") : "rows";
+                     if (split != "rows" && split != "channels") return nullptr;
+                     return make_depthwise(n, s.threads, split);
+                   },
+                   .choices = [](const ir::Node&, int threads) -> plan::ParamChoices {
+                     if (threads < 2) return {};
+                     return {{"split", {std::string("rows"), std::string("channels")}}};
+                   },
+                   .thread_params = {"split"}});
 }
 
 }  // namespace kiln::backends::cpu

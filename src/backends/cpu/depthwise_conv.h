@@ -6,8 +6,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "ir/graph.h"
 #include "kernels/depthwise_rows.h"
 #include "ops/core/activation.h"
@@ -28,6 +30,8 @@ class DepthwiseConv {
   // H rows; the others are zero padding) is at x + (r - x_row0) * W * C: `x` may hold only the
   // rows these outputs read; with `ring` > 0, row r is at x + (r % ring) * W * C (row_slot).
   void rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1, int64_t ring = 0) const;
+  // Every output row of a whole image, channels [c0, c1) only (multiples of 16; c1 may pass C).
+  void channels(const float* x, float* y, int64_t c0, int64_t c1) const;
 
   const DepthwiseShape& shape() const { return s_; }
 
@@ -42,5 +46,13 @@ class DepthwiseConv {
 // channel, no residual or channel scale, no dilation, explicit pads, at most kMaxKernelRows
 // kernel rows), or nullptr.
 std::unique_ptr<DepthwiseShape> depthwise_shape(const ir::Node& node);
+
+// How a team splits a depthwise conv on whole images: "rows" (each thread its output rows, as
+// the convs around it split pixels), or "channels" (each thread all rows of its 64-channel
+// parts) where the conv reads a 1x1 conv whose team splits its output channels, so that each
+// thread reads the channels its core wrote instead of half of every pixel from the other core.
+std::string depthwise_split(const ir::Node& node, int threads);
+// kiln_depthwise for `node` with that split, or nullptr where it declines the node.
+std::unique_ptr<Kernel> make_kiln_depthwise(const ir::Node& node, int threads, const std::string& split);
 
 }  // namespace kiln::backends::cpu
