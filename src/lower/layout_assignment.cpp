@@ -168,6 +168,7 @@ class Rewriter {
     if (n->num_outputs() < 1 || !n->output(0) || n->output(0)->uses().empty()) return false;
     if (n->domain().empty() && n->op_type() == "Reshape") return sink_channel_shuffle(n) || sink_flatten_spatial(n);
     if (n->domain().empty() && n->op_type() == "Pad") return sink_pad(n);
+    if (n->domain().empty() && (n->op_type() == "ReduceMean" || n->op_type() == "ReduceMax")) return sink_spatial_reduce(n);
     const ir::Value* y0 = n->output(0);
     if (!y0->type.rank_known || y0->type.rank() != 4 || !y0->type.is_static()) return false;
     const std::string& op = n->op_type();
@@ -297,6 +298,34 @@ class Rewriter {
     reshape(src, r, n->name());
     const std::vector<ir::Use> uses = flat->uses();
     for (const ir::Use& u : uses) g_.replace_all_uses(u.node->output(0), r);
+    return true;
+  }
+
+  // ReduceMean or ReduceMax over H and W of NHWC data is its global pool (kiln.NhwcGlobal*Pool,
+  // [N, 1, 1, C]), whose bytes are the NCHW result's with or without the kept dims: a Reshape
+  // (a view) instead of a Transpose of the whole tensor back to NCHW first.
+  bool sink_spatial_reduce(ir::Node* n) {
+    ir::Value* src = nhwc_source(n->input(0));
+    ir::Value* y = n->output(0);
+    if (!src || !src->type.is_static() || !y || !y->type.is_static() || ir::is_graph_output(g_, y)) return false;
+    std::vector<int64_t> axes;
+    if (n->has_attr("axes")) axes = n->attr_ints("axes");
+    else if (n->num_inputs() > 1 && n->input(1) && n->input(1)->is_constant())  // opset 18: axes an input
+      axes = n->input(1)->constant().to_int64_vector();
+    for (int64_t& a : axes) a = a < 0 ? a + 4 : a;
+    std::sort(axes.begin(), axes.end());
+    if (axes != std::vector<int64_t>{2, 3}) return false;
+    const auto d = n->input(0)->type.static_dims();  // N, C, H, W
+    const std::vector<int64_t> kept{d[0], d[1], 1, 1}, dropped{d[0], d[1]};
+    if (y->type.static_dims() != (n->attr_int("keepdims", 1) ? kept : dropped)) return false;
+    ir::Value* pooled = g_.add_value(g_.unique_name(y->name() + "_nhwc"),
+                                     ir::TensorType::from_dims(src->type.dtype, {d[0], 1, 1, d[1]}));
+    ir::use_kiln_domain(g_);
+    g_.add_node(n->op_type() == "ReduceMean" ? "NhwcGlobalAveragePool" : "NhwcGlobalMaxPool", {src}, {pooled}, {},
+                g_.unique_name(n->name()), "kiln");
+    ir::Value* r = g_.add_value(g_.unique_name(y->name()), y->type);
+    reshape(pooled, r, n->name());
+    g_.replace_all_uses(y, r);
     return true;
   }
 

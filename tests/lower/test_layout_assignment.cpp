@@ -86,6 +86,35 @@ TEST(LayoutAssignment, ConstantsArePermutedAndGlobalPoolIsAView) {
   EXPECT_EQ(count(*g, "NhwcGlobalAveragePool"), 1);
 }
 
+// ReduceMean / ReduceMax over H and W (axes as an attribute, negative; and as an opset-18
+// input) after a conv: the NHWC global pool and a view, with and without the kept dims; over
+// another axis set the reduction stays NCHW.
+TEST(LayoutAssignment, SpatialReduceIsAGlobalPool) {
+  auto g = assign([](Builder& b) {
+    ir::Value* x = b.in("x", {2, 4, 5, 6});
+    ir::Value* c = b.op("Relu", {b.op("Conv", {x, b.rand({6, 4, 3, 3})}, pad1())});
+    b.out(b.op("Gemm", {b.op("ReduceMean", {c}, {{"axes", Is({-2, -1})}, {"keepdims", I(0)}}), b.rand({3, 6})},
+               {{"transB", I(1)}}));
+    b.out(b.op("Sigmoid", {b.op("ReduceMax", {c}, {{"axes", Is({3, 2})}})}));
+  });
+  EXPECT_EQ(count(*g, "Transpose"), 1);  // the input's
+  EXPECT_EQ(count(*g, "NhwcGlobalAveragePool"), 1);
+  EXPECT_EQ(count(*g, "NhwcGlobalMaxPool"), 1);
+  EXPECT_EQ(count(*g, "ReduceMean") + count(*g, "ReduceMax"), 0);
+  auto g18 = assign([](Builder& b) {
+    b.g->opsets[""] = 18;
+    ir::Value* c = b.op("Conv", {b.in("x", {1, 4, 5, 5}), b.rand({6, 4, 1, 1})});
+    b.out(b.op("Relu", {b.op("ReduceMean", {c, b.ints({2, 3})}, {{"keepdims", I(0)}})}));
+  });
+  EXPECT_EQ(count(*g18, "NhwcGlobalAveragePool"), 1);
+  auto other = assign([](Builder& b) {
+    ir::Value* c = b.op("Conv", {b.in("x", {1, 4, 5, 5}), b.rand({6, 4, 1, 1})});
+    b.out(b.op("ReduceMean", {c}, {{"axes", Is({1, 2, 3})}}));
+  });
+  EXPECT_EQ(count(*other, "NhwcGlobalAveragePool"), 0);
+  EXPECT_EQ(count(*other, "ReduceMean"), 1);
+}
+
 TEST(LayoutAssignment, LayoutSensitiveOpsGetNchw) {
   auto g = assign([](Builder& b) {
     ir::Value* x = b.in("x", {1, 4, 6, 6});
