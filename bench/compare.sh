@@ -41,18 +41,26 @@ mkdir -p "$(dirname "$out")"
 kiln="$here/build/kiln"
 [ -x "$kiln" ] || { echo "build kiln first (make)" >&2; exit 2; }
 json=$(mktemp)
-trap 'rm -f "$json"' EXIT
+trips=$(mktemp)
+trap 'rm -f "$json" "$trips"' EXIT
+# The core-to-core round trip before and after each model (`kiln machine`): on a virtual machine
+# it moves between two levels as the host places the vCPUs, and a second thread gains far less
+# in the slow one, so each model's 2-thread times are read beside it.
+probe() { "$kiln" machine --json --trips 500 | /usr/bin/python3 -c 'import json,sys; v=json.load(sys.stdin)["core_round_trip_ns"]; print("n/a" if v is None else round(v))'; }
 for m in $models; do
+  before=$(probe)
   /usr/bin/python3 "$shared/peers/interleave.py" "$dir/$m" --threads "$threads" --rounds "$rounds" \
     --ours "$kiln bench {model_onnx} --threads {threads} --runs $runs --warmup 5 --json" --json "$json" >&2
+  echo "$m $before $(probe)" >> "$trips"
 done
 {
   echo "# kiln vs ONNX Runtime ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $rounds interleaved rounds)"
   echo
   echo "| model | threads | ORT ms | kiln ms | kiln/ORT | per-round kiln/ORT: median (range) | fastest rounds: ORT / kiln ms, kiln/ORT |"
   echo "|---|---|---|---|---|---|---|"
-  /usr/bin/python3 - "$json" <<'PY'
+  /usr/bin/python3 - "$json" "$trips" <<'PY'
 import json, math, sys
+trips = {m: (a, b) for m, a, b in (line.split() for line in open(sys.argv[2]))}
 for line in open(sys.argv[1]):
     r = json.loads(line)
     o, k = r["ort_median_ms"], r["ours_median_ms"]
@@ -79,10 +87,11 @@ for r in rows:
 pairs = [(m, v[1], v[2]) for m, v in by.items() if 1 in v and 2 in v]
 if pairs:
     print()
-    print("| model | kiln 1T/2T | ORT 1T/2T | kiln's speed-up at least ORT's |")
-    print("|---|---|---|---|")
+    print("| model | kiln 1T/2T | ORT 1T/2T | kiln's speed-up at least ORT's | core round trip ns, before / after |")
+    print("|---|---|---|---|---|")
     for m, a, b in pairs:
         ks, os_ = a["ours_median_ms"] / b["ours_median_ms"], a["ort_median_ms"] / b["ort_median_ms"]
-        print(f"| {m} | {ks:.2f} | {os_:.2f} | {'yes' if ks >= os_ else 'no'} |")
+        t = trips.get(m, ("n/a", "n/a"))
+        print(f"| {m} | {ks:.2f} | {os_:.2f} | {'yes' if ks >= os_ else 'no'} | {t[0]} / {t[1]} |")
 PY
 } | tee "$out"

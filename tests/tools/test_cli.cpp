@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli_util.h"
 #include "frontend/onnx/tensor_proto.h"
@@ -12,7 +13,7 @@ namespace kiln::testing {
 namespace fs = std::filesystem;
 
 TEST(Cli, HelpOnEverySubcommand) {
-  for (std::string sub : {"run", "check", "conformance", "inspect", "bench", "optimize"}) {
+  for (std::string sub : {"run", "check", "conformance", "inspect", "bench", "optimize", "compile", "freeze", "machine"}) {
     auto r = run_kiln({sub, "--help"});
     EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.output;
     EXPECT_NE(r.output.find("Usage"), std::string::npos) << r.output;
@@ -77,6 +78,17 @@ TEST(Cli, BenchJsonIsOneObject) {
 // The CLI leaves libgomp's wait policy as the environment gives it (its default spins a while
 // between regions and then sleeps, which a busy machine needs; see backends/team_choice.h), and
 // bench reports it.
+TEST(Cli, MachineJsonHasTheCoresAndTheRoundTrip) {
+  auto r = run_kiln({"machine", "--json", "--trips", "100"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_GE(j.at("cores").get<int>(), 1);
+  EXPECT_GT(j.at("l2_bytes").get<int64_t>(), 0);
+  if (j.at("cores").get<int>() > 1) {
+    EXPECT_GT(j.at("core_round_trip_ns").get<double>(), 0.0);
+  }
+}
+
 TEST(Cli, OpenMpWaitPolicyIsTheEnvironments) {
   const std::string model = (source_dir() / "models/squeezenet1_1/model.onnx").string();
   const char* before = std::getenv("OMP_WAIT_POLICY");

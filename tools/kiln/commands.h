@@ -47,5 +47,6 @@ void add_bench_command(CLI::App& app, int& exit_code);
 void add_optimize_command(CLI::App& app, int& exit_code);
 void add_compile_command(CLI::App& app, int& exit_code);
 void add_freeze_command(CLI::App& app, int& exit_code);
+void add_machine_command(CLI::App& app, int& exit_code);
 
 }  // namespace kiln::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   kiln::cli::add_optimize_command(app, exit_code);
   kiln::cli::add_compile_command(app, exit_code);
   kiln::cli::add_freeze_command(app, exit_code);
+  kiln::cli::add_machine_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
