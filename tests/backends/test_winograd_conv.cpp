@@ -128,6 +128,46 @@ TEST(WinogradConv, AFewChannelImageRunsDirect) {
   EXPECT_EQ(chosen({1, 12, 12, 8}, {16, 8, 3, 3}, winograd_attrs({1, 1, 1, 1}, "Relu")), "kiln_winograd");
 }
 
+// F(4x4, 3x3)'s rounding error on a deep conv (256 input channels, inputs and weights in
+// [-1, 1], outputs up to about 60): against the conv in double, the largest error stays near
+// what the interpolation points 0, -1, 1, 1/2, -2 give (3.2e-4 on this data); the points 0, +-1,
+// +-2 gave 9.5e-4.
+TEST(WinogradConv, FourByFourTilesKeepTheirRoundingErrorSmall) {
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_winograd needs AVX-512";
+  const int64_t H = 24, C = 256, OC = 64;
+  ir::Graph g;
+  g.opsets[""] = 17;
+  g.opsets["kiln"] = 1;
+  std::mt19937 rng(11);
+  ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {1, H, H, C}));
+  const Tensor wt = kernel_check::random_tensor({OC, C, 3, 3}, rng);
+  ir::Value* y = g.add_value("y");
+  ir::Node* n = g.add_node("FusedConv", {x, g.add_constant("w", wt)}, {y}, winograd_attrs({1, 1, 1, 1}, ""), "n", "kiln");
+  g.add_output(y);
+  ops::ShapeInference().run(g);
+  auto conv = backends::cpu::make_kiln_winograd(*n, 1, 0, 4, 24, "tiles");
+  ASSERT_TRUE(conv);
+  const Tensor in = kernel_check::random_tensor({1, H, H, C}, rng);
+  Tensor out(DType::Float, {1, H, H, OC});
+  conv->run({&in, nullptr, nullptr}, {&out});
+  const float* xv = in.data<float>();
+  const float* wv = wt.data<float>();
+  double worst = 0;
+  for (int64_t oy = 0; oy < H; ++oy)
+    for (int64_t ox = 0; ox < H; ++ox)
+      for (int64_t o = 0; o < OC; ++o) {
+        double sum = 0;
+        for (int64_t ky = 0; ky < 3; ++ky)
+          for (int64_t kx = 0; kx < 3; ++kx) {
+            const int64_t iy = oy + ky - 1, ix = ox + kx - 1;
+            if (iy < 0 || iy >= H || ix < 0 || ix >= H) continue;
+            for (int64_t c = 0; c < C; ++c) sum += double(xv[(iy * H + ix) * C + c]) * wv[((o * C + c) * 3 + ky) * 3 + kx];
+          }
+        worst = std::max(worst, std::fabs(sum - out.data<float>()[(oy * H + ox) * OC + o]));
+      }
+  EXPECT_LT(worst, 5e-4);
+}
+
 // A team splitting the output blocks (each thread transforms the whole input, reads its part of
 // the weights) computes what one thread does: even and uneven blocks of 64, both tile sizes,
 // activations applied in and after the registers, two images.
