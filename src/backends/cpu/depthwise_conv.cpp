@@ -14,7 +14,6 @@
 #include "backends/cpu/avx512_activation.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
-#include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/row_conv.h"
 #include "backends/cpu/simd.h"
 
@@ -41,42 +40,6 @@ KILN_SIMD void row_plain(const DepthwiseShape& s, const float* w, const float* b
   }
 }
 
-// Channels of an image in parts of 64 (as kiln_pointwise splits its outputs, so that a part
-// is read by the thread whose core wrote it).
-constexpr int64_t kChannelPart = 64;
-
-// The conv on whole images, the team splitting the 64-channel parts: each thread computes every
-// output row of its channels.
-class ChannelSplitKernel : public Kernel {
- public:
-  bool runs_in_team() const override { return true; }
-  ChannelSplitKernel(DepthwiseConv conv, ops::Activation act, int64_t images, int threads)
-      : conv_(std::move(conv)), act_(act), images_(images), threads_(threads) {}
-
-  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
-    const DepthwiseShape& s = conv_.shape();
-    const float* x = inputs[0]->data<float>();
-    float* y = outputs[0]->data<float>();
-    const int64_t parts = (s.C + kChannelPart - 1) / kChannelPart, pixels = s.OH * s.OW;
-    const int threads = pixels * s.C >= kParallelMinElements ? threads_ : 1;
-    const bool after = !activation_in_registers(act_);
-    for (int64_t i = 0; i < images_; ++i)
-      parallel_for(parts, threads, [&](int64_t p0, int64_t p1) {
-        const int64_t c0 = p0 * kChannelPart, c1 = std::min(s.C, p1 * kChannelPart);
-        float* yi = y + i * pixels * s.C;
-        conv_.channels(x + i * s.H * s.W * s.C, yi, c0, c1);
-        if (after)
-          for (int64_t p = 0; p < pixels; ++p) apply_activation(act_, yi + p * s.C + c0, c1 - c0);
-      });
-  }
-
- private:
-  DepthwiseConv conv_;
-  ops::Activation act_;
-  int64_t images_;
-  int threads_;
-};
-
 std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads, const std::string& split) {
   std::unique_ptr<DepthwiseShape> s = depthwise_shape(node);
   // Up to 5x5 (efficientnet_b0's), which row_kxk keeps in registers: taller kernels would take
@@ -89,22 +52,16 @@ std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads, const 
   const int64_t images = node.input(0)->type.static_dims()[0];
   // The channel split runs on the AVX-512 rows; elsewhere the team splits the rows.
   if (split == "channels" && has_avx512())
-    return std::make_unique<ChannelSplitKernel>(std::move(conv), *act, images, threads);
+    return std::make_unique<ChannelSplitKernel<DepthwiseConv>>(std::move(conv), *row_conv_geometry(node), *act,
+                                                               activation_in_registers(*act), images, threads);
   return std::make_unique<RowConvKernel<DepthwiseConv>>(std::move(conv), *row_conv_geometry(node), images, threads);
 }
 
 }  // namespace
 
 std::string depthwise_split(const ir::Node& node, int threads) {
-  if (threads < 2 || !has_avx512()) return "rows";
   const std::optional<ops::Activation> act = epilogue_of(node);
-  if (!act || !activation_in_registers(*act)) return "rows";
-  // The producer's split as kiln_pointwise's rule makes it (a plan tuned otherwise may differ;
-  // then only the cores' traffic is what a row split would have had).
-  const ir::Node* p = node.input(0) ? node.input(0)->producer() : nullptr;
-  const std::optional<PointwiseConvShape> ps = p ? pointwise_conv_shape(*p) : std::nullopt;
-  if (!ps || ps->pixels > kMaxPixels || (p->num_inputs() > 4 && p->input(4))) return "rows";
-  return pointwise_rule(ps->K, ps->N, threads, kSplitOutputsMinWeightBytes).split_outputs ? "channels" : "rows";
+  return act ? row_conv_split(node, threads, activation_in_registers(*act)) : "rows";
 }
 
 std::unique_ptr<Kernel> make_kiln_depthwise(const ir::Node& node, int threads, const std::string& split) {

@@ -1,6 +1,8 @@
 #include "backends/cpu/row_conv.h"
 
 #include "backends/cpu/onednn_common.h"
+#include "backends/cpu/pointwise_conv.h"
+#include "backends/cpu/simd.h"
 #include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
@@ -31,6 +33,16 @@ std::optional<RowConvGeometry> row_conv_geometry(const ir::Node& node) {
       (g.W + pads[1] + pads[3] - g.KW) / g.SW + 1 != g.OW)
     return {};
   return g;
+}
+
+std::string row_conv_split(const ir::Node& node, int threads, bool act_in_registers) {
+  if (threads < 2 || !has_avx512() || !act_in_registers) return "rows";
+  // The producer's split as kiln_pointwise's rule makes it (a plan tuned otherwise may differ;
+  // then only the cores' traffic is what a row split would have had).
+  const ir::Node* p = node.input(0) ? node.input(0)->producer() : nullptr;
+  const std::optional<PointwiseConvShape> ps = p ? pointwise_conv_shape(*p) : std::nullopt;
+  if (!ps || ps->pixels > kMaxPixels || (p->num_inputs() > 4 && p->input(4))) return "rows";
+  return pointwise_rule(ps->K, ps->N, threads, kSplitOutputsMinWeightBytes).split_outputs ? "channels" : "rows";
 }
 
 }  // namespace kiln::backends::cpu

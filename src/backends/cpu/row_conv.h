@@ -2,13 +2,17 @@
 // whatever input rows are at hand, so they also run on a ConvChain's line buffers) share: the
 // node forms they take and the kernel that runs one on whole images.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "backends/backend.h"
+#include "backends/cpu/activation_apply.h"
 #include "backends/cpu/parallel.h"
 #include "ir/graph.h"
+#include "ops/core/activation.h"
 #include "kernels/depthwise_rows.h"
 
 namespace kiln::backends::cpu {
@@ -51,5 +55,50 @@ class RowConvKernel : public Kernel {
   int64_t images_, rows_, in_image_, out_row_;
   int threads_;
 };
+
+// The same conv on whole images, the team splitting the channels in parts of 64 (as
+// kiln_pointwise splits its outputs): each thread computes every output row of its parts.
+// Conv has channels(x, y, c0, c1), which applies the activation only where it is in registers;
+// here the others are applied after, pixel by pixel.
+template <class Conv>
+class ChannelSplitKernel : public Kernel {
+ public:
+  static constexpr int64_t kPart = 64;
+  bool runs_in_team() const override { return true; }
+  ChannelSplitKernel(Conv conv, const RowConvGeometry& g, ops::Activation act, bool act_in_registers, int64_t images,
+                     int threads)
+      : conv_(std::move(conv)), g_(g), act_(act), after_(!act_in_registers), images_(images), threads_(threads) {}
+
+  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
+    const float* x = inputs[0]->data<float>();
+    float* y = outputs[0]->data<float>();
+    const int64_t parts = (g_.OC + kPart - 1) / kPart, pixels = g_.OH * g_.OW;
+    const int threads = pixels * g_.OC >= kParallelMinElements ? threads_ : 1;
+    for (int64_t i = 0; i < images_; ++i)
+      parallel_for(parts, threads, [&](int64_t p0, int64_t p1) {
+        const int64_t c0 = p0 * kPart, c1 = std::min(g_.OC, p1 * kPart);
+        float* yi = y + i * pixels * g_.OC;
+        conv_.channels(x + i * g_.H * g_.W * g_.C, yi, c0, c1);
+        if (after_)
+          for (int64_t p = 0; p < pixels; ++p) apply_activation(act_, yi + p * g_.OC + c0, c1 - c0);
+      });
+  }
+
+ private:
+  Conv conv_;
+  RowConvGeometry g_;
+  ops::Activation act_;
+  bool after_;
+  int64_t images_;
+  int threads_;
+};
+
+// How a team splits a row conv whose outputs and inputs are the same channels (depthwise,
+// narrow groups) on whole images: "rows" (each thread its output rows, as the convs around it
+// split pixels), or "channels" where the conv reads a 1x1 conv whose team splits its output
+// channels (as kiln_pointwise's rule splits it), so that each thread reads the channels its own
+// core wrote instead of half of every pixel from the other core. `act_in_registers`: the
+// conv's kernel applies its activation in registers (else it would be applied pixel by pixel).
+std::string row_conv_split(const ir::Node& node, int threads, bool act_in_registers);
 
 }  // namespace kiln::backends::cpu
