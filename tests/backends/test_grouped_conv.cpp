@@ -4,7 +4,6 @@
 // kind of activation, two images, one and two threads; and the forms it leaves to oneDNN.
 #include "kernel_check.h"
 
-#include "backends/cpu/grouped_conv.h"
 #include "backends/cpu/simd.h"
 
 namespace kiln {
@@ -68,61 +67,6 @@ TEST(GroupedConv, LeavesOtherFormsToOneDnn) {
   EXPECT_NE(chosen({1, 8, 8, 32}, {32, 4, 5, 5}, grouped_attrs(8, 1, {2, 2, 2, 2}, "")), "kiln_grouped");
   EXPECT_NE(chosen({1, 9, 9, 32}, {32, 4, 3, 3}, grouped_attrs(8, 3, pads, "")), "kiln_grouped");
   EXPECT_NE(chosen({1, 8, 8, 32}, {32, 32, 3, 3}, grouped_attrs(1, 1, pads, "Relu")), "kiln_grouped");
-}
-
-// The channel split (each thread every row of its 64-channel parts) computes what the row split
-// does: groups of 2, 8 and 16, a last part and a last vector partial (104 and 440 channels),
-// strides 1 and 2, an activation in and one after the registers, two images, teams of 2 and 3;
-// and the rule takes it only after a 1x1 conv whose team splits its outputs.
-TEST(GroupedConv, ChannelSplitComputesWhatTheRowSplitDoes) {
-  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_grouped needs AVX-512";
-  struct Shape {
-    int64_t h, c, groups, stride;
-  };
-  for (const Shape& s : {Shape{9, 104, 13, 1}, Shape{7, 440, 55, 2}, Shape{8, 64, 32, 1}, Shape{6, 160, 10, 1}})
-    for (const char* act : {"Relu", "Sigmoid"})
-      for (int threads : {2, 3}) {
-        SCOPED_TRACE(std::to_string(s.c) + " channels in " + std::to_string(s.groups) + " groups, stride " +
-                     std::to_string(s.stride) + " " + act + ", " + std::to_string(threads) + " threads");
-        ir::Graph g;
-        g.opsets[""] = 17;
-        g.opsets["kiln"] = 1;
-        std::mt19937 rng(9);
-        ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {2, s.h, s.h, s.c}));
-        ir::Value* w = g.add_constant("w", kernel_check::random_tensor({s.c, s.c / s.groups, 3, 3}, rng));
-        ir::Value* b = g.add_constant("b", kernel_check::random_tensor({s.c}, rng));
-        ir::Value* y = g.add_value("y");
-        ir::Node* n = g.add_node("FusedConv", {x, w, b}, {y}, grouped_attrs(s.groups, s.stride, {1, 1, 1, 1}, act), "n", "kiln");
-        g.add_output(y);
-        ops::ShapeInference().run(g);
-        auto rows = backends::cpu::make_kiln_grouped(*n, 1, "rows");
-        auto channels = backends::cpu::make_kiln_grouped(*n, threads, "channels");
-        ASSERT_TRUE(rows && channels);
-        const Tensor in = kernel_check::random_tensor({2, s.h, s.h, s.c}, rng);
-        Tensor a(DType::Float, y->type.static_dims()), c(DType::Float, y->type.static_dims());
-        std::fill(c.data<float>(), c.data<float>() + c.numel(), std::nanf(""));  // every element written
-        rows->run({&in, nullptr, nullptr}, {&a});
-        channels->run({&in, nullptr, nullptr}, {&c});
-        for (int64_t i = 0; i < a.numel(); ++i) ASSERT_NEAR(c.data<float>()[i], a.data<float>()[i], 1e-6f) << i;
-      }
-  // RegNet's 440 x 440 1x1 conv (774 KiB of weights, its team splits the outputs) before the
-  // grouped conv, and a 104 x 104 one (42 KiB, the pixels).
-  for (const auto& [c, expect] : {std::pair<int64_t, const char*>{440, "channels"}, {104, "rows"}}) {
-    ir::Graph g;
-    g.opsets[""] = 17;
-    g.opsets["kiln"] = 1;
-    ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {1, 7, 7, c}));
-    ir::Value* e = g.add_value("e");
-    g.add_node("FusedConv", {x, g.add_constant("we", Tensor(DType::Float, {c, c, 1, 1}))}, {e},
-               {{"channels_last", ir::Attribute::of_int(1)}}, "a", "kiln");
-    ir::Value* y = g.add_value("y");
-    ir::Node* n = g.add_node("FusedConv", {e, g.add_constant("wg", Tensor(DType::Float, {c, 8, 3, 3}))}, {y},
-                             grouped_attrs(c / 8, 1, {1, 1, 1, 1}, "Relu"), "b", "kiln");
-    g.add_output(y);
-    ops::ShapeInference().run(g);
-    EXPECT_EQ(backends::cpu::grouped_conv_split(*n, 2), expect) << c;
-    EXPECT_EQ(backends::cpu::grouped_conv_split(*n, 1), "rows") << c;
-  }
 }
 
 }  // namespace

@@ -8,10 +8,7 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <array>
-#include <map>
-#include <string>
 #include <utility>
 
 #include "backends/cpu/activation_apply.h"
@@ -33,7 +30,6 @@ struct Args {
   __mmask16 last;  // the lanes of the last channel vector that hold channels
   ops::Activation act;
   bool in_registers;
-  int64_t v0 = 0, v1 = -1;  // the channel vectors computed: [v0, v1), v1 < 0 all of them
 };
 
 #pragma GCC diagnostic push
@@ -75,7 +71,7 @@ __attribute__((target("avx512f"))) void segment(const Args& a, int64_t oy, int64
       _mm512_and_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(~(CG - 1)));
   const __m512 lo = activation_lo(a.act), hi = activation_hi(a.act);
   const int64_t vectors = (a.C + 15) / 16;
-  for (int64_t v = a.v0; v < (a.v1 < 0 ? vectors : std::min(a.v1, vectors)); ++v) {
+  for (int64_t v = 0; v < vectors; ++v) {
     const __mmask16 lanes = v + 1 < vectors ? __mmask16{0xFFFF} : a.last;
     __m512 acc[P];
     const __m512 b = _mm512_loadu_ps(a.bias + v * 16);
@@ -138,7 +134,7 @@ void row_of(int64_t cg, const Args& a, int64_t OW, int64_t oy, float* y) {
   }
 }
 
-std::unique_ptr<Kernel> make_grouped(const ir::Node& node, int threads, const std::string& split) {
+std::unique_ptr<Kernel> make_grouped(const ir::Node& node, int threads) {
   if (!has_avx512()) return nullptr;
   const std::optional<RowConvGeometry> g = row_conv_geometry(node);
   if (!g || !grouped_conv_takes(*g)) return nullptr;
@@ -146,11 +142,8 @@ std::unique_ptr<Kernel> make_grouped(const ir::Node& node, int threads, const st
   if (!act) return nullptr;
   const ir::Value* b = node.input(2);
   GroupedConv conv(*g, node.input(1)->constant().data<float>(), b ? b->constant().data<float>() : nullptr, *act);
-  const int64_t images = node.input(0)->type.static_dims()[0];
-  if (split == "channels")
-    return std::make_unique<ChannelSplitKernel<GroupedConv>>(std::move(conv), *g, *act, activation_in_registers(*act),
-                                                             images, threads);
-  return std::make_unique<RowConvKernel<GroupedConv>>(std::move(conv), *g, images, threads);
+  return std::make_unique<RowConvKernel<GroupedConv>>(std::move(conv), *g, node.input(0)->type.static_dims()[0],
+                                                      threads);
 }
 
 }  // namespace
@@ -175,58 +168,22 @@ GroupedConv::GroupedConv(const RowConvGeometry& g, const float* weights, const f
   if (bias) std::copy(bias, bias + g.C, bias_.begin());
 }
 
-void GroupedConv::compute(const float* x, float* y, int64_t oy0, int64_t oy1, int64_t v0, int64_t v1) const {
+void GroupedConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1) const {
+  if (x_row0 != 0) throw Error("grouped conv: rows from the whole image only");
   const int rest = static_cast<int>(g_.C % 16);
   const __mmask16 last = rest ? static_cast<__mmask16>((1u << rest) - 1) : __mmask16{0xFFFF};
-  const Args a{x,    w_.data(), bias_.data(), g_.H, g_.W, g_.C, g_.PT, g_.PL, g_.SH, last, act_, activation_in_registers(act_),
-               v0, v1};
+  const Args a{x, w_.data(), bias_.data(), g_.H, g_.W, g_.C, g_.PT, g_.PL, g_.SH, last, act_, activation_in_registers(act_)};
   const int64_t out_row = g_.OW * g_.C;
   for (int64_t oy = oy0; oy < oy1; ++oy) {
     float* yr = y + (oy - oy0) * out_row;
     if (g_.SW == 1) row_of<1>(group_channels_, a, g_.OW, oy, yr);
     else row_of<2>(group_channels_, a, g_.OW, oy, yr);
   }
-}
-
-void GroupedConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1) const {
-  if (x_row0 != 0) throw Error("grouped conv: rows from the whole image only");
-  compute(x, y, oy0, oy1, 0, -1);
-  if (!activation_in_registers(act_)) apply_activation(act_, y, (oy1 - oy0) * g_.OW * g_.C);
-}
-
-void GroupedConv::channels(const float* x, float* y, int64_t c0, int64_t c1) const {
-  compute(x, y, 0, g_.OH, c0 / 16, (c1 + 15) / 16);
-}
-
-std::string grouped_conv_split(const ir::Node& node, int threads) {
-  const std::optional<ops::Activation> act = epilogue_of(node);
-  return act ? row_conv_split(node, threads, activation_in_registers(*act)) : "rows";
-}
-
-std::unique_ptr<Kernel> make_kiln_grouped(const ir::Node& node, int threads, const std::string& split) {
-  return make_grouped(node, threads, split);
+  if (!activation_in_registers(act_)) apply_activation(act_, y, (oy1 - oy0) * out_row);
 }
 
 void add_grouped_conv_kernels(std::vector<KernelFactory>& table) {
-  table.push_back({.domain = "kiln",
-                   .op = "FusedConv",
-                   .make = [](const ir::Node& n, int t) { return make_grouped(n, t, grouped_conv_split(n, t)); },
-                   .name = "kiln_grouped",
-                   .choose = [](const ir::Node& n, int threads) -> std::map<std::string, plan::ParamValue> {
-                     return {{"split", grouped_conv_split(n, threads)}};
-                   },
-                   .make_spec =
-                       [](const ir::Node& n, const plan::KernelSpec& s) -> std::unique_ptr<Kernel> {
-                     // Plans written before the split was a parameter split the rows.
-                     const std::string split = s.params.count("split") ? s.get_string("split") : "rows";
-                     if (split != "rows" && split != "channels") return nullptr;
-                     return make_grouped(n, s.threads, split);
-                   },
-                   .choices = [](const ir::Node&, int threads) -> plan::ParamChoices {
-                     if (threads < 2) return {};
-                     return {{"split", {std::string("rows"), std::string("channels")}}};
-                   },
-                   .thread_params = {"split"}});
+  table.push_back({"kiln", "FusedConv", make_grouped, "kiln_grouped"});
 }
 
 }  // namespace kiln::backends::cpu

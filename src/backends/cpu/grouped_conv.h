@@ -8,7 +8,6 @@
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "backends/backend.h"
@@ -26,13 +25,8 @@ class GroupedConv {
   // Output rows [oy0, oy1) of one image to y (row oy0 first, rows of OW * C floats); x is the
   // whole image (x_row0 must be 0).
   void rows(const float* x, int64_t x_row0, float* y, int64_t oy0, int64_t oy1) const;
-  // Every output row of a whole image, channels [c0, c1) only (c0 a multiple of 16), with the
-  // activation only where it is applied in registers.
-  void channels(const float* x, float* y, int64_t c0, int64_t c1) const;
 
  private:
-  // Rows [oy0, oy1), channel vectors [v0, v1) (v1 < 0: all), activations in registers only.
-  void compute(const float* x, float* y, int64_t oy0, int64_t oy1, int64_t v0, int64_t v1) const;
   RowConvGeometry g_;
   int64_t group_channels_;
   ops::Activation act_;
@@ -43,11 +37,5 @@ class GroupedConv {
 // Whether GroupedConv takes a geometry: 3x3, stride 1 or 2 across, as many outputs as inputs,
 // groups of 2, 4, 8 or 16 channels (any number of groups).
 bool grouped_conv_takes(const RowConvGeometry& g);
-
-// How a team splits it: row_conv_split's rule ("rows", or "channels" after a 1x1 conv whose team
-// splits its outputs).
-std::string grouped_conv_split(const ir::Node& node, int threads);
-// kiln_grouped for `node` with that split, or nullptr where it declines the node.
-std::unique_ptr<Kernel> make_kiln_grouped(const ir::Node& node, int threads, const std::string& split);
 
 }  // namespace kiln::backends::cpu

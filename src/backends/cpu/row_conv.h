@@ -93,8 +93,8 @@ class ChannelSplitKernel : public Kernel {
   int threads_;
 };
 
-// How a team splits a row conv whose outputs and inputs are the same channels (depthwise,
-// narrow groups) on whole images: "rows" (each thread its output rows, as the convs around it
+// How a team splits a row conv whose outputs and inputs are the same channels (a depthwise
+// conv) on whole images: "rows" (each thread its output rows, as the convs around it
 // split pixels), or "channels" where the conv reads a 1x1 conv whose team splits its output
 // channels (as kiln_pointwise's rule splits it), so that each thread reads the channels its own
 // core wrote instead of half of every pixel from the other core. `act_in_registers`: the
