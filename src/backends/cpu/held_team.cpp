@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <chrono>
+#include <cstring>
 #include <exception>
 #include <thread>
 
@@ -27,15 +28,20 @@ void wait_until(const Ready& ready) {
 
 }  // namespace
 
-void HeldTeam::post(Job job, void* data, int team) {
+void HeldTeam::post(Job job, void* data, int team, size_t bytes) {
   slot_.job = job;
-  slot_.data = data;
+  if (bytes > 0 && bytes <= kInlineBytes) {
+    std::memcpy(slot_.bytes, data, bytes);
+    slot_.data = slot_.bytes;
+  } else {
+    slot_.data = data;
+  }
   slot_.team = team;
   slot_.seq.store(++seq_, std::memory_order_release);
 }
 
-void HeldTeam::run(int team, Job job, void* data) {
-  post(job, data, team);
+void HeldTeam::run(int team, Job job, void* data, size_t bytes) {
+  post(job, data, team, bytes);
   current_ = nullptr;  // a loop inside this thread's share runs inline
   job(data, 0, team);
   current_ = this;
