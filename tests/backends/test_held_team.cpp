@@ -48,6 +48,43 @@ TEST(HeldTeam, LoopsCoverTheirRangeOnce) {
   }
 }
 
+// HeldTeam::run hands each worker the job's arguments: copied into the slot where they fit
+// (kInlineBytes), by pointer where they do not; every thread sees the values either way, and
+// the next job's arguments replace the last's only after every worker answered.
+TEST(HeldTeam, JobArgumentsReachEveryThreadInlineOrByPointer) {
+  struct Small {
+    int64_t a, b;
+  };
+  struct Large {
+    int64_t v[6];
+  };
+  static_assert(sizeof(Small) <= HeldTeam::kInlineBytes && sizeof(Large) > HeldTeam::kInlineBytes);
+  if (omp_get_num_procs() < 2) GTEST_SKIP() << "no team is held on one core";
+  static std::atomic<int64_t> sums[2];  // a job is a plain function: no captures
+  sums[0] = sums[1] = 0;
+  hold_team(2, [&] {
+    HeldTeam* team = HeldTeam::current();
+    ASSERT_NE(team, nullptr);
+    for (int64_t round = 1; round <= 100; ++round) {
+      Small small{round, 2 * round};
+      team->run(2, [](void* p, int t, int) {
+        const Small& s = *static_cast<const Small*>(p);
+        sums[t].fetch_add(s.a + s.b);
+      }, &small, sizeof(small));
+      Large large{{round, round, round, round, round, round}};
+      team->run(2, [](void* p, int t, int) {
+        const Large& l = *static_cast<const Large*>(p);
+        int64_t s = 0;
+        for (int64_t x : l.v) s += x;
+        sums[t].fetch_add(s);
+      }, &large, sizeof(large));
+    }
+  });
+  // Per round: 3 * round from the small job, 6 * round from the large one; rounds 1..100.
+  EXPECT_EQ(sums[0].load(), 9 * 5050);
+  EXPECT_EQ(sums[1].load(), 9 * 5050);
+}
+
 TEST(HeldTeam, SharesRunOnDifferentThreads) {
   std::atomic<int> outside{0};
   hold_team(2, [&] {
