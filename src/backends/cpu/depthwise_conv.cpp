@@ -40,7 +40,14 @@ KILN_SIMD void row_plain(const DepthwiseShape& s, const float* w, const float* b
   }
 }
 
-std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads, const std::string& split) {
+}  // namespace
+
+std::string depthwise_split(const ir::Node& node, int threads) {
+  const std::optional<ops::Activation> act = epilogue_of(node);
+  return act ? row_conv_split(node, threads, activation_in_registers(*act)) : "rows";
+}
+
+std::unique_ptr<Kernel> make_kiln_depthwise(const ir::Node& node, int threads, const std::string& split) {
   std::unique_ptr<DepthwiseShape> s = depthwise_shape(node);
   // Up to 5x5 (efficientnet_b0's), which row_kxk keeps in registers: taller kernels would take
   // the generic row loop, which is slower than oneDNN's.
@@ -55,17 +62,6 @@ std::unique_ptr<Kernel> make_depthwise(const ir::Node& node, int threads, const 
     return std::make_unique<ChannelSplitKernel<DepthwiseConv>>(std::move(conv), *row_conv_geometry(node), *act,
                                                                activation_in_registers(*act), images, threads);
   return std::make_unique<RowConvKernel<DepthwiseConv>>(std::move(conv), *row_conv_geometry(node), images, threads);
-}
-
-}  // namespace
-
-std::string depthwise_split(const ir::Node& node, int threads) {
-  const std::optional<ops::Activation> act = epilogue_of(node);
-  return act ? row_conv_split(node, threads, activation_in_registers(*act)) : "rows";
-}
-
-std::unique_ptr<Kernel> make_kiln_depthwise(const ir::Node& node, int threads, const std::string& split) {
-  return make_depthwise(node, threads, split);
 }
 
 DepthwiseConv::DepthwiseConv(const DepthwiseShape& s, const float* weights, const float* bias, ops::Activation act)
@@ -113,7 +109,7 @@ std::unique_ptr<DepthwiseShape> depthwise_shape(const ir::Node& node) {
 void add_depthwise_kernels(std::vector<KernelFactory>& table) {
   table.push_back({.domain = "kiln",
                    .op = "FusedConv",
-                   .make = [](const ir::Node& n, int t) { return make_depthwise(n, t, depthwise_split(n, t)); },
+                   .make = [](const ir::Node& n, int t) { return make_kiln_depthwise(n, t, depthwise_split(n, t)); },
                    .name = "kiln_depthwise",
                    .choose = [](const ir::Node& n, int threads) -> std::map<std::string, plan::ParamValue> {
                      return {{"split", depthwise_split(n, threads)}};
@@ -123,7 +119,7 @@ void add_depthwise_kernels(std::vector<KernelFactory>& table) {
                      // Plans written before the split was a parameter split the rows.
                      const std::string split = s.params.count("split") ? s.get_string("split") : "rows";
                      if (split != "rows" && split != "channels") return nullptr;
-                     return make_depthwise(n, s.threads, split);
+                     return make_kiln_depthwise(n, s.threads, split);
                    },
                    .choices = [](const ir::Node&, int threads) -> plan::ParamChoices {
                      if (threads < 2) return {};

@@ -47,10 +47,8 @@ class DepthwiseConv {
 // kernel rows), or nullptr.
 std::unique_ptr<DepthwiseShape> depthwise_shape(const ir::Node& node);
 
-// How a team splits a depthwise conv on whole images: "rows" (each thread its output rows, as
-// the convs around it split pixels), or "channels" (each thread all rows of its 64-channel
-// parts) where the conv reads a 1x1 conv whose team splits its output channels, so that each
-// thread reads the channels its core wrote instead of half of every pixel from the other core.
+// How a team splits a depthwise conv on whole images: row_conv_split's rule (row_conv.h) for
+// its activation ("rows", or "channels" after a 1x1 conv whose team splits its outputs).
 std::string depthwise_split(const ir::Node& node, int threads);
 // kiln_depthwise for `node` with that split, or nullptr where it declines the node.
 std::unique_ptr<Kernel> make_kiln_depthwise(const ir::Node& node, int threads, const std::string& split);
