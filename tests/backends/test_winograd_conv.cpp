@@ -202,6 +202,21 @@ TEST(WinogradConv, SplittingTheOutputsMatchesOneThread) {
     }
 }
 
+// Weights beyond a core's L2 (several MiB here: 512 channels in, 260 out, the last 64-wide panel
+// narrower) are fetched a panel ahead while the GEMMs run: the same sums, one and two threads,
+// the tiles or the outputs split.
+TEST(WinogradConv, WeightsBeyondL2MatchTheReference) {
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_winograd needs AVX-512";
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    Case c{"FusedConv", "kiln", {{1, 6, 7, 512}, {260, 512, 3, 3}, {260}}, {false, true, true},
+           {{1, 6, 7, 260}}, winograd_attrs({1, 1, 1, 1}, "Relu")};
+    c.threads = threads;
+    c.tol = 5e-4f;
+    ASSERT_EQ(chosen({1, 6, 7, 512}, {260, 512, 3, 3}, c.attrs), "kiln_winograd");
+    ASSERT_TRUE(check(c));
+  }
+}
 
 // The team splits the outputs only where the tiles make fewer blocks than threads: there each
 // thread would read all the weights for its one small block. Where every thread gets blocks of

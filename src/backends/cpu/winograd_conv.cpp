@@ -35,19 +35,31 @@ namespace {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+// Where a GEMM tile sends the next weight panel toward L2 while it computes: `lines` cache
+// lines from `at`, `per_k` of them at each step of the depth loop (the first lines / per_k steps).
+struct PanelPrefetch {
+  const char* at = nullptr;
+  int64_t lines = 0, per_k = 0;
+};
+
 // m[R rows][NV * 16] = v[R rows][K] * u ([K][NV * 16]), rows `K` floats apart in v and `ldm`
 // in m.
 template <int R, int NV>
 __attribute__((target("avx512f"), always_inline)) inline void gemm_tile_inline(const float* __restrict v, int64_t K,
                                                            const float* __restrict u, float* __restrict m,
-                                                           int64_t ldm) {
+                                                           int64_t ldm, PanelPrefetch pf = {}) {
   constexpr int W = NV * 16;
   __m512 acc[R][NV];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) acc[r][j] = _mm512_setzero_ps();
+  const int64_t pf_steps = pf.per_k > 0 ? (pf.lines + pf.per_k - 1) / pf.per_k : 0;
   for (int64_t k = 0; k < K; ++k) {
+    if (k < pf_steps) {
+      const char* line = pf.at + k * pf.per_k * 64;
+      for (int64_t i = 0; i < pf.per_k; ++i) _mm_prefetch(line + i * 64, _MM_HINT_T1);
+    }
     __m512 b[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) b[j] = _mm512_load_ps(u + k * W + 16 * j);
@@ -66,15 +78,15 @@ __attribute__((target("avx512f"), always_inline)) inline void gemm_tile_inline(c
 
 template <int R, int NV>
 __attribute__((target("avx512f"), noinline)) void gemm_tile(const float* v, int64_t K, const float* u, float* m,
-                                                           int64_t ldm) {
-  gemm_tile_inline<R, NV>(v, K, u, m, ldm);
+                                                           int64_t ldm, PanelPrefetch pf) {
+  gemm_tile_inline<R, NV>(v, K, u, m, ldm, pf);
 }
 
 template <int NV>
 constexpr int kRows = NV == 4 ? 6 : NV == 3 ? 8 : NV == 2 ? 12 : 14;
 
 template <int NV>
-using GemmFn = void (*)(const float*, int64_t, const float*, float*, int64_t);
+using GemmFn = void (*)(const float*, int64_t, const float*, float*, int64_t, PanelPrefetch);
 
 template <int NV, int... Rs>
 constexpr std::array<GemmFn<NV>, sizeof...(Rs)> gemms_of(std::integer_sequence<int, Rs...>) {
@@ -83,16 +95,25 @@ constexpr std::array<GemmFn<NV>, sizeof...(Rs)> gemms_of(std::integer_sequence<i
 template <int NV>
 constexpr auto kGemms = gemms_of<NV>(std::make_integer_sequence<int, kRows<NV>>{});
 
-// m[t][n0, n0 + NV * 16) for tiles t in [0, T) of one position.
+// m[t][n0, n0 + NV * 16) for tiles t in [0, T) of one position. `next`, when given, is the
+// weight panel the following call reads (`next_bytes`): the row tiles fetch it toward L2 a
+// share each, so that memory streams the weights while the tiles after the first compute
+// from the panel L2 already holds, instead of each panel's first tile waiting on memory.
 template <int NV>
 __attribute__((target("avx512f"))) void gemm_block(const float* v, int64_t T, int64_t K, const float* u, float* m,
-                                                   int64_t ldm) {
+                                                   int64_t ldm, const float* next = nullptr, int64_t next_bytes = 0) {
   // Tiles of equal height, as in pointwise_conv.cpp: no one-row tile at the end.
   const int64_t tiles = (T + kRows<NV> - 1) / kRows<NV>;
+  const int64_t next_lines = next ? (next_bytes + 63) / 64 : 0;
   for (int64_t i = 0; i < tiles; ++i) {
     const int64_t t = T * i / tiles, rows = T * (i + 1) / tiles - t;
-    if (rows == kRows<NV>) gemm_tile_inline<kRows<NV>, NV>(v + t * K, K, u, m + t * ldm, ldm);
-    else kGemms<NV>[rows - 1](v + t * K, K, u, m + t * ldm, ldm);
+    PanelPrefetch pf;
+    if (next_lines > 0) {
+      const int64_t l0 = next_lines * i / tiles, l1 = next_lines * (i + 1) / tiles;
+      pf = {reinterpret_cast<const char*>(next) + l0 * 64, l1 - l0, (l1 - l0 + K - 1) / K};
+    }
+    if (rows == kRows<NV>) gemm_tile_inline<kRows<NV>, NV>(v + t * K, K, u, m + t * ldm, ldm, pf);
+    else kGemms<NV>[rows - 1](v + t * K, K, u, m + t * ldm, ldm, pf);
   }
 }
 
@@ -198,6 +219,9 @@ WinogradConv::WinogradConv(const WinogradShape& s, const float* weights, const f
   });
   bias_.assign(static_cast<size_t>(OC16_), 0.f);
   if (bias) std::copy(bias, bias + s.OC, bias_.begin());
+  // The part of the weights one thread reads: all of them, or its share of the outputs'.
+  prefetch_weights_ = static_cast<double>(floats) * sizeof(float) / (split_outputs_ ? threads_ : 1) >
+                      static_cast<double>(l2_cache_bytes());
 }
 
 size_t WinogradConv::scratch_floats() const {
@@ -234,18 +258,28 @@ __attribute__((target("avx512f"))) void WinogradConv::block(const float* x, floa
       for (int p = 0; p < P; ++p) _mm512_store_ps(v + (p * T + t) * C16_ + c0, d[p]);
     }
   }
-  // The GEMMs, one per position: m[pos][t][OC16] = v[pos][t][:] * u[pos].
+  // The GEMMs, one per position: m[pos][t][OC16] = v[pos][t][:] * u[pos]. Each reads panels of
+  // the weights, 64 outputs wide, in the order they lie in u (outputs within a position);
+  // where the weights do not stay in L2 each fetches the next one (gemm_block).
+  auto panel = [&](int p, int64_t n0) { return u_.get() + p * C16_ * OC16_ + n0 * C16_; };
+  auto width = [&](int64_t n0) { return std::min<int64_t>(64, OC16_ - n0); };
   for (int p = 0; p < P; ++p)
     for (int64_t n0 = n_begin; n0 < n_end; n0 += 64) {
-      const int64_t nv = std::min<int64_t>(4, (OC16_ - n0) / 16);
+      const int64_t nv = width(n0) / 16;
       const float* vp = v + p * T * C16_;
-      const float* up = u_.get() + p * C16_ * OC16_ + n0 * C16_;
+      const float* up = panel(p, n0);
       float* mp = m + p * T * OC16_ + n0;
+      const float* next = nullptr;
+      int64_t next_bytes = 0;
+      if (prefetch_weights_) {
+        if (n0 + 64 < n_end) next = panel(p, n0 + 64), next_bytes = C16_ * width(n0 + 64) * 4;
+        else if (p + 1 < P) next = panel(p + 1, n_begin), next_bytes = C16_ * width(n_begin) * 4;
+      }
       switch (nv) {
-        case 4: gemm_block<4>(vp, T, C16_, up, mp, OC16_); break;
-        case 3: gemm_block<3>(vp, T, C16_, up, mp, OC16_); break;
-        case 2: gemm_block<2>(vp, T, C16_, up, mp, OC16_); break;
-        default: gemm_block<1>(vp, T, C16_, up, mp, OC16_); break;
+        case 4: gemm_block<4>(vp, T, C16_, up, mp, OC16_, next, next_bytes); break;
+        case 3: gemm_block<3>(vp, T, C16_, up, mp, OC16_, next, next_bytes); break;
+        case 2: gemm_block<2>(vp, T, C16_, up, mp, OC16_, next, next_bytes); break;
+        default: gemm_block<1>(vp, T, C16_, up, mp, OC16_, next, next_bytes); break;
       }
     }
   // Output transform A^T m A, then bias and activation, stored where the tile is in the image.
