@@ -45,5 +45,29 @@ TEST(NhwcPool, MaxAndAverageWindows) {
   check({"NhwcMaxPool", "kiln", {{1, 9, 10, 7}}, {false}, {{1, 8, 5, 7}}, dil});
 }
 
+// The columns whose windows lie inside the input go a faster way than the edges: channels past
+// one block of 64 and off the 16-lane vectors, a 1-wide window, windows wider than the input
+// (no inside columns), dilated and padded windows, averages with and without the padding.
+TEST(NhwcPool, InsideAndEdgeColumnsAgree) {
+  for (const char* op : {"NhwcMaxPool", "NhwcAveragePool"})
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(op) + " threads " + std::to_string(threads));
+      auto run = [&](std::vector<int64_t> in, std::vector<int64_t> out, ir::Attributes a) {
+        Case c{op, "kiln", {in}, {false}, {out}, a};
+        c.threads = threads;
+        ASSERT_TRUE(check(c));
+      };
+      run({1, 11, 13, 130}, {1, 6, 7, 130}, window({3, 3}, {2, 2}, {1, 1, 1, 1}));
+      run({1, 6, 9, 70}, {1, 3, 5, 70}, window({1, 1}, {2, 2}, {0, 0, 0, 0}));
+      run({1, 5, 3, 20}, {1, 5, 3, 20}, window({3, 5}, {1, 1}, {1, 2, 1, 2}));
+      auto dil = window({3, 3}, {1, 1}, {2, 2, 2, 2});
+      dil["dilations"] = A::of_ints({2, 2});
+      if (std::string(op) == "NhwcMaxPool") run({1, 9, 12, 96}, {1, 9, 12, 96}, dil);
+      auto inc = window({3, 3}, {1, 1}, {1, 1, 1, 1});
+      inc["count_include_pad"] = A::of_int(1);
+      if (std::string(op) == "NhwcAveragePool") run({2, 7, 9, 144}, {2, 7, 9, 144}, inc);
+    }
+}
+
 }  // namespace
 }  // namespace kiln
