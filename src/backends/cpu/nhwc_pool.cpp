@@ -113,7 +113,7 @@ void pool_row(const PoolWindow& g, const float* x, int64_t x_row0, int64_t ring,
   const int64_t padded_h = std::min(g.kh, (g.H + g.pb - h0 + g.dh - 1) / g.dh);
   // Outputs [lo, hi) have every tap inside the input along W.
   int64_t lo = 0, hi = 0;
-  if (has_avx512() && khl < khh && g.kh * g.kw <= 64) {
+  if (has_avx512() && khl < khh && g.kh <= 64) {
     lo = std::min(g.OW, (g.pl + g.sw - 1) / g.sw);
     const int64_t reach = g.W - 1 - (g.kw - 1) * g.dw + g.pl;  // ow * sw <= reach
     hi = reach < 0 ? lo : std::max(lo, std::min(g.OW, reach / g.sw + 1));
