@@ -31,16 +31,20 @@ namespace {
 // GCC 12 warns of the undefined pass-through operand inside its own _mm512_max_ps.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The lanes of the four 16-channel vectors from channel c0 that lie below C.
+inline void block_masks(int64_t left, __mmask16 (&m)[4]) {
+  for (int v = 0; v < 4; ++v) {
+    const int64_t k = std::clamp<int64_t>(left - 16 * v, 0, 16);
+    m[v] = static_cast<__mmask16>((1u << k) - 1);
+  }
+}
+
 template <bool Max>
 __attribute__((target("avx512f"))) void fold_avx512(const float* const* taps, int n, int64_t C, float scale,
                                                     float* o) {
   for (int64_t c0 = 0; c0 < C; c0 += 64) {
-    const int64_t left = C - c0;
     __mmask16 m[4];
-    for (int v = 0; v < 4; ++v) {
-      const int64_t k = std::clamp<int64_t>(left - 16 * v, 0, 16);
-      m[v] = static_cast<__mmask16>((1u << k) - 1);
-    }
+    block_masks(C - c0, m);
     __m512 acc[4];
     for (int v = 0; v < 4; ++v) acc[v] = _mm512_maskz_loadu_ps(m[v], taps[0] + c0 + 16 * v);
     for (int t = 1; t < n; ++t)
@@ -62,12 +66,8 @@ __attribute__((target("avx512f"))) void interior_avx512(const PoolWindow& g, con
                                                         int64_t ow0, int64_t ow1, float scale, float* y) {
   const int64_t C = g.C, tap = g.dw * C;
   for (int64_t c0 = 0; c0 < C; c0 += 64) {
-    const int64_t left = C - c0;
     __mmask16 m[4];
-    for (int v = 0; v < 4; ++v) {
-      const int64_t k = std::clamp<int64_t>(left - 16 * v, 0, 16);
-      m[v] = static_cast<__mmask16>((1u << k) - 1);
-    }
+    block_masks(C - c0, m);
     const __m512 sc = _mm512_set1_ps(scale);
     for (int64_t ow = ow0; ow < ow1; ++ow) {
       const int64_t at = (ow * g.sw - g.pl) * C + c0;
@@ -127,11 +127,9 @@ void pool_row(const PoolWindow& g, const float* x, int64_t x_row0, int64_t ring,
       interior_avx512<false>(g, rows, nrows, lo, hi, 1.f / static_cast<float>(count), y);
     }
   }
+  // The others (the edges, or every output without AVX-512) through a list of their taps.
   for (int64_t ow = 0; ow < g.OW; ++ow) {
-    if (ow == lo && hi > lo) {
-      ow = hi - 1;
-      continue;
-    }
+    if (ow >= lo && ow < hi) continue;
     float* o = y + ow * C;
     const int64_t w0 = ow * g.sw - g.pl;
     int64_t kwl = 0, kwh = g.kw;
