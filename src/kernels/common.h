@@ -15,6 +15,14 @@
 
 #define KILN_RESTRICT __restrict__
 
+// GCC notes that passing these vectors by value would change the ABI in a file built without
+// the wider registers (-Wpsabi); every function here is inline in the one file that uses it, so
+// no call crosses files built with other flags. Popped at the end of the header that pushed.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 namespace kiln_kernels {
 
 // 16 floats as one GCC/Clang vector (a zmm register under -mavx512f, two ymm under -mavx2): for
@@ -30,3 +38,7 @@ inline v16f max16(v16f a, v16f b) { return a > b ? a : b; }
 inline v16f splat16(float s) { return s - v16f{}; }  // a broadcast (s - 0 is s, -0 included)
 
 }  // namespace kiln_kernels
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

@@ -17,6 +17,12 @@
 #include "gemm.h"
 #include "tile.h"
 
+// -Wpsabi: as in common.h.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 namespace kiln_kernels {
 
 namespace detail {
@@ -173,3 +179,7 @@ void depthwise_nhwc(const Conv2dShape& s, const float* x, const float* w, const 
 }
 
 }  // namespace kiln_kernels
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

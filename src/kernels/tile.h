@@ -19,6 +19,12 @@
 
 #include "common.h"
 
+// -Wpsabi: as in common.h.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 namespace kiln_kernels {
 
 template <int PANEL>
@@ -124,3 +130,7 @@ inline void with_count(int rows, F&& f) {
 }
 
 }  // namespace kiln_kernels
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
