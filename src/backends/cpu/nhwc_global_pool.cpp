@@ -1,15 +1,19 @@
-// kiln.NhwcGlobalAveragePool / NhwcGlobalMaxPool: [N, H, W, C] -> [N, 1, 1, C]. Threads split
-// the pixels, not the channels: each sums (or maxes) a contiguous run of pixels into its own
-// row of partials, and the partials are combined after. A conv that ran on two threads left
-// each half of its output in the cache of the core that wrote it, and this split reads those
-// halves where they are (oneDNN's pooling splits channels, which reads every pixel from both
-// cores; reading the other core's freshly written lines costs several times reading one's own,
-// parallel.h).
+// kiln.NhwcGlobalAveragePool / NhwcGlobalMaxPool: [N, H, W, C] -> [N, 1, 1, C]. An image that
+// fits one core's L2 is pooled by one thread: the hand-off, the partials and their combining
+// cost more than the read they share (a network's last feature map, 3x3 to 7x7 by 512-2048
+// channels: 5-15 us on one thread, 7-28 us split between two, bench/results/
+// experiments-20261205-session31.md). A larger one is split by pixels, not channels: each
+// thread sums (or maxes) a contiguous run of pixels into its own row of partials, and the
+// partials are combined after. A conv that ran on two threads left each half of its output in
+// the cache of the core that wrote it, and this split reads those halves where they are
+// (oneDNN's pooling splits channels, which reads every pixel from both cores; reading the other
+// core's freshly written lines costs several times reading one's own, parallel.h).
 #include <algorithm>
 #include <limits>
 #include <memory>
 #include <vector>
 
+#include "backends/cpu/cache_size.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/nhwc_global_pool.h"
 #include "backends/cpu/onednn_common.h"
@@ -46,7 +50,8 @@ class NhwcGlobalPoolKernel : public Kernel {
     const float* x = inputs[0]->data<float>();
     float* y = outputs[0]->data<float>();
     const float init = is_max_ ? -std::numeric_limits<float>::infinity() : 0.f;
-    const int team = static_cast<int>(std::min<int64_t>(pixels_ * c_ >= kParallelMinElements ? threads_ : 1, pixels_));
+    const bool split = pixels_ * c_ * static_cast<int64_t>(sizeof(float)) > l2_cache_bytes();
+    const int team = static_cast<int>(std::min<int64_t>(split ? threads_ : 1, pixels_));
     for (int64_t b = 0; b < n_; ++b) {
       const float* xb = x + b * pixels_ * c_;
       float* yb = y + b * c_;
