@@ -1,8 +1,7 @@
 // kiln.NhwcGlobalAveragePool / NhwcGlobalMaxPool: [N, H, W, C] -> [N, 1, 1, C]. An image that
-// fits one core's L2 is pooled by one thread: the hand-off, the partials and their combining
-// cost more than the read they share (a network's last feature map, 3x3 to 7x7 by 512-2048
-// channels: 5-15 us on one thread, 7-28 us split between two, bench/results/
-// experiments-20261205-session31.md). A larger one is split by pixels, not channels: each
+// fits one core's L2 (a network's last feature map) is pooled by one thread: there the
+// hand-off, the partials and their combining cost more than the read they would share. A
+// larger one is split by pixels, not channels: each
 // thread sums (or maxes) a contiguous run of pixels into its own row of partials, and the
 // partials are combined after. A conv that ran on two threads left each half of its output in
 // the cache of the core that wrote it, and this split reads those halves where they are
@@ -44,14 +43,15 @@ class NhwcGlobalPoolKernel : public Kernel {
  public:
   bool runs_in_team() const override { return true; }
   NhwcGlobalPoolKernel(int64_t n, int64_t pixels, int64_t c, bool is_max, int threads)
-      : n_(n), pixels_(pixels), c_(c), is_max_(is_max), threads_(threads) {}
+      : n_(n), pixels_(pixels), c_(c), is_max_(is_max),
+        team_(static_cast<int>(std::min<int64_t>(
+            pixels * c * static_cast<int64_t>(sizeof(float)) > l2_cache_bytes() ? threads : 1, pixels))) {}
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
     const float* x = inputs[0]->data<float>();
     float* y = outputs[0]->data<float>();
     const float init = is_max_ ? -std::numeric_limits<float>::infinity() : 0.f;
-    const bool split = pixels_ * c_ * static_cast<int64_t>(sizeof(float)) > l2_cache_bytes();
-    const int team = static_cast<int>(std::min<int64_t>(split ? threads_ : 1, pixels_));
+    const int team = team_;
     for (int64_t b = 0; b < n_; ++b) {
       const float* xb = x + b * pixels_ * c_;
       float* yb = y + b * c_;
@@ -82,7 +82,7 @@ class NhwcGlobalPoolKernel : public Kernel {
 
   int64_t n_, pixels_, c_;
   bool is_max_;
-  int threads_;
+  int team_;  // the threads that split the pixels: 1 below a core's L2
 };
 
 std::unique_ptr<Kernel> make_nhwc_global_pool(const ir::Node& node, int threads) {
