@@ -14,12 +14,27 @@ namespace kiln_cuda {
 
 #ifdef KILN_CUDA_ON_CPU
 struct Blas {
-  cudaStream_t stream = nullptr;
-  bool create(cudaStream_t) { return true; }
+  cudaStream_t stream = nullptr;  // the model's: products are queued on it, as cuBLAS's kernels are
+  bool create(cudaStream_t s) {
+    stream = s;
+    return true;
+  }
   void destroy() {}
+  // Queued on the stream with its arguments, so it reads A and B when the stream gets to it.
   const char* gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                    int64_t lda, int64_t stride_a, const float* B, int64_t ldb, int64_t stride_b, float beta, float* C,
                    int64_t ldc, int64_t stride_c, int64_t batch) const {
+    kiln_cuda_shim::submit(
+        stream,
+        [=] {
+          loop(trans_a, trans_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c, batch);
+        },
+        "kiln_cuda::Blas::gemm");
+    return nullptr;
+  }
+  static void loop(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                   int64_t lda, int64_t stride_a, const float* B, int64_t ldb, int64_t stride_b, float beta, float* C,
+                   int64_t ldc, int64_t stride_c, int64_t batch) {
     std::vector<float> row(static_cast<size_t>(N));
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t i = 0; i < M; ++i) {
@@ -35,7 +50,6 @@ struct Blas {
         float* c = C + b * stride_c + i * ldc;
         for (int64_t j = 0; j < N; ++j) c[j] = alpha * row[j] + (beta != 0.f ? beta * c[j] : 0.f);
       }
-    return nullptr;
   }
 };
 #else
