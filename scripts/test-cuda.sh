@@ -2,8 +2,8 @@
 # The CUDA target end to end (docs/codegen.md): for each MODEL[:FLAGS], `kiln compile --target
 # cuda` into a folder, copied outside the repository, then
 #   - built as host C++ through kernels/cuda/host_shim.h (-DKILN_MODEL_ON_CPU=ON, warnings as
-#     errors) and run against the model's test data: the generated kernels' arithmetic checked
-#     without a GPU;
+#     errors) and run against the model's test data, its streams run newest first and oldest
+#     first: the generated kernels' arithmetic and the streams' waits checked without a GPU;
 #   - built with nvcc for sm_90, with cuDNN and without (warnings as errors), compile only: no
 #     GPU needed. The builds
 #     must have compiled the very same model.cu, unchanged (its path in both compile databases,
@@ -48,9 +48,13 @@ for spec in "$@"; do
       -DCMAKE_CXX_FLAGS="$cxxflags" 2>&1 && cmake --build "$p/build-cpu" 2>&1); then
     fail "the host (check-on-cpu) build fails" "$out"; continue
   fi
-  if ! out=$(ASAN_OPTIONS=detect_stack_use_after_return=0 "$p/build-cpu/kiln_model_main" --runs 1 --warmup 0 2>&1) || ! grep -q "check passed" <<<"$out"; then
-    fail "the host build's outputs do not match the test data" "$out"; continue
-  fi
+  # The shim runs the streams out of program order, both ways: a missing wait shows in one.
+  for order in newest oldest; do
+    if ! out=$(KILN_CUDA_SHIM_ORDER=$order ASAN_OPTIONS=detect_stack_use_after_return=0 "$p/build-cpu/kiln_model_main" --runs 1 --warmup 0 2>&1) ||
+        ! grep -q "check passed" <<<"$out"; then
+      fail "the host build's outputs do not match the test data (streams run $order first)" "$out"; continue 2
+    fi
+  done
   nvcc_note="nvcc: skipped, no nvcc"
   if [ -n "$NVCC" ]; then
     if ! out=$(cmake -S "$p" -B "$p/build-gpu" -DKILN_MODEL_ON_CPU=OFF -DKILN_MODEL_CUDNN=ON -DCMAKE_CUDA_COMPILER="$NVCC" \

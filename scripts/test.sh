@@ -202,14 +202,15 @@ else
   [ "$bad" -eq 0 ] || failures+=("code generation ($bad)")
 fi
 
-# The CUDA target (docs/codegen.md): two shared models emitted as CUDA projects, built as host
-# C++ through the CUDA shim and checked against their test data, and compiled with nvcc
-# (`make test-cuda`: every shared model).
+# The CUDA target (docs/codegen.md): two shared models emitted as CUDA projects (their branches
+# on several streams, and squeezenet1_1 once more on one), built as host C++ through the CUDA
+# shim and checked against their test data, and compiled with nvcc (`make test-cuda`: every
+# shared model).
 echo "== code generation (CUDA target; scripts/test-cuda.sh)"
 if [ ! -d "$SHARED_MODELS/squeezenet1_1" ]; then
   missing "CUDA code generation: $SHARED_MODELS missing" "no $SHARED_MODELS"
 else
-  out=$(bash scripts/test-cuda.sh "$BUILD" "$SHARED_MODELS" squeezenet1_1 bert_tiny_op13)
+  out=$(bash scripts/test-cuda.sh "$BUILD" "$SHARED_MODELS" squeezenet1_1 bert_tiny_op13 squeezenet1_1:--streams,1)
   echo "$out"
   ok=$(grep -c "^  ok" <<<"$out")
   bad=$(grep -c "^  FAIL" <<<"$out")

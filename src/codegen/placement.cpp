@@ -1,5 +1,7 @@
 #include "codegen/placement.h"
 
+#include <algorithm>
+
 namespace kiln::codegen {
 
 namespace {
@@ -61,12 +63,13 @@ std::string placement_report(const std::vector<PlacedInstruction>& placed, bool 
   for (size_t at = 0; at < placed.size();) {
     const int sig = placed[at].signature;
     size_t end = at;
-    int gpu = 0, cpu = 0, to_host = 0, to_device = 0;
+    int gpu = 0, cpu = 0, to_host = 0, to_device = 0, streams = 1;
     int64_t host_bytes = 0, device_bytes = 0;
     std::set<std::string> cpu_ops;
     for (; end < placed.size() && placed[end].signature == sig; ++end) {
       const PlacedStep& p = placed[end].step;
       (p.on_host ? cpu : gpu) += 1;
+      streams = std::max(streams, placed[end].stream + 1);
       if (p.on_host) cpu_ops.insert(placed[end].op);
       to_host += static_cast<int>(p.to_host.size());
       to_device += static_cast<int>(p.to_device.size());
@@ -78,11 +81,15 @@ std::string placement_report(const std::vector<PlacedInstruction>& placed, bool 
     s += "signature " + std::to_string(sig) + ": " + std::to_string(gpu) + " instructions on the GPU, " +
          std::to_string(cpu) + " on the CPU" + (ops.empty() ? "" : " (" + ops + ")") + "; " + std::to_string(to_host) +
          " copies to the host (" + std::to_string(host_bytes) + " bytes), " + std::to_string(to_device) +
-         " to the device (" + std::to_string(device_bytes) + " bytes)\n";
+         " to the device (" + std::to_string(device_bytes) + " bytes); " + std::to_string(streams) +
+         (streams == 1 ? " stream\n" : " streams\n");
     if (every)
       for (size_t k = at; k < end; ++k) {
         const PlacedStep& p = placed[k].step;
         s += "  " + std::to_string(p.index) + "  " + placed[k].op + " '" + placed[k].node + "'  " + (p.on_host ? "cpu" : "cuda");
+        if (placed[k].stream >= 0) s += "  stream " + std::to_string(placed[k].stream);
+        for (size_t w = 0; w < placed[k].after.size(); ++w)
+          s += (w ? ", " : " after ") + std::to_string(placed[k].after[w]);
         if (!p.to_host.empty()) s += "  to host: " + describe_regions(p.to_host);
         if (!p.to_device.empty()) s += "  to device: " + describe_regions(p.to_device);
         s += "\n";

@@ -34,11 +34,14 @@ struct PlacedStep {
   std::vector<CopyRegion> to_device;  // copied host -> device after it
 };
 
-// A placed instruction, for reports: which signature, op and node.
+// A placed instruction, for reports: which signature, op and node; on the accelerator, its
+// stream and the instructions on other streams it waits for (streams.h).
 struct PlacedInstruction {
   int signature = 0;
   std::string op, node;
   PlacedStep step;
+  int stream = -1;         // -1: launches nothing (a view)
+  std::vector<int> after;  // instruction indices
 };
 
 class Placer {
@@ -59,7 +62,8 @@ std::string describe_regions(const std::vector<CopyRegion>& regions);
 
 // Per signature, how many instructions run where and what the copies move: "signature 0: 73 on
 // the GPU, 2 on the CPU (Pad, Resize); 2 copies to the host (360 bytes), 2 to the device
-// (1536 bytes)". With `every`, then a line per instruction: index, op, node, device, copies.
+// (1536 bytes); 3 streams". With `every`, then a line per instruction: index, op, node, device,
+// stream and waits, copies.
 std::string placement_report(const std::vector<PlacedInstruction>& placed, bool every);
 
 }  // namespace kiln::codegen

@@ -4,8 +4,9 @@
 // residual, Gemm with transB, batched and constant MatMuls, layer norm, softmax over the last and
 // a middle axis, reductions, Gather, Pad and Resize (one and two axes), and a Dropout with its
 // mask, which has no CUDA kernel and runs on the CPU with copies around it. The project is built as host C++ through the CUDA shim
-// (-DKILN_MODEL_ON_CPU=ON: no GPU needed) and run on test data the reference kernels computed; a
-// bad index fails the run with a message.
+// (-DKILN_MODEL_ON_CPU=ON: no GPU needed) and run on test data the reference kernels computed,
+// with the shim's streams run in either order; its many independent outputs take several
+// streams, whose waits the run cannot do without. A bad index fails the run with a message.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -90,7 +91,7 @@ std::unique_ptr<ir::Graph> cuda_mix(std::mt19937& rng) {
   return g;
 }
 
-fs::path make_project(const std::string& name) {
+fs::path make_project(const std::string& name, const std::string& flags = "") {
   const fs::path dir = scratch(name);
   std::mt19937 rng(11);
   auto g = cuda_mix(rng);
@@ -99,8 +100,9 @@ fs::path make_project(const std::string& name) {
   inputs.push_back(ints({2, -1, 0, -3}));
   write_model_with_data(*g, dir, inputs);
   const Result r = sh(std::string(KILN_BINARY) + " compile " + (dir / "model.onnx").string() + " --target cuda -o " +
-                      (dir / "project").string() + " --check-on-cpu");
+                      (dir / "project").string() + " --check-on-cpu " + flags);
   EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find(flags.empty() ? " streams\n" : "; 1 stream\n"), std::string::npos) << r.out;
   return dir;
 }
 
@@ -109,22 +111,76 @@ Result build(const fs::path& dir) {
             " -DCMAKE_CXX_FLAGS='-Wall -Wextra -Werror' && cmake --build " + (dir / "project" / "build").string());
 }
 
+// Runs the built project's check with the host shim running its streams in `order`: "newest"
+// (side streams as early as their waits allow) or "oldest" (as late).
+Result run_check(const fs::path& dir, const std::string& order) {
+  return sh("KILN_CUDA_SHIM_ORDER=" + order + " " + (dir / "project" / "build" / "kiln_model_main").string() +
+            " --runs 1 --warmup 0");
+}
+
 TEST(CodegenCuda, EveryKernelMatchesOnTheHostShim) {
   const fs::path dir = make_project("cuda-mix");
   Result r = build(dir);
   ASSERT_EQ(r.status, 0) << r.out;
-  r = sh((dir / "project" / "build" / "kiln_model_main").string() + " --runs 1 --warmup 0");
-  EXPECT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("device latency"), std::string::npos) << r.out;  // the _device API ran too
+  for (const char* order : {"newest", "oldest"}) {
+    r = run_check(dir, order);
+    EXPECT_EQ(r.status, 0) << order << "\n" << r.out;
+    EXPECT_NE(r.out.find("check passed"), std::string::npos) << order << "\n" << r.out;
+    EXPECT_NE(r.out.find("device latency"), std::string::npos) << r.out;  // the _device API ran too
+  }
 
   std::ifstream f(dir / "project" / "model.cu");
   const std::string code((std::istreambuf_iterator<char>(f)), {});
   for (const char* k : {"c.convs[", "kiln_kernels::bias_act", "c.on_host(", "c.to_host(", "c.to_device(", "kiln_kernels::depthwise_nhwc", "kiln_kernels::pool2d_nhwc",
                         "kiln_kernels::layernorm_rows", "kiln_kernels::softmax_rows", "kiln_kernels::softmax_strided",
                         "kiln_kernels::gather_rows", "kiln_kernels::resize_separable", "c.blas->gemm(",
-                        "__global__ void k_"})
+                        "__global__ void k_", "c.fork(", "c.on(1)", "c.wait(", "c.record("})
     EXPECT_NE(code.find(k), std::string::npos) << "model.cu does not use " << k;
+
+  // inspect --plan --target cuda: every instruction's device and stream, the waits across them.
+  r = sh(std::string(KILN_BINARY) + " inspect " + (dir / "model.onnx").string() + " --plan --target cuda");
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* k : {" streams\n", "  cuda  stream 0", "  cuda  stream 1", " after ", "  cpu  stream "})
+    EXPECT_NE(r.out.find(k), std::string::npos) << "inspect --plan --target cuda lacks '" << k << "'\n" << r.out;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// The streams' waits are what keeps the branches right: the same project without them gives
+// wrong outputs on the host shim, whose streams run out of program order.
+TEST(CodegenCuda, WithoutItsWaitsTheRunIsWrong) {
+  const fs::path dir = make_project("cuda-no-waits");
+  const fs::path cu = dir / "project" / "model.cu";
+  std::ifstream in(cu);
+  std::string code((std::istreambuf_iterator<char>(in)), {}), kept;
+  in.close();
+  int removed = 0;
+  for (size_t at = 0; at < code.size();) {
+    const size_t end = code.find('\n', at);
+    const std::string line = code.substr(at, end == std::string::npos ? std::string::npos : end - at + 1);
+    if (line.find("if (!c.wait(") != std::string::npos)
+      ++removed;
+    else
+      kept += line;
+    at = end == std::string::npos ? code.size() : end + 1;
+  }
+  ASSERT_GT(removed, 0);
+  std::ofstream(cu) << kept;
+  Result r = build(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = run_check(dir, "newest");
+  EXPECT_EQ(r.out.find("check passed"), std::string::npos) << r.out;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+TEST(CodegenCuda, OneStreamRunsInPlanOrder) {
+  const fs::path dir = make_project("cuda-one-stream", "--streams 1");
+  std::ifstream f(dir / "project" / "model.cu");
+  const std::string code((std::istreambuf_iterator<char>(f)), {});
+  for (const char* k : {"c.fork(", "c.on(", "c.wait("}) EXPECT_EQ(code.find(k), std::string::npos) << k;
+  Result r = build(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = run_check(dir, "newest");
+  EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
   if (!HasFailure()) fs::remove_all(dir);
 }
 

@@ -65,6 +65,7 @@ void add_compile_command(CLI::App& app, int& exit_code) {
     ModelOptions model_options;
     std::string model, out, target = "kiln", isa;
     bool embed_weights = false, no_onednn = false, check_on_cpu = false;
+    int streams = codegen::CudaOptions{}.streams;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("model", args->model, "Model file (.onnx or .kiln)")->required();
@@ -82,12 +83,18 @@ void add_compile_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"avx512f", "avx2", "baseline"}));
   cmd->add_flag("--check-on-cpu", args->check_on_cpu,
                 "--target cuda: the project builds model.cu as host C++ by default (no GPU; checks the kernels)");
+  cmd->add_option("--streams", args->streams,
+                  "--target cuda: at most this many CUDA streams, on which independent branches run concurrently "
+                  "(1: every instruction in order)")
+      ->check(CLI::Range(1, 32))
+      ->capture_default_str();
   args->model_options.add_to(cmd, "SYMBOL=N[,M...]: precompile these extents of a symbolic input dim (every combination)");
   cmd->callback([args, &exit_code] {
     const bool cpp = args->target == "cpp", cuda = args->target == "cuda";
     if (!cpp && (args->embed_weights || args->no_onednn || !args->isa.empty()))
       throw Error("--embed-weights, --no-onednn and --isa go with --target cpp");
-    if (!cuda && args->check_on_cpu) throw Error("--check-on-cpu goes with --target cuda");
+    if (!cuda && (args->check_on_cpu || args->streams != codegen::CudaOptions{}.streams))
+      throw Error("--check-on-cpu and --streams go with --target cuda");
     if ((cpp || cuda) && args->out.empty()) throw Error("--target " + args->target + " writes a folder: give it with -o DIR");
     const auto t0 = std::chrono::steady_clock::now();
     SessionOptions o = args->model_options.session();
@@ -116,6 +123,7 @@ void add_compile_command(CLI::App& app, int& exit_code) {
       co.source = std::filesystem::path(args->model).filename().string();
       co.test_data = test_data;
       co.check_on_cpu = args->check_on_cpu;
+      co.streams = args->streams;
       const codegen::CudaProjectStats st = codegen::write_cuda_project(plans, co, args->out);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::printf("wrote %s: %zu signature(s), %d instructions (%d views), %d generated kernels; weights %lld bytes, "

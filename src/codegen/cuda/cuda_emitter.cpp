@@ -2,6 +2,9 @@
 
 #include <kiln/error.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "codegen/cpp/emit_context.h"
 #include "codegen/cpp/op_emitters.h"
 #include "codegen/cuda/cuda_ops.h"
@@ -12,6 +15,10 @@ void CudaEmitter::begin(int signature, const PlanSource& source, const std::vect
                         const std::vector<Operand>& outputs) {
   signature_ = signature;
   placer_.reset();
+  scheduler_ = StreamScheduler(max_streams_);
+  plan_index_.clear();
+  schedules.emplace_back();
+  accesses.emplace_back();
   cpp::SignatureCode sc;
   for (const Operand& o : inputs) sc.inputs.push_back({o.value->name(), o.dtype, o.dims});
   for (const Operand& o : outputs) sc.outputs.push_back({o.value->name(), o.dtype, o.dims});
@@ -41,6 +48,32 @@ std::string host_ptr(const CopyRegion& r) {
 
 std::string op_name(const ir::Node& n) { return n.domain().empty() ? n.op_type() : n.domain() + "." + n.op_type(); }
 
+// The bytes operands occupy at run time, for the stream scheduler: a range of the arena (the
+// root buffer's, so views and in-place results meet their storage), or a whole input or output;
+// `by_buffer`: an arena operand's root buffer instead of its bytes. Weights are read-only.
+std::vector<Region> regions(const std::vector<Operand>& operands, bool by_buffer) {
+  constexpr int64_t kWhole = INT64_MAX;
+  std::vector<Region> r;
+  for (const Operand& o : operands) {
+    if (o.buffer < 0) continue;
+    switch (o.storage.kind) {
+      case StorageKind::Constant: break;
+      case StorageKind::Input: r.push_back({2 + 2 * o.storage.index, 0, kWhole}); break;
+      case StorageKind::Output: r.push_back({3 + 2 * o.storage.index, 0, kWhole}); break;
+      case StorageKind::Arena:
+        if (by_buffer)
+          r.push_back({-1 - o.root, 0, 1});
+        else
+          r.push_back({0, o.storage.offset, o.storage.offset + std::max<int64_t>({o.root_bytes, o.bytes(), 1})});
+        break;
+    }
+  }
+  return r;
+}
+
+// The host mirror the CPU instructions share: one region, so that they run one after another.
+constexpr Region kHostMirror{1, 0, 1};
+
 }  // namespace
 
 void CudaEmitter::step(const Step& s) {
@@ -66,6 +99,26 @@ void CudaEmitter::step(const Step& s) {
   if (!gpu && !cpu) throw ctx.unsupported(gpu_refusal + "; nor has the C++ target (to run it on the CPU)");
   const PlacedStep placed = placer_.place(s, gpu == nullptr);
   placement.push_back({signature_, op_name(*s.node), s.node->name(), placed});
+  // Its stream: a view launches nothing and takes none.
+  const bool view = gpu && ctx.lines.size() == 1 && ctx.lines[0].rfind("//", 0) == 0;
+  StreamStep stream{-1, {}};
+  if (!view) {
+    std::vector<Region> writes = regions(s.outputs, by_buffer);
+    if (!gpu) writes.push_back(kHostMirror);
+    const size_t call = plan_index_.size();
+    const int given_stream = given ? given->at(static_cast<size_t>(signature_)).at(call).stream : -1;
+    stream = scheduler_.add(static_cast<int>(call), regions(s.inputs, by_buffer), writes, given_stream);
+    streams = std::max(streams, stream.stream + 1);
+    ScheduledAccess a{stream, {}};
+    for (const std::vector<Operand>* ops : {&s.inputs, &s.outputs})
+      for (const Operand& o : *ops)
+        if (o.buffer >= 0 && o.storage.kind == StorageKind::Arena) a.roots.push_back(o.root);
+    accesses.back().push_back(std::move(a));
+    placement.back().stream = stream.stream;
+    for (int w : stream.waits) placement.back().after.push_back(plan_index_[static_cast<size_t>(w)]);
+  }
+  schedules.back().push_back(stream);
+  plan_index_.push_back(s.index);
   if (!gpu) {
     // The C++ target's function for it, on the host mirror (model_cpu.cpp), and here the copies
     // around its call.
@@ -94,7 +147,7 @@ void CudaEmitter::step(const Step& s) {
     return;
   }
 
-  if (ctx.lines.size() == 1 && ctx.lines[0].rfind("//", 0) == 0) ++views;
+  if (view) ++views;
   scratch_bytes = std::max(scratch_bytes, ctx.scratch_bytes);
 
   std::string f;

@@ -2,8 +2,10 @@
 
 #include <kiln/error.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
+#include <utility>
 
 #include "codegen/cpp/code_text.h"
 #include "codegen/cpp/cpp_project.h"
@@ -56,6 +58,41 @@ std::string int_array(const std::string& decl, const std::vector<int64_t>& v) {
   return s + "};\n";
 }
 
+// Which instructions of a signature another stream waits for: each one's event (-1: none), and
+// how many.
+std::pair<std::vector<int>, int> waited_on(const std::vector<StreamStep>& plan) {
+  std::vector<int> event(plan.size(), -1);
+  for (const StreamStep& st : plan)
+    for (int w : st.waits) event[static_cast<size_t>(w)] = 0;
+  int n = 0;
+  for (int& e : event)
+    if (e == 0) e = n++;
+  return {event, n};
+}
+
+// run_sN's body: each instruction on its stream after its waits, an event recorded after each
+// one another stream waits for; the streams forked from stream 0 first and joined at the end.
+std::string run_calls(const std::vector<std::string>& names, const std::vector<StreamStep>& plan, int& at) {
+  const std::vector<int> event = waited_on(plan).first;
+  int streams = 1;
+  for (const StreamStep& st : plan) streams = std::max(streams, st.stream + 1);
+  std::string s;
+  if (streams > 1) s += "  if (!c.fork(" + std::to_string(streams) + ")) return false;\n";
+  int current = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const StreamStep& st = plan[i];
+    if (st.stream >= 0 && st.stream != current) {
+      s += "  c.on(" + std::to_string(st.stream) + ");\n";
+      current = st.stream;
+    }
+    for (int w : st.waits) s += "  if (!c.wait(" + std::to_string(event[static_cast<size_t>(w)]) + ")) return false;\n";
+    s += "  KILN_CALL(" + std::to_string(at++) + ", " + names[i] + ");\n";
+    if (event[i] >= 0) s += "  if (!c.record(" + std::to_string(event[i]) + ")) return false;\n";
+  }
+  s += streams > 1 ? "  return c.join(" + std::to_string(streams) + ");\n" : "  return true;\n";
+  return s;
+}
+
 std::string model_cu(const cpp::ProjectText& t, const cuda::CudaEmitter& e) {
   const auto& sigs = *t.sigs;
   std::string s = "// model.cu: " + t.source +
@@ -96,6 +133,12 @@ void host_call(void* p) {
   if (!*h->failed && !h->fn(*h->run)) *h->failed = true;
 }
 )CU";
+  int events = 0;
+  for (const auto& plan : e.schedules) events = std::max(events, waited_on(plan).second);
+  s += "\n// Streams of the run (independent branches run concurrently on them) and the events that\n"
+       "// order them: one per instruction another stream waits for, then a fork and joins.\n";
+  s += "constexpr int kStreams = " + std::to_string(e.streams) + ";\n";
+  s += "constexpr int kEvents = " + std::to_string(events) + ";\n";
   s += R"CU(
 // One run: where the arena, the weights and the tensors are on the device.
 struct Run {
@@ -112,9 +155,42 @@ struct Run {
   kiln_cpu_run* host;            // the host mirror the CPU instructions run on
   HostCall* host_calls;
   const char* error;
+  // Every stream's own handles and workspace; on(s) makes stream s the one launches go to.
+  cudaStream_t* streams;
+  const kiln_cuda::Blas* blases;
+  const kiln_cuda::Dnn* dnns;
+  void* const* workspaces;
+  cudaEvent_t* events;  // kEvents, then the fork and a join per stream
   bool fail(const char* e) {
     error = e;
     return false;
+  }
+)CU";
+  if (e.streams > 1)
+    s += R"CU(  void on(int s) {
+    stream = streams[s];
+    blas = &blases[s];
+    dnn = &dnns[s];
+    workspace = workspaces[s];
+  }
+  bool record(int e) { return cudaEventRecord(events[e], stream) == cudaSuccess || fail("recording an event"); }
+  bool wait(int e) { return cudaStreamWaitEvent(stream, events[e], 0) == cudaSuccess || fail("waiting for an event"); }
+  // Streams 1..n-1 start after what stream 0 holds (in a capture, this brings them into it);
+  // join: stream 0 waits for each of them, so the run ends when all have.
+  bool fork(int n) {
+    on(0);
+    if (!record(kEvents)) return false;
+    for (int k = 1; k < n; ++k)
+      if (cudaStreamWaitEvent(streams[k], events[kEvents], 0) != cudaSuccess) return fail("starting a stream");
+    return true;
+  }
+  bool join(int n) {
+    for (int k = 1; k < n; ++k)
+      if (cudaEventRecord(events[kEvents + k], streams[k]) != cudaSuccess ||
+          cudaStreamWaitEvent(streams[0], events[kEvents + k], 0) != cudaSuccess)
+        return fail("joining the streams");
+    on(0);
+    return true;
   }
 )CU";
   if (!e.host_calls.empty())
@@ -183,9 +259,7 @@ struct Profile {
   int at = 0;
   for (size_t g = 0; g < sigs.size(); ++g) {
     for (const std::string& f : sigs[g].functions) s += f + "\n";
-    s += "bool run_s" + std::to_string(g) + "(Run& c) {\n";
-    for (const std::string& n : sigs[g].names) s += "  KILN_CALL(" + std::to_string(at++) + ", " + n + ");\n";
-    s += "  return true;\n}\n\n";
+    s += "bool run_s" + std::to_string(g) + "(Run& c) {\n" + run_calls(sigs[g].names, e.schedules[g], at) + "}\n\n";
   }
   s += "// The convolutions' shapes, set up as kiln_cuda::Conv at kiln_model_create (c.convs[i]).\n";
   s += "constexpr int kConvs = " + std::to_string(e.convs.size()) + ";\n";
@@ -226,15 +300,16 @@ struct Profile {
 struct kiln_model {
   unsigned char* arena = nullptr;
   unsigned char* w = nullptr;
-  void* workspace = nullptr;
   int* status = nullptr;
   void* in[KILN_MODEL_INPUTS > 0 ? KILN_MODEL_INPUTS : 1] = {};    // the model's device buffers
   void* out[KILN_MODEL_OUTPUTS > 0 ? KILN_MODEL_OUTPUTS : 1] = {};
-  cudaStream_t stream = nullptr;
-  kiln_cuda::Blas blas;
-  kiln_cuda::Dnn dnn;
+  cudaStream_t streams[kStreams] = {};  // streams[0]: the model's (kiln_model_stream)
+  kiln_cuda::Blas blas[kStreams];
+  kiln_cuda::Dnn dnn[kStreams];
+  void* workspaces[kStreams] = {};  // im2col rows or cuDNN's workspace, per stream
+  cudaEvent_t events[kEvents + kStreams] = {};
   kiln_cuda::Conv convs[kConvs > 0 ? kConvs : 1];
-  bool blas_made = false, dnn_made = false;
+  int blas_made = 0, dnn_made = 0;
   // The host mirror for the CPU instructions (kHostCalls > 0): the arena at the same offsets,
   // the weights, the inputs and outputs.
   unsigned char* host_arena = nullptr;
@@ -265,17 +340,17 @@ bool device_alloc(void** p, int64_t bytes, const char* what) {
 // on the model's own buffers replays its CUDA graph (not when profiling: the events time
 // instructions launched one by one).
 int run_on_device(kiln_model* m, int sig, const void* const* inputs, void* const* outputs) {
-  Run c{m->arena, m->w, inputs, outputs, m->stream, &m->blas, &m->dnn, m->convs, m->workspace, m->status,
-        &m->cpu_run, m->host_calls, nullptr};
+  Run c{m->arena, m->w, inputs, outputs, m->streams[0], &m->blas[0], &m->dnn[0], m->convs, m->workspaces[0], m->status,
+        &m->cpu_run, m->host_calls, nullptr, m->streams, m->blas, m->dnn, m->workspaces, m->events};
 #if !defined(KILN_CUDA_ON_CPU) && !defined(KILN_MODEL_PROFILE)
   bool own = true;
   for (int i = 0; i < KILN_MODEL_INPUTS; ++i) own = own && inputs[i] == m->in[i];
   for (int i = 0; i < KILN_MODEL_OUTPUTS; ++i) own = own && outputs[i] == m->out[i];
   if (own && !m->graph[sig]) {
     cudaGraph_t g = nullptr;
-    if (!cuda_ok(cudaStreamBeginCapture(m->stream, cudaStreamCaptureModeThreadLocal), "capturing the run")) return -1;
+    if (!cuda_ok(cudaStreamBeginCapture(m->streams[0], cudaStreamCaptureModeThreadLocal), "capturing the run")) return -1;
     const bool ok = kRun[sig](c);
-    const cudaError_t end = cudaStreamEndCapture(m->stream, &g);
+    const cudaError_t end = cudaStreamEndCapture(m->streams[0], &g);
     if (!ok) return fail(c.error ? c.error : "the run failed");
     if (!cuda_ok(end, "capturing the run")) return -1;
     const cudaError_t made = cudaGraphInstantiate(&m->graph[sig], g, 0);
@@ -283,7 +358,7 @@ int run_on_device(kiln_model* m, int sig, const void* const* inputs, void* const
     if (!cuda_ok(made, "instantiating the run's graph")) return -1;
   }
   if (own) {
-    if (!cuda_ok(cudaGraphLaunch(m->graph[sig], m->stream), "launching the run's graph")) return -1;
+    if (!cuda_ok(cudaGraphLaunch(m->graph[sig], m->streams[0]), "launching the run's graph")) return -1;
   } else if (!kRun[sig](c)) {
     return fail(c.error ? c.error : "the run failed");
   }
@@ -292,16 +367,16 @@ int run_on_device(kiln_model* m, int sig, const void* const* inputs, void* const
 #endif
   int status = 0;
   if (!cuda_ok(cudaGetLastError(), "a kernel launch")) return -1;
-  if (!cuda_ok(cudaMemcpyAsync(&status, m->status, sizeof(int), cudaMemcpyDeviceToHost, m->stream), "reading the status"))
+  if (!cuda_ok(cudaMemcpyAsync(&status, m->status, sizeof(int), cudaMemcpyDeviceToHost, m->streams[0]), "reading the status"))
     return -1;
-  if (!cuda_ok(cudaStreamSynchronize(m->stream), "the run")) return -1;
+  if (!cuda_ok(cudaStreamSynchronize(m->streams[0]), "the run")) return -1;
   if (m->cpu_failed) {
     m->cpu_failed = false;
     return fail(m->cpu_run.error ? m->cpu_run.error : "an instruction on the CPU failed");
   }
   if (status != 0) {
-    cudaMemsetAsync(m->status, 0, sizeof(int), m->stream);
-    cudaStreamSynchronize(m->stream);
+    cudaMemsetAsync(m->status, 0, sizeof(int), m->streams[0]);
+    cudaStreamSynchronize(m->streams[0]);
     return fail("an index out of range (Gather)");
   }
   return 0;
@@ -327,19 +402,25 @@ kiln_model* kiln_model_create(const char* weights_path) {
   kiln_model* m = new kiln_model;
   int64_t arena = 0;
   for (int64_t a : kArenaBytes) arena = std::max(arena, a);
-  if (!cuda_ok(cudaStreamCreate(&m->stream), "creating a stream")) return kiln_model_destroy(m), nullptr;
-  if (!m->blas.create(m->stream)) return fail("cuBLAS could not be initialized"), kiln_model_destroy(m), nullptr;
-  m->blas_made = true;
-  if (!m->dnn.create(m->stream)) return fail("cuDNN could not be initialized"), kiln_model_destroy(m), nullptr;
-  m->dnn_made = true;
+  for (int k = 0; k < kStreams; ++k) {
+    if (!cuda_ok(cudaStreamCreate(&m->streams[k]), "creating a stream")) return kiln_model_destroy(m), nullptr;
+    if (!m->blas[k].create(m->streams[k])) return fail("cuBLAS could not be initialized"), kiln_model_destroy(m), nullptr;
+    m->blas_made = k + 1;
+    if (!m->dnn[k].create(m->streams[k])) return fail("cuDNN could not be initialized"), kiln_model_destroy(m), nullptr;
+    m->dnn_made = k + 1;
+  }
+  for (cudaEvent_t& e : m->events)
+    if (!cuda_ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an event"))
+      return kiln_model_destroy(m), nullptr;
   int64_t workspace = kScratchBytes;
   for (int k = 0; k < kConvs; ++k) {
     int64_t bytes = 0;
-    if (const char* e = m->convs[k].init(kConvShapes[k], m->dnn, &bytes)) return fail(e), kiln_model_destroy(m), nullptr;
+    if (const char* e = m->convs[k].init(kConvShapes[k], m->dnn[0], &bytes)) return fail(e), kiln_model_destroy(m), nullptr;
     workspace = std::max(workspace, bytes);
   }
+  for (void*& w : m->workspaces)
+    if (!device_alloc(&w, workspace, "allocating a workspace")) return kiln_model_destroy(m), nullptr;
   if (!device_alloc(reinterpret_cast<void**>(&m->arena), arena, "allocating the arena") ||
-      !device_alloc(&m->workspace, workspace, "allocating the workspace") ||
       !device_alloc(reinterpret_cast<void**>(&m->status), sizeof(int), "allocating the status word") ||
       !device_alloc(reinterpret_cast<void**>(&m->w), static_cast<int64_t>(kWeightsBytes), "allocating the weights"))
     return kiln_model_destroy(m), nullptr;
@@ -347,7 +428,7 @@ kiln_model* kiln_model_create(const char* weights_path) {
     if (!device_alloc(&m->in[i], kInputMax[i], "allocating an input buffer")) return kiln_model_destroy(m), nullptr;
   for (int i = 0; i < KILN_MODEL_OUTPUTS; ++i)
     if (!device_alloc(&m->out[i], kOutputMax[i], "allocating an output buffer")) return kiln_model_destroy(m), nullptr;
-  if (!cuda_ok(cudaMemsetAsync(m->status, 0, sizeof(int), m->stream), "clearing the status word"))
+  if (!cuda_ok(cudaMemsetAsync(m->status, 0, sizeof(int), m->streams[0]), "clearing the status word"))
     return kiln_model_destroy(m), nullptr;
   if (!weights_path) return fail("no weights file given"), kiln_model_destroy(m), nullptr;
   std::FILE* f = std::fopen(weights_path, "rb");
@@ -390,12 +471,15 @@ void kiln_model_destroy(kiln_model* m) {
   for (void* p : m->host_out) std::free(p);
   cudaFree(m->arena);
   cudaFree(m->w);
-  cudaFree(m->workspace);
+  for (void* w : m->workspaces) cudaFree(w);
   cudaFree(m->status);
   for (kiln_cuda::Conv& conv : m->convs) conv.destroy();
-  if (m->dnn_made) m->dnn.destroy();
-  if (m->blas_made) m->blas.destroy();
-  if (m->stream) cudaStreamDestroy(m->stream);
+  for (int k = 0; k < m->dnn_made; ++k) m->dnn[k].destroy();
+  for (int k = 0; k < m->blas_made; ++k) m->blas[k].destroy();
+  for (cudaEvent_t e : m->events)
+    if (e) cudaEventDestroy(e);
+  for (cudaStream_t st : m->streams)
+    if (st) cudaStreamDestroy(st);
   delete m;
 }
 
@@ -409,14 +493,14 @@ int kiln_model_run_dims(kiln_model* m, const int64_t* const* input_dims, const v
   if (sig < 0) return -1;
   for (int i = 0; i < KILN_MODEL_INPUTS; ++i)
     if (!cuda_ok(cudaMemcpyAsync(m->in[i], inputs[i], static_cast<size_t>(kInputBytes[sig * KILN_MODEL_INPUTS + i]),
-                                 cudaMemcpyHostToDevice, m->stream), "copying an input to the device"))
+                                 cudaMemcpyHostToDevice, m->streams[0]), "copying an input to the device"))
       return -1;
   if (run_on_device(m, sig, m->in, m->out) != 0) return -1;
   for (int i = 0; i < KILN_MODEL_OUTPUTS; ++i)
     if (!cuda_ok(cudaMemcpyAsync(outputs[i], m->out[i], static_cast<size_t>(kOutputBytes[sig * KILN_MODEL_OUTPUTS + i]),
-                                 cudaMemcpyDeviceToHost, m->stream), "copying an output from the device"))
+                                 cudaMemcpyDeviceToHost, m->streams[0]), "copying an output from the device"))
       return -1;
-  return cuda_ok(cudaStreamSynchronize(m->stream), "copying the outputs") ? 0 : -1;
+  return cuda_ok(cudaStreamSynchronize(m->streams[0]), "copying the outputs") ? 0 : -1;
 }
 
 int kiln_model_run(kiln_model* m, const void* const* inputs, void* const* outputs) {
@@ -442,7 +526,7 @@ int kiln_model_device_io(kiln_model* m, int signature, const void* const** input
   return 0;
 }
 
-void* kiln_model_stream(kiln_model* m) { return m ? static_cast<void*>(m->stream) : nullptr; }
+void* kiln_model_stream(kiln_model* m) { return m ? static_cast<void*>(m->streams[0]) : nullptr; }
 )CU";
   return s;
 }
@@ -583,16 +667,43 @@ target_compile_definitions(kiln_model_main PRIVATE KILN_MODEL_DIR="${CMAKE_CURRE
 
 const std::vector<std::string>& cuda_disabled_passes() { return cpp_disabled_passes(false, false); }
 
-std::vector<PlacedInstruction> cuda_placement(const std::vector<PlanSource>& plans) {
-  cuda::CudaEmitter e;
-  for (size_t g = 0; g < plans.size(); ++g) walk_plan(static_cast<int>(g), plans[g], e);
+namespace {
+
+// The plans as the CUDA target runs them: with several streams, a first walk schedules them on
+// dataflow alone, each plan's arena is placed again for that schedule (stream_memory.h), and
+// the walk over the re-placed plans into `e` keeps those streams, its waits from the bytes.
+void walk_for_streams(const std::vector<PlanSource>& plans, int streams, cuda::CudaEmitter& e) {
+  if (streams <= 1) {
+    for (size_t g = 0; g < plans.size(); ++g) walk_plan(static_cast<int>(g), plans[g], e);
+    return;
+  }
+  cuda::CudaEmitter dataflow(streams);
+  dataflow.by_buffer = true;
+  for (size_t g = 0; g < plans.size(); ++g) walk_plan(static_cast<int>(g), plans[g], dataflow);
+  std::vector<plan::ExecutablePlan> placed(plans.size());
+  std::vector<PlanSource> sources = plans;
+  for (size_t g = 0; g < plans.size(); ++g) {
+    placed[g] = *plans[g].plan;
+    place_for_streams(placed[g], dataflow.accesses[g]);
+    sources[g].plan = &placed[g];
+  }
+  e.given = &dataflow.schedules;
+  for (size_t g = 0; g < sources.size(); ++g) walk_plan(static_cast<int>(g), sources[g], e);
+  e.given = nullptr;
+}
+
+}  // namespace
+
+std::vector<PlacedInstruction> cuda_placement(const std::vector<PlanSource>& plans, int streams) {
+  cuda::CudaEmitter e(streams);
+  walk_for_streams(plans, streams, e);
   return e.placement;
 }
 
 CudaProjectStats write_cuda_project(const std::vector<PlanSource>& plans, const CudaOptions& o, const std::string& dir) {
   if (plans.empty()) throw Error("code generation: no compiled plan to emit");
-  cuda::CudaEmitter e;
-  for (size_t g = 0; g < plans.size(); ++g) walk_plan(static_cast<int>(g), plans[g], e);
+  cuda::CudaEmitter e(o.streams);
+  walk_for_streams(plans, o.streams, e);
 
   cpp::ProjectText t;
   t.source = o.source.empty() ? "a model" : o.source;

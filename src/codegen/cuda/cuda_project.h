@@ -25,6 +25,7 @@ struct CudaOptions {
   std::string source;      // what the project was made from (a comment)
   std::string test_data;   // a model folder whose test_data_set_* are copied ("" = none)
   bool check_on_cpu = false;  // the project's default build is the host C++ check
+  int streams = 4;            // at most this many streams for independent branches (streams.h)
 };
 
 struct CudaProjectStats {
@@ -38,9 +39,9 @@ struct CudaProjectStats {
 // and every CPU-only layout or kernel choice.
 const std::vector<std::string>& cuda_disabled_passes();
 
-// Each instruction's device and the copies around it, as write_cuda_project would place them (for
+// Each instruction's device, stream and the copies around it, as write_cuda_project would place them (for
 // `kiln inspect --plan --target cuda`); an UnsupportedError as it would raise.
-std::vector<PlacedInstruction> cuda_placement(const std::vector<PlanSource>& plans);
+std::vector<PlacedInstruction> cuda_placement(const std::vector<PlanSource>& plans, int streams = CudaOptions{}.streams);
 
 // Writes the project into `dir` (created). A kiln::Error (UnsupportedError) naming the node for
 // an instruction the CUDA target cannot write.
