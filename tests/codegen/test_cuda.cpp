@@ -2,7 +2,8 @@
 // kernels/cuda/ and every product form: strided, asymmetrically padded and grouped convolutions
 // (on the host shim: conv.cuh's im2col and product), a depthwise one, pools with pads, a
 // residual, Gemm with transB, batched and constant MatMuls, layer norm, softmax over the last and
-// a middle axis, reductions, Gather, Pad and Resize (one and two axes), and a Dropout with its
+// a middle axis, reductions, Gather, Pad, DepthToSpace (channels-last) and Resize (one and two
+// axes), and a Dropout with its
 // mask, which has no CUDA kernel and runs on the CPU with copies around it. The project is built as host C++ through the CUDA shim
 // (-DKILN_MODEL_ON_CPU=ON: no GPU needed) and run on test data the reference kernels computed,
 // with the shim's streams run in either order; its many independent outputs take several
@@ -57,6 +58,10 @@ std::unique_ptr<ir::Graph> cuda_mix(std::mt19937& rng) {
   avgp["pads"] = ir::Attribute::of_ints({1, 1, 0, 1});
   avgp["count_include_pad"] = ir::Attribute::of_int(1);
   ir::Value* ap = node("AveragePool", {z}, avgp);
+  // After a channels-last conv: kiln.NhwcDepthToSpace, a generated kernel too.
+  ir::Attributes block2;
+  block2["blocksize"] = ir::Attribute::of_int(2);
+  ir::Value* d2s = node("DepthToSpace", {z}, block2);
   ir::Value* flat = node("Flatten", {node("GlobalAveragePool", {pw})});
   ir::Attributes gemm;
   gemm["transB"] = ir::Attribute::of_int(1);
@@ -86,7 +91,7 @@ std::unique_ptr<ir::Graph> cuda_mix(std::mt19937& rng) {
   ir::Value* kept = g->add_value("kept");
   ir::Value* mask = g->add_value("mask");
   g->add_node("Dropout", {node("Sigmoid", {padded})}, {kept, mask}, {}, "dropout");
-  for (ir::Value* v : {pw, mp, ap, fc, ln, soft_rows, soft_cols, rs, gathered, batched, by_const, resized, one_axis, kept, mask})
+  for (ir::Value* v : {pw, mp, ap, d2s, fc, ln, soft_rows, soft_cols, rs, gathered, batched, by_const, resized, one_axis, kept, mask})
     g->add_output(v);
   return g;
 }
@@ -140,7 +145,8 @@ TEST(CodegenCuda, EveryKernelMatchesOnTheHostShim) {
   // inspect --plan --target cuda: every instruction's device and stream, the waits across them.
   r = sh(std::string(KILN_BINARY) + " inspect " + (dir / "model.onnx").string() + " --plan --target cuda");
   ASSERT_EQ(r.status, 0) << r.out;
-  for (const char* k : {" streams\n", "  cuda  stream 0", "  cuda  stream 1", " after ", "  cpu  stream "})
+  for (const char* k : {" streams\n", "  cuda  stream 0", "  cuda  stream 1", " after ", "  cpu  stream ",
+                        "1 on the CPU (Dropout)", "NhwcDepthToSpace"})
     EXPECT_NE(r.out.find(k), std::string::npos) << "inspect --plan --target cuda lacks '" << k << "'\n" << r.out;
   if (!HasFailure()) fs::remove_all(dir);
 }

@@ -32,6 +32,8 @@ OpEmitFn find_cuda_op_emitter(const ir::Node& n) {
       {"FusedMatMul", emit_matmul},
       {"SkipLayerNorm", emit_skip_layernorm},
       {"Attention", emit_attention},
+      {"NhwcDepthToSpace", cpp::emit_depth_space},
+      {"NhwcSpaceToDepth", cpp::emit_depth_space},
   };
   static const std::map<std::string, OpEmitFn> onnx_ops = {
       {"Gemm", emit_gemm},
