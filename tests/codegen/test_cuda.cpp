@@ -3,8 +3,8 @@
 // (on the host shim: conv.cuh's im2col and product), a depthwise one, pools with pads, a
 // residual, Gemm with transB, batched and constant MatMuls, layer norm, softmax over the last and
 // a middle axis, reductions, Gather, Pad, DepthToSpace (channels-last) and Resize (one and two
-// axes), and a Dropout with its
-// mask, which has no CUDA kernel and runs on the CPU with copies around it. The project is built as host C++ through the CUDA shim
+// axes), and a Dropout with its mask and a GRU, which have no CUDA kernel and run on the CPU with
+// copies around them. The project is built as host C++ through the CUDA shim
 // (-DKILN_MODEL_ON_CPU=ON: no GPU needed) and run on test data the reference kernels computed,
 // with the shim's streams run in either order; its many independent outputs take several
 // streams, whose waits the run cannot do without. A bad index fails the run with a message.
@@ -91,7 +91,15 @@ std::unique_ptr<ir::Graph> cuda_mix(std::mt19937& rng) {
   ir::Value* kept = g->add_value("kept");
   ir::Value* mask = g->add_value("mask");
   g->add_node("Dropout", {node("Sigmoid", {padded})}, {kept, mask}, {}, "dropout");
-  for (ir::Value* v : {pw, mp, ap, d2s, fc, ln, soft_rows, soft_cols, rs, gathered, batched, by_const, resized, one_axis, kept, mask})
+  // A GRU has no CUDA kernel either: on the CPU (kernels/recurrent.h), its outputs copied back.
+  ir::Value* gru_y = g->add_value("gru_y");
+  ir::Value* gru_h = g->add_value("gru_h");
+  ir::Attributes gru;
+  gru["hidden_size"] = ir::Attribute::of_int(5);
+  g->add_node("GRU", {a, w("gru_w", {1, 15, 4}), w("gru_r", {1, 15, 5}), w("gru_b", {1, 30})}, {gru_y, gru_h}, gru,
+              "gru");
+  for (ir::Value* v : {pw, mp, ap, d2s, fc, ln, soft_rows, soft_cols, rs, gathered, batched, by_const, resized, one_axis, kept, mask,
+                       gru_y, gru_h})
     g->add_output(v);
   return g;
 }
@@ -146,7 +154,7 @@ TEST(CodegenCuda, EveryKernelMatchesOnTheHostShim) {
   r = sh(std::string(KILN_BINARY) + " inspect " + (dir / "model.onnx").string() + " --plan --target cuda");
   ASSERT_EQ(r.status, 0) << r.out;
   for (const char* k : {" streams\n", "  cuda  stream 0", "  cuda  stream 1", " after ", "  cpu  stream ",
-                        "1 on the CPU (Dropout)", "NhwcDepthToSpace"})
+                        "2 on the CPU (Dropout, GRU)", "NhwcDepthToSpace"})
     EXPECT_NE(r.out.find(k), std::string::npos) << "inspect --plan --target cuda lacks '" << k << "'\n" << r.out;
   if (!HasFailure()) fs::remove_all(dir);
 }

@@ -11,6 +11,7 @@
 // cache across steps), and the cell update is one vectorized pass over H.
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/simd.h"
+#include "ops/core/recurrent_form.h"
 
 namespace kiln::backends::cpu {
 
@@ -174,93 +176,34 @@ class RecurrentKernel : public Kernel {
   int threads_;
 };
 
-std::vector<float> floats_of(const ir::Value* v) {
-  const Tensor& t = v->constant();
-  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
-}
-
-bool constant_float(const ir::Value* v) {
-  return v && v->is_constant() && v->type.dtype == DType::Float && v->type.is_static();
-}
-
-// The default activations, spelled out or not.
-bool default_activations(const ir::Node& n, Cell cell, int64_t dirs) {
-  if (!n.has_attr("activations")) return true;
-  const std::vector<std::string> names = n.attr_strings("activations");
-  const std::vector<std::string> one = cell == Cell::Gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                         : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
-  if (names.size() != one.size() * static_cast<size_t>(dirs)) return false;
-  for (size_t i = 0; i < names.size(); ++i)
-    if (names[i] != one[i % one.size()]) return false;
-  return true;
-}
-
-std::unique_ptr<Kernel> make_recurrent(const ir::Node& n, int threads, Cell cell) {
-  if (n.num_inputs() < 3) return nullptr;
-  if (n.num_inputs() > 4 && n.input(4)) return nullptr;  // sequence_lens
-  if (n.has_attr("clip")) return nullptr;
-  const ir::Value* x = n.input(0);
-  if (!plain_elem_size(x) || x->type.dtype != DType::Float || !x->type.is_static()) return nullptr;
-  if (!constant_float(n.input(1)) || !constant_float(n.input(2))) return nullptr;
+std::unique_ptr<Kernel> make_recurrent(const ir::Node& n, int threads) {
+  const std::optional<ops::RecurrentForm> f = ops::recurrent_form(n);
+  if (!f || !plain_elem_size(n.input(0))) return nullptr;
   for (int i = 0; i < n.num_outputs(); ++i)
-    if (n.output(i) && (!plain_elem_size(n.output(i)) || n.output(i)->type.dtype != DType::Float)) return nullptr;
+    if (n.output(i) && !plain_elem_size(n.output(i))) return nullptr;
+  for (int i = 5; i <= 6 && i < n.num_inputs(); ++i)
+    if (n.input(i) && !plain_elem_size(n.input(i))) return nullptr;
   Geometry g;
-  g.cell = cell;
-  g.G = cell == Cell::Gru ? 3 : 4;
-  const std::string direction = n.attr_string("direction", "forward");
-  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") return nullptr;
-  g.dirs = direction == "bidirectional" ? 2 : 1;
-  g.reverse_only = direction == "reverse";
-  g.batch_major = n.attr_int("layout", 0) == 1;
-  g.lbr = cell == Cell::Gru && n.attr_int("linear_before_reset", 0) != 0;
-  g.input_forget = cell == Cell::Lstm && n.attr_int("input_forget", 0) != 0;
-  if (!default_activations(n, cell, g.dirs)) return nullptr;
-  const std::vector<int64_t> xd = x->type.static_dims(), wd = n.input(1)->type.static_dims(),
-                             rd = n.input(2)->type.static_dims();
-  if (xd.size() != 3 || wd.size() != 3 || rd.size() != 3) return nullptr;
-  g.seq = xd[g.batch_major ? 1 : 0];
-  g.batch = xd[g.batch_major ? 0 : 1];
-  g.input = xd[2];
-  g.H = n.attr_int("hidden_size", rd[2]);
-  const int64_t GH = g.G * g.H;
-  if (g.H <= 0 || g.seq <= 0 || g.input <= 0 || wd != std::vector<int64_t>{g.dirs, GH, g.input} ||
-      rd != std::vector<int64_t>{g.dirs, GH, g.H})
-    return nullptr;
-  std::vector<float> wb(static_cast<size_t>(g.dirs * GH), 0.f), rb(wb.size(), 0.f);
-  if (n.num_inputs() > 3 && n.input(3)) {
-    if (!constant_float(n.input(3)) || n.input(3)->type.static_dims() != std::vector<int64_t>{g.dirs, 2 * GH})
-      return nullptr;
-    const std::vector<float> bias = floats_of(n.input(3));
-    for (int64_t d = 0; d < g.dirs; ++d)
-      for (int64_t k = 0; k < GH; ++k) {
-        wb[d * GH + k] = bias[d * 2 * GH + k];
-        rb[d * GH + k] = bias[d * 2 * GH + GH + k];
-      }
-  }
-  const std::vector<int64_t> state = g.batch_major ? std::vector<int64_t>{g.batch, g.dirs, g.H}
-                                                   : std::vector<int64_t>{g.dirs, g.batch, g.H};
-  const int last_state_input = cell == Cell::Lstm ? 6 : 5;
-  for (int i = 5; i <= last_state_input && i < n.num_inputs(); ++i) {
-    const ir::Value* s = n.input(i);
-    if (s && (!plain_elem_size(s) || s->type.dtype != DType::Float || !s->type.is_static() ||
-              s->type.static_dims() != state))
-      return nullptr;
-  }
-  std::vector<float> peep;
-  if (cell == Cell::Lstm && n.num_inputs() > 7 && n.input(7)) {
-    if (!constant_float(n.input(7)) || n.input(7)->type.static_dims() != std::vector<int64_t>{g.dirs, 3 * g.H})
-      return nullptr;
-    peep = floats_of(n.input(7));
-  }
+  g.cell = f->lstm ? Cell::Lstm : Cell::Gru;
+  g.G = f->gates;
+  g.seq = f->seq;
+  g.batch = f->batch;
+  g.input = f->input;
+  g.H = f->hidden;
+  g.dirs = f->dirs;
+  g.reverse_only = f->reverse_only;
+  g.batch_major = f->batch_major;
+  g.lbr = f->linear_before_reset;
+  g.input_forget = f->input_forget;
   return std::make_unique<RecurrentKernel>(g, n.input(1)->constant().data<float>(), n.input(2)->constant().data<float>(),
-                                           std::move(wb), std::move(rb), std::move(peep), threads);
+                                           f->w_bias, f->r_bias, f->peepholes, threads);
 }
 
 }  // namespace
 
 void add_recurrent_kernels(std::vector<KernelFactory>& table) {
-  table.push_back({"", "GRU", [](const ir::Node& n, int threads) { return make_recurrent(n, threads, Cell::Gru); }});
-  table.push_back({"", "LSTM", [](const ir::Node& n, int threads) { return make_recurrent(n, threads, Cell::Lstm); }});
+  table.push_back({"", "GRU", make_recurrent});
+  table.push_back({"", "LSTM", make_recurrent});
 }
 
 }  // namespace kiln::backends::cpu

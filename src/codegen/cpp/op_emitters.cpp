@@ -36,6 +36,8 @@ OpEmitFn find_op_emitter(const ir::Node& n) {
       {"Dropout", emit_dropout},
       {"Resize", emit_resize},
       {"Upsample", emit_resize},
+      {"GRU", emit_recurrent},
+      {"LSTM", emit_recurrent},
       {"LayerNormalization", emit_layernorm},
       {"Softmax", emit_softmax},
       {"ReduceMean", emit_reduce},

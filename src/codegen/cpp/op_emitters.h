@@ -52,5 +52,7 @@ void emit_resize(EmitContext& ctx);
 // its input unchanged (then that copy is already written into ctx); an UnsupportedError
 // naming the node for what kernels cannot run. Shared by the targets' Resize emitters.
 std::optional<ops::SeparableResize> resize_plan(EmitContext& ctx);
+// emit_recurrent.cpp: GRU and LSTM with the default activations (kernels/recurrent.h).
+void emit_recurrent(EmitContext& ctx);
 
 }  // namespace kiln::codegen::cpp
