@@ -2,9 +2,10 @@
 // code: any direction, either layout, initial states, LSTM peepholes and input_forget, GRU's
 // linear_before_reset (ops/core/recurrent_form.h says which nodes take it; src/ops/rnn.cpp holds
 // the semantics). Each (direction, batch element) pair is one sequence whose steps run in order:
-// per step the gate rows' input and recurrent products (W and R packed in gemv.h's column
-// blocks: one vector FMA per 16 outputs, R staying in cache across steps), then the cell update
-// over the hidden units. Plain loops the compiler vectorizes for the CPU it compiles for; one
+// the input projections of all steps first (one product over the rows of X, four rows per
+// weight load), then per step the recurrent products and the cell update over the hidden units
+// (W and R packed in gemv.h's column blocks: one vector FMA per 16 outputs, R staying in cache
+// across steps). Plain loops the compiler vectorizes for the CPU it compiles for; one
 // thread.
 #pragma once
 #include <cmath>
@@ -57,6 +58,45 @@ inline void product(const GemvLayout& L, const float* packed, const float* x, co
   }
 }
 
+// Rows [0, n) of x (stride `input` floats) times W packed by L, plus bias, into y (stride L.n):
+// four rows at a time, so each weight loaded serves four rows (the input projections of every
+// step, which do not depend on each other, as one product).
+template <int W>
+inline void rows_block(const float* w, const float* const* x, int rows, int64_t k, float (*acc)[GemvLayout::kBlock]) {
+  float a[4][W] = {};
+  for (int64_t j = 0; j < k; ++j) {
+    const float* wr = w + j * W;
+    for (int r = 0; r < 4; ++r) {
+      const float xv = r < rows ? x[r][j] : 0.f;
+      for (int l = 0; l < W; ++l) a[r][l] += wr[l] * xv;
+    }
+  }
+  for (int r = 0; r < rows; ++r)
+    for (int l = 0; l < W; ++l) acc[r][l] = a[r][l];
+}
+
+inline void rows_product(const GemvLayout& L, const float* packed, const float* x, int64_t n, int64_t input,
+                         const float* bias, float* y) {
+  alignas(64) float acc[4][GemvLayout::kBlock];
+  for (int64_t r0 = 0; r0 < n; r0 += 4) {
+    const int rows = static_cast<int>(n - r0 < 4 ? n - r0 : 4);
+    const float* xr[4];
+    for (int r = 0; r < 4; ++r) xr[r] = x + (r0 + (r < rows ? r : 0)) * input;
+    for (int64_t blk = 0; blk < L.blocks(); ++blk) {
+      const float* w = packed + L.offset(blk);
+      switch (L.width(blk)) {
+        case 16: rows_block<16>(w, xr, rows, L.k, acc); break;
+        case 32: rows_block<32>(w, xr, rows, L.k, acc); break;
+        case 48: rows_block<48>(w, xr, rows, L.k, acc); break;
+        default: rows_block<64>(w, xr, rows, L.k, acc); break;
+      }
+      const int64_t n0 = blk * GemvLayout::kBlock;
+      for (int r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < L.block_outputs(blk); ++i) y[(r0 + r) * L.n + n0 + i] = acc[r][i] + bias[n0 + i];
+    }
+  }
+}
+
 }  // namespace recurrent_detail
 
 // x as the node's X; wp, rp its W and R packed by g.pack; wb, rb [dirs][G*H] their biases; p
@@ -68,12 +108,15 @@ inline void recurrent(const RecurrentShape& g, const float* x, const float* wp, 
   using recurrent_detail::product;
   using recurrent_detail::sigmoid;
   const int64_t H = g.hidden, GH = g.gates() * H;
-  auto x_row = [&](int64_t t, int64_t b) { return (g.batch_major ? b * g.seq + t : t * g.batch + b) * g.input; };
+  auto x_row = [&](int64_t t, int64_t b) { return g.batch_major ? b * g.seq + t : t * g.batch + b; };
   auto y_row = [&](int64_t t, int64_t d, int64_t b) {
     return (g.batch_major ? (b * g.seq + t) * g.dirs + d : (t * g.dirs + d) * g.batch + b) * H;
   };
   auto state = [&](int64_t d, int64_t b) { return (g.batch_major ? b * g.dirs + d : d * g.batch + b) * H; };
-  std::vector<float> xg(static_cast<size_t>(GH)), rg(static_cast<size_t>(GH)), h(static_cast<size_t>(H)),
+  // Every step's input projection first (rows of X in the layout's order), per direction.
+  const int64_t rows = g.seq * g.batch;
+  std::vector<float> xw(static_cast<size_t>(rows * GH));
+  std::vector<float> rg(static_cast<size_t>(GH)), h(static_cast<size_t>(H)),
       c(static_cast<size_t>(H)), rh(static_cast<size_t>(H));
   for (int64_t d = 0; d < g.dirs; ++d) {
     const float* wd = wp + d * g.w_packed();
@@ -81,6 +124,7 @@ inline void recurrent(const RecurrentShape& g, const float* x, const float* wp, 
     const float* wbd = wb + d * GH;
     const float* rbd = rb + d * GH;
     const float* pd = p ? p + d * 3 * H : nullptr;
+    recurrent_detail::rows_product(g.w_layout(), wd, x, rows, g.input, wbd, xw.data());
     for (int64_t b = 0; b < g.batch; ++b) {
       for (int64_t j = 0; j < H; ++j) {
         h[j] = h0 ? h0[state(d, b) + j] : 0.f;
@@ -88,8 +132,7 @@ inline void recurrent(const RecurrentShape& g, const float* x, const float* wp, 
       }
       for (int64_t step = 0; step < g.seq; ++step) {
         const int64_t t = g.reverse_only || d == 1 ? g.seq - 1 - step : step;
-        const float* xt = x + x_row(t, b);
-        product(g.w_layout(), wd, xt, wbd, xg.data());
+        const float* xg = xw.data() + x_row(t, b) * GH;
         product(g.r_layout(), rd, h.data(), rbd, rg.data());
         if (g.lstm) {
           for (int64_t j = 0; j < H; ++j) {

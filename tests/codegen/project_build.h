@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -76,6 +77,48 @@ inline void write_model_with_data(const ir::Graph& g, const fs::path& dir, const
   for (size_t i = 0; i < outs.size(); ++i)
     onnx_fe::save_tensor_file(outs[i], g.outputs()[i]->name(),
                               dir / "test_data_set_0" / ("output_" + std::to_string(i) + ".pb"));
+}
+
+
+// GRU and LSTM in every form kiln's recurrent kernels take: both directions and reverse, either
+// layout, linear_before_reset or not, biases, initial states (inputs and constants), peepholes,
+// input_forget, odd sizes; written with test data as write_model_with_data does.
+inline void write_recurrent_model(const fs::path& dir) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets[""] = 17;
+  const int64_t S = 5, B = 2, I = 7, H = 6;
+  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {S, B, I}));  // batch-major: [5 batch, 2 steps]
+  ir::Value* h0 = g->add_input("h0", ir::TensorType::from_dims(DType::Float, {2, B, H}));
+  std::mt19937 wrng(5);
+  auto w = [&](const std::string& name, const std::vector<int64_t>& dims) {
+    return g->add_constant(name, random_tensor(dims, wrng));
+  };
+  int made = 0;
+  auto rnn = [&](const std::string& op, std::vector<ir::Value*> ins, ir::Attributes a, int outputs) {
+    std::vector<ir::Value*> outs;
+    for (int k = 0; k < outputs; ++k) outs.push_back(g->add_value(op + std::to_string(made) + "_" + std::to_string(k)));
+    g->add_node(op, ins, outs, std::move(a), op + std::to_string(made++));
+    for (ir::Value* o : outs) g->add_output(o);
+  };
+  auto attrs = [&](const char* direction, std::vector<std::pair<const char*, int64_t>> ints) {
+    ir::Attributes a;
+    a["hidden_size"] = ir::Attribute::of_int(H);
+    a["direction"] = ir::Attribute::of_string(direction);
+    for (const auto& [k, v] : ints) a[k] = ir::Attribute::of_int(v);
+    return a;
+  };
+  rnn("GRU", {x, w("gw1", {2, 3 * H, I}), w("gr1", {2, 3 * H, H}), w("gb1", {2, 6 * H}), nullptr, h0},
+      attrs("bidirectional", {{"linear_before_reset", 1}}), 2);
+  rnn("GRU", {x, w("gw2", {1, 3 * H, I}), w("gr2", {1, 3 * H, H})}, attrs("reverse", {{"layout", 1}}), 2);
+  rnn("LSTM",
+      {x, w("lw1", {1, 4 * H, I}), w("lr1", {1, 4 * H, H}), w("lb1", {1, 8 * H}), nullptr,
+       g->add_constant("lh0", random_tensor({1, B, H}, wrng)), g->add_constant("lc0", random_tensor({1, B, H}, wrng)),
+       w("lp1", {1, 3 * H})},
+      attrs("forward", {}), 3);
+  rnn("LSTM", {x, w("lw2", {2, 4 * H, I}), w("lr2", {2, 4 * H, H}), w("lb2", {2, 8 * H})},
+      attrs("bidirectional", {{"input_forget", 1}}), 3);
+  std::mt19937 rng(13);
+  write_model_with_data(*g, dir, {random_tensor({S, B, I}, rng), random_tensor({2, B, H}, rng)});
 }
 
 }  // namespace kiln::codegen

@@ -3,8 +3,8 @@
 // (on the host shim: conv.cuh's im2col and product), a depthwise one, pools with pads, a
 // residual, Gemm with transB, batched and constant MatMuls, layer norm, softmax over the last and
 // a middle axis, reductions, Gather, Pad, DepthToSpace (channels-last) and Resize (one and two
-// axes), and a Dropout with its mask and a GRU, which have no CUDA kernel and run on the CPU with
-// copies around them. The project is built as host C++ through the CUDA shim
+// axes), a GRU, and a Dropout with its mask, which has no CUDA kernel and runs on the CPU with
+// copies around it. The project is built as host C++ through the CUDA shim
 // (-DKILN_MODEL_ON_CPU=ON: no GPU needed) and run on test data the reference kernels computed,
 // with the shim's streams run in either order; its many independent outputs take several
 // streams, whose waits the run cannot do without. A bad index fails the run with a message.
@@ -91,7 +91,7 @@ std::unique_ptr<ir::Graph> cuda_mix(std::mt19937& rng) {
   ir::Value* kept = g->add_value("kept");
   ir::Value* mask = g->add_value("mask");
   g->add_node("Dropout", {node("Sigmoid", {padded})}, {kept, mask}, {}, "dropout");
-  // A GRU has no CUDA kernel either: on the CPU (kernels/recurrent.h), its outputs copied back.
+  // A GRU: its input projections on the product, its steps a block per sequence.
   ir::Value* gru_y = g->add_value("gru_y");
   ir::Value* gru_h = g->add_value("gru_h");
   ir::Attributes gru;
@@ -147,6 +147,7 @@ TEST(CodegenCuda, EveryKernelMatchesOnTheHostShim) {
   for (const char* k : {"c.convs[", "kiln_kernels::bias_act", "c.on_host(", "c.to_host(", "c.to_device(", "kiln_kernels::depthwise_nhwc", "kiln_kernels::pool2d_nhwc",
                         "kiln_kernels::layernorm_rows", "kiln_kernels::softmax_rows", "kiln_kernels::softmax_strided",
                         "kiln_kernels::gather_rows", "kiln_kernels::resize_separable", "c.blas->gemm(",
+                        "kiln_kernels::recurrent_steps",
                         "__global__ void k_", "c.fork(", "c.on(1)", "c.wait(", "c.record("})
     EXPECT_NE(code.find(k), std::string::npos) << "model.cu does not use " << k;
 
@@ -154,7 +155,7 @@ TEST(CodegenCuda, EveryKernelMatchesOnTheHostShim) {
   r = sh(std::string(KILN_BINARY) + " inspect " + (dir / "model.onnx").string() + " --plan --target cuda");
   ASSERT_EQ(r.status, 0) << r.out;
   for (const char* k : {" streams\n", "  cuda  stream 0", "  cuda  stream 1", " after ", "  cpu  stream ",
-                        "2 on the CPU (Dropout, GRU)", "NhwcDepthToSpace"})
+                        "1 on the CPU (Dropout)", "NhwcDepthToSpace"})
     EXPECT_NE(r.out.find(k), std::string::npos) << "inspect --plan --target cuda lacks '" << k << "'\n" << r.out;
   if (!HasFailure()) fs::remove_all(dir);
 }
@@ -195,6 +196,23 @@ TEST(CodegenCuda, OneStreamRunsInPlanOrder) {
   ASSERT_EQ(r.status, 0) << r.out;
   r = run_check(dir, "newest");
   EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// GRU and LSTM in every form (project_build.h's recurrent_model), on the GPU's kernels.
+TEST(CodegenCuda, RecurrentLayersMatchOnTheHostShim) {
+  const fs::path dir = scratch("cuda-recurrent");
+  write_recurrent_model(dir);
+  Result r = sh(std::string(KILN_BINARY) + " compile " + (dir / "model.onnx").string() + " --target cuda -o " +
+                (dir / "project").string() + " --check-on-cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find(" 0 on the CPU"), std::string::npos) << r.out;
+  r = build(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* order : {"newest", "oldest"}) {
+    r = run_check(dir, order);
+    EXPECT_NE(r.out.find("check passed"), std::string::npos) << order << "\n" << r.out;
+  }
   if (!HasFailure()) fs::remove_all(dir);
 }
 

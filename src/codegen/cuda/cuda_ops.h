@@ -31,5 +31,8 @@ void emit_reduce(EmitContext& ctx);
 void emit_gather(EmitContext& ctx);
 // cuda_resize.cpp: Resize and Upsample (at most two resized axes), a kernel over the output.
 void emit_resize(EmitContext& ctx);
+// cuda_recurrent.cpp: GRU and LSTM, the input projections on cuBLAS, the steps a block per
+// sequence.
+void emit_recurrent(EmitContext& ctx);
 
 }  // namespace kiln::codegen::cuda

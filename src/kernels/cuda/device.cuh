@@ -342,6 +342,87 @@ __global__ void resize_separable(ResizeShape s, const int64_t* __restrict__ idx0
   y[i] = acc;
 }
 
+// GRU and LSTM steps in the form ops/core/recurrent_form.h reads (default activations): a block
+// per (direction, batch element) sequence, its steps in order. xw holds every step's input
+// projection W x (no bias) [dirs][rows][G*H], rows in X's order; state is per sequence 3H + G*H
+// floats of scratch (h, c, r * h, the recurrent products). The block's threads share out the
+// products' rows, then the hidden units, with a barrier between.
+struct RecurrentDims {
+  int64_t seq, batch, hidden, dirs;
+  bool lstm, reverse_only, batch_major, linear_before_reset, input_forget;
+};
+
+__global__ void recurrent_steps(RecurrentDims g, const float* __restrict__ xw, const float* __restrict__ r,
+                                const float* __restrict__ wb, const float* __restrict__ rb,
+                                const float* __restrict__ p, const float* __restrict__ h0,
+                                const float* __restrict__ c0, float* __restrict__ y, float* __restrict__ yh,
+                                float* __restrict__ yc, float* __restrict__ state) {
+  const int64_t H = g.hidden, GH = (g.lstm ? 4 : 3) * H, rows = g.seq * g.batch;
+  const int64_t pair = blockIdx.x, d = pair / g.batch, b = pair % g.batch;
+  float* h = state + pair * (3 * H + GH);
+  float* c = h + H;
+  float* rh = c + H;
+  float* rg = rh + H;
+  const float* rd = r + d * GH * H;
+  const float* wbd = wb + d * GH;
+  const float* rbd = rb + d * GH;
+  const float* pd = p ? p + d * 3 * H : nullptr;
+  const int64_t st = (g.batch_major ? b * g.dirs + d : d * g.batch + b) * H;
+  for (int64_t j = threadIdx.x; j < H; j += blockDim.x) {
+    h[j] = h0 ? h0[st + j] : 0.f;
+    c[j] = c0 ? c0[st + j] : 0.f;
+  }
+  __syncthreads();
+  // GRU without linear_before_reset takes r * h into the candidate's recurrent product.
+  const int64_t direct = g.lstm || g.linear_before_reset ? GH : 2 * H;
+  for (int64_t step = 0; step < g.seq; ++step) {
+    const int64_t t = g.reverse_only || d == 1 ? g.seq - 1 - step : step;
+    const int64_t row = g.batch_major ? b * g.seq + t : t * g.batch + b;
+    const float* xg = xw + (d * rows + row) * GH;
+    for (int64_t k = threadIdx.x; k < direct; k += blockDim.x) {
+      float s = rbd[k];
+      for (int64_t j = 0; j < H; ++j) s += rd[k * H + j] * h[j];
+      rg[k] = s;
+    }
+    __syncthreads();
+    if (!g.lstm && !g.linear_before_reset) {
+      for (int64_t j = threadIdx.x; j < H; j += blockDim.x) rh[j] = math::sigmoid(xg[H + j] + wbd[H + j] + rg[H + j]) * h[j];
+      __syncthreads();
+      for (int64_t k = 2 * H + threadIdx.x; k < GH; k += blockDim.x) {
+        float s = rbd[k];
+        for (int64_t j = 0; j < H; ++j) s += rd[k * H + j] * rh[j];
+        rg[k] = s;
+      }
+      __syncthreads();
+    }
+    float* yt = y ? y + (g.batch_major ? (b * g.seq + t) * g.dirs + d : (t * g.dirs + d) * g.batch + b) * H : nullptr;
+    for (int64_t j = threadIdx.x; j < H; j += blockDim.x) {
+      if (g.lstm) {
+        const float pi = pd ? pd[j] * c[j] : 0.f, pf = pd ? pd[2 * H + j] * c[j] : 0.f;
+        const float i = math::sigmoid(xg[j] + wbd[j] + rg[j] + pi);
+        const float f = g.input_forget ? 1.f - i : math::sigmoid(xg[2 * H + j] + wbd[2 * H + j] + rg[2 * H + j] + pf);
+        const float cand = tanhf(xg[3 * H + j] + wbd[3 * H + j] + rg[3 * H + j]);
+        const float cn = f * c[j] + i * cand;
+        const float o = math::sigmoid(xg[H + j] + wbd[H + j] + rg[H + j] + (pd ? pd[H + j] * cn : 0.f));
+        c[j] = cn;
+        h[j] = o * tanhf(cn);
+      } else {
+        const float z = math::sigmoid(xg[j] + wbd[j] + rg[j]);
+        const float hr = g.linear_before_reset ? math::sigmoid(xg[H + j] + wbd[H + j] + rg[H + j]) * rg[2 * H + j]
+                                               : rg[2 * H + j];
+        const float cand = tanhf(xg[2 * H + j] + wbd[2 * H + j] + hr);
+        h[j] = (1.f - z) * cand + z * h[j];
+      }
+      if (yt) yt[j] = h[j];
+    }
+    __syncthreads();
+  }
+  for (int64_t j = threadIdx.x; j < H; j += blockDim.x) {
+    if (yh) yh[st + j] = h[j];
+    if (yc) yc[st + j] = c[j];
+  }
+}
+
 // Blocks of kThreads threads enough for n threads.
 constexpr int kThreads = 256;
 inline unsigned blocks_for(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
