@@ -10,6 +10,7 @@
 // streams, whose waits the run cannot do without. A bad index fails the run with a message.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 
@@ -74,6 +75,13 @@ std::unique_ptr<ir::Graph> cuda_mix(std::mt19937& rng) {
   ir::Attributes sum;
   sum["keepdims"] = ir::Attribute::of_int(0);
   ir::Value* rs = node("ReduceSum", {h, c("axes", ints({0}))}, sum);
+  // More reduced elements than outputs: a block per output, reducing as a tree (over axes apart
+  // from each other, and over all but the first).
+  ir::Attributes apart = sum, inner;
+  apart["axes"] = ir::Attribute::of_ints({0, 2, 3});
+  inner["axes"] = ir::Attribute::of_ints({1, 2, 3});
+  ir::Value* tree_max = node("ReduceMax", {x}, apart);
+  ir::Value* tree_mean = node("ReduceMean", {x}, inner);
   ir::Value* gathered = node("Gather", {h, idx}, ax0);
   ir::Attributes perm;
   perm["perm"] = ir::Attribute::of_ints({0, 2, 1});
@@ -98,7 +106,7 @@ std::unique_ptr<ir::Graph> cuda_mix(std::mt19937& rng) {
   gru["hidden_size"] = ir::Attribute::of_int(5);
   g->add_node("GRU", {a, w("gru_w", {1, 15, 4}), w("gru_r", {1, 15, 5}), w("gru_b", {1, 30})}, {gru_y, gru_h}, gru,
               "gru");
-  for (ir::Value* v : {pw, mp, ap, d2s, fc, ln, soft_rows, soft_cols, rs, gathered, batched, by_const, resized, one_axis, kept, mask,
+  for (ir::Value* v : {pw, mp, ap, d2s, fc, ln, soft_rows, soft_cols, rs, tree_max, tree_mean, gathered, batched, by_const, resized, one_axis, kept, mask,
                        gru_y, gru_h})
     g->add_output(v);
   return g;
@@ -147,7 +155,7 @@ TEST(CodegenCuda, EveryKernelMatchesOnTheHostShim) {
   for (const char* k : {"c.convs[", "kiln_kernels::bias_act", "c.on_host(", "c.to_host(", "c.to_device(", "kiln_kernels::depthwise_nhwc", "kiln_kernels::pool2d_nhwc",
                         "kiln_kernels::layernorm_rows", "kiln_kernels::softmax_rows", "kiln_kernels::softmax_strided",
                         "kiln_kernels::gather_rows", "kiln_kernels::resize_separable", "c.blas->gemm(",
-                        "kiln_kernels::recurrent_steps",
+                        "kiln_kernels::recurrent_steps", "_tree, ", "kiln_kernels::block_reduce(acc",
                         "__global__ void k_", "c.fork(", "c.on(1)", "c.wait(", "c.record("})
     EXPECT_NE(code.find(k), std::string::npos) << "model.cu does not use " << k;
 
@@ -213,6 +221,51 @@ TEST(CodegenCuda, RecurrentLayersMatchOnTheHostShim) {
     r = run_check(dir, order);
     EXPECT_NE(r.out.find("check passed"), std::string::npos) << order << "\n" << r.out;
   }
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// Two independent reductions: two streams with nothing to wait for, so the project has no
+// events to record or wait on; nvcc (-Werror) then must not meet helpers it never calls. Both
+// reductions reduce as trees (more reduced elements than outputs).
+TEST(CodegenCuda, StreamsWithoutWaitsBuildWithNvcc) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets[""] = 17;
+  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {2, 6, 9, 7}));
+  ir::Attributes apart, inner;
+  apart["axes"] = ir::Attribute::of_ints({0, 2, 3});
+  apart["keepdims"] = ir::Attribute::of_int(0);
+  inner["axes"] = ir::Attribute::of_ints({1, 2, 3});
+  ir::Value* y1 = g->add_value("y1");
+  ir::Value* y2 = g->add_value("y2");
+  g->add_node("ReduceMax", {x}, {y1}, apart, "max");
+  g->add_node("ReduceMean", {x}, {y2}, inner, "mean");
+  g->add_output(y1);
+  g->add_output(y2);
+  const fs::path dir = scratch("cuda-no-events");
+  std::mt19937 rng(4);
+  write_model_with_data(*g, dir, {random_tensor({2, 6, 9, 7}, rng)});
+  Result r = sh(std::string(KILN_BINARY) + " compile " + (dir / "model.onnx").string() + " --target cuda -o " +
+                (dir / "project").string() + " --check-on-cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("; 2 streams"), std::string::npos) << r.out;
+  std::ifstream f(dir / "project" / "model.cu");
+  const std::string code((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_EQ(code.find("c.wait("), std::string::npos);
+  EXPECT_NE(code.find("_tree, "), std::string::npos);
+  r = build(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* order : {"newest", "oldest"}) EXPECT_NE(run_check(dir, order).out.find("check passed"), std::string::npos);
+  const char* nvcc = "/usr/local/cuda/bin/nvcc";
+  if (!fs::exists(nvcc)) {
+    const char* ci = std::getenv("CI");
+    if (ci && std::string(ci) == "true") FAIL() << "no " << nvcc << " (under CI it must be there)";
+    GTEST_SKIP() << "no " << nvcc << ": the nvcc build is not checked";
+  }
+  r = sh("cmake -S " + (dir / "project").string() + " -B " + (dir / "project" / "build-gpu").string() +
+         " -DKILN_MODEL_ON_CPU=OFF -DCMAKE_CUDA_COMPILER=" + nvcc +
+         " -DCMAKE_CUDA_ARCHITECTURES=90 '-DCMAKE_CUDA_FLAGS=-Werror all-warnings -Xcompiler=-Werror' && cmake --build " +
+         (dir / "project" / "build-gpu").string() + " --target kiln_model");
+  EXPECT_EQ(r.status, 0) << r.out;
   if (!HasFailure()) fs::remove_all(dir);
 }
 

@@ -22,7 +22,8 @@ void emit_global_pool(EmitContext& ctx);
 void emit_gemm(EmitContext& ctx);
 void emit_matmul(EmitContext& ctx);
 // cuda_rows.cpp: LayerNormalization, kiln.SkipLayerNorm, Softmax, kiln.Attention (a block per
-// row), reductions and Gather (a thread per output element).
+// row), reductions (a block per output as a tree, or a thread per output) and Gather (a thread
+// per output element).
 void emit_layernorm(EmitContext& ctx);
 void emit_skip_layernorm(EmitContext& ctx);
 void emit_softmax(EmitContext& ctx);

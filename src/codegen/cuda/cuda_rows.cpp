@@ -1,5 +1,6 @@
 // Row-wise ops: layer normalizations, softmax and attention as a block per row (block
-// reductions, kernels/cuda/device.cuh); reductions as a generated kernel with a thread per
+// reductions, kernels/cuda/device.cuh); reductions as a generated kernel, a block per output
+// reducing as a tree where the reduced elements outnumber the outputs, else a thread per
 // output element; Gather, whose out-of-range indices fail the run through c.status.
 #include <string>
 #include <vector>
@@ -113,6 +114,44 @@ void emit_attention(EmitContext& ctx) {
            ");");
 }
 
+namespace {
+
+// A block per output of a reduction: the output's offset from blockIdx.x over the kept dims,
+// the block's threads striding over the reduced elements, then a tree (block_reduce).
+void tree_reduce(EmitContext& ctx, const std::vector<bool>& reduced, const std::vector<int64_t>& xs, int64_t outputs,
+                  int64_t count) {
+  const Operand& x = ctx.step.inputs.at(0);
+  const std::string& op = ctx.node.op_type();
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  const std::string name = "k_" + ctx.function + "_tree";
+  const std::string init = op == "ReduceMax" ? "-INFINITY" : op == "ReduceMin" ? "INFINITY" : "0.f";
+  const std::string combine = op == "ReduceMax" ? "MaxOp" : op == "ReduceMin" ? "MinOp" : "SumOp";
+  std::vector<std::string>& k = ctx.device;
+  k.push_back("__global__ void " + name + "(const float* __restrict__ x, float* __restrict__ y) {");
+  k.push_back("  __shared__ float scratch[kiln_kernels::kRowThreads / kiln_kernels::kWarp];");
+  k.push_back("  int64_t q = blockIdx.x, base = 0;");
+  for (int64_t d = rank - 1; d >= 0; --d)
+    if (!reduced[static_cast<size_t>(d)])
+      k.push_back("  base += q % " + i64(x.dims[static_cast<size_t>(d)]) + " * " + i64(xs[static_cast<size_t>(d)]) + "; q /= " +
+                  i64(x.dims[static_cast<size_t>(d)]) + ";");
+  k.push_back("  float acc = " + init + ";");
+  k.push_back("  for (int64_t r = threadIdx.x; r < " + i64(count) + "; r += blockDim.x) {");
+  k.push_back("    int64_t t = r, at = base;");
+  for (int64_t d = rank - 1; d >= 0; --d)
+    if (reduced[static_cast<size_t>(d)])
+      k.push_back("    at += t % " + i64(x.dims[static_cast<size_t>(d)]) + " * " + i64(xs[static_cast<size_t>(d)]) + "; t /= " +
+                  i64(x.dims[static_cast<size_t>(d)]) + ";");
+  k.push_back("    acc = kiln_kernels::" + combine + "{}(acc, x[at]);");
+  k.push_back("  }");
+  k.push_back("  acc = kiln_kernels::block_reduce(acc, scratch, kiln_kernels::" + combine + "{});");
+  k.push_back("  if (threadIdx.x == 0) y[blockIdx.x] = acc" +
+              (op == "ReduceMean" ? " / " + cpp::literal_float(static_cast<float>(count)) : std::string()) + ";");
+  k.push_back("}");
+  ctx.line(row_launch(name, outputs) + "(" + ctx.in(0) + ", " + ctx.out(0) + ");");
+}
+
+}  // namespace
+
 void emit_reduce(EmitContext& ctx) {
   const ir::Node& n = ctx.node;
   const Operand& x = ctx.step.inputs.at(0);
@@ -125,11 +164,15 @@ void emit_reduce(EmitContext& ctx) {
   for (int64_t a : ops::normalize_axes(axes, rank, n)) reduced[static_cast<size_t>(a)] = true;
   const std::string& op = n.op_type();
   const std::vector<int64_t> xs = cpp::dense_strides(x.dims);
+  int64_t outputs = 1, count = 1;
+  for (int64_t k = 0; k < rank; ++k) (reduced[static_cast<size_t>(k)] ? count : outputs) *= x.dims[static_cast<size_t>(k)];
+  // More reduced elements than outputs, at least a warp's worth: a thread per output would leave
+  // most of the GPU idle, so a block per output reduces as a tree.
+  if (count >= 32 && count > outputs) return tree_reduce(ctx, reduced, xs, outputs, count);
   // A thread per kept index (i0, i1, ...), a loop per reduced dim.
   std::vector<int64_t> kept_dims;
   std::string xi, yi;
   std::vector<std::string> body;
-  int64_t count = 1;
   const std::string init = op == "ReduceMax" ? "-INFINITY" : op == "ReduceMin" ? "INFINITY" : "0.f";
   body.push_back("float acc = " + init + ";");
   std::string indent;
@@ -146,7 +189,6 @@ void emit_reduce(EmitContext& ctx) {
     body.push_back(indent + "for (int64_t " + r + " = 0; " + r + " < " + i64(x.dims[static_cast<size_t>(k)]) + "; ++" + r + ")");
     indent += "  ";
     xi += " + " + r + " * " + i64(xs[static_cast<size_t>(k)]);
-    count *= x.dims[static_cast<size_t>(k)];
   }
   const std::string xe = "x[0" + xi + "]";
   if (op == "ReduceMax") body.push_back(indent + "acc = fmaxf(acc, " + xe + ");");

@@ -55,6 +55,9 @@ struct SumOp {
 struct MaxOp {
   __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
 };
+struct MinOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fminf(a, b); }
+};
 
 // The reduction of v over the block (every thread gets it); `scratch` holds a word per warp.
 // Every thread of the block must call it.
