@@ -100,8 +100,9 @@ TEST(PlaceForStreams, RandomPlansShareBytesOnlyWhenOrdered) {
     for (int x = 0; x < n; ++x) {
       EXPECT_LE(p.buffers[x].offset + p.buffers[x].bytes, p.arenas[0].bytes);
       for (int y = x + 1; y < n; ++y) {
-        if (overlap(p, x, y))
+        if (overlap(p, x, y)) {
           EXPECT_TRUE(ordered(x, y) || ordered(y, x)) << "trial " << trial << ": buffers " << x << ", " << y;
+        }
       }
     }
   }

@@ -106,8 +106,9 @@ TEST(StreamScheduler, RandomPlansKeepEveryDependency) {
     };
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < i; ++j) {
-        if (meets(writes[j], reads[i]) || meets(writes[j], writes[i]) || meets(reads[j], writes[i]))
+        if (meets(writes[j], reads[i]) || meets(writes[j], writes[i]) || meets(reads[j], writes[i])) {
           EXPECT_TRUE(before[i].count(j)) << "trial " << trial << ": step " << i << " may run with " << j;
+        }
       }
   }
 }
