@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gemv.h"
+#include "thread_scratch.h"
 
 namespace kiln_kernels {
 
@@ -115,16 +116,26 @@ inline void recurrent(const RecurrentShape& g, const float* x, const float* wp, 
   auto state = [&](int64_t d, int64_t b) { return (g.batch_major ? b * g.dirs + d : d * g.batch + b) * H; };
   // Every step's input projection first (rows of X in the layout's order), per direction.
   const int64_t rows = g.seq * g.batch;
-  std::vector<float> xw(static_cast<size_t>(rows * GH));
-  std::vector<float> rg(static_cast<size_t>(GH)), h(static_cast<size_t>(H)),
-      c(static_cast<size_t>(H)), rh(static_cast<size_t>(H));
+  // xw [rows][GH], then rg [GH], h, c, rh [H]: the thread's scratch, kept from run to run (a
+  // fresh allocation of a long sequence's projections would map and fault in pages every run).
+  const size_t floats = static_cast<size_t>(rows * GH + GH + 3 * H);
+  std::vector<float> fallback;
+  float* xw = static_cast<float*>(thread_scratch(floats * sizeof(float)));
+  if (!xw) {
+    fallback.resize(floats);
+    xw = fallback.data();
+  }
+  float* rg = xw + rows * GH;
+  float* h = rg + GH;
+  float* c = h + H;
+  float* rh = c + H;
   for (int64_t d = 0; d < g.dirs; ++d) {
     const float* wd = wp + d * g.w_packed();
     const float* rd = rp + d * g.r_packed();
     const float* wbd = wb + d * GH;
     const float* rbd = rb + d * GH;
     const float* pd = p ? p + d * 3 * H : nullptr;
-    recurrent_detail::rows_product(g.w_layout(), wd, x, rows, g.input, wbd, xw.data());
+    recurrent_detail::rows_product(g.w_layout(), wd, x, rows, g.input, wbd, xw);
     for (int64_t b = 0; b < g.batch; ++b) {
       for (int64_t j = 0; j < H; ++j) {
         h[j] = h0 ? h0[state(d, b) + j] : 0.f;
@@ -132,8 +143,8 @@ inline void recurrent(const RecurrentShape& g, const float* x, const float* wp, 
       }
       for (int64_t step = 0; step < g.seq; ++step) {
         const int64_t t = g.reverse_only || d == 1 ? g.seq - 1 - step : step;
-        const float* xg = xw.data() + x_row(t, b) * GH;
-        product(g.r_layout(), rd, h.data(), rbd, rg.data());
+        const float* xg = xw + x_row(t, b) * GH;
+        product(g.r_layout(), rd, h, rbd, rg);
         if (g.lstm) {
           for (int64_t j = 0; j < H; ++j) {
             const float pi = pd ? pd[j] * c[j] : 0.f, pf = pd ? pd[2 * H + j] * c[j] : 0.f;
@@ -148,7 +159,7 @@ inline void recurrent(const RecurrentShape& g, const float* x, const float* wp, 
         } else {
           if (!g.linear_before_reset) {
             for (int64_t j = 0; j < H; ++j) rh[j] = sigmoid(xg[H + j] + rg[H + j]) * h[j];
-            product(g.r_candidate_layout(), rd + g.r_layout().packed_size(), rh.data(), rbd + 2 * H, rg.data() + 2 * H);
+            product(g.r_candidate_layout(), rd + g.r_layout().packed_size(), rh, rbd + 2 * H, rg + 2 * H);
           }
           for (int64_t j = 0; j < H; ++j) {
             const float z = sigmoid(xg[j] + rg[j]);

@@ -9,6 +9,8 @@
 #include <random>
 #include <set>
 
+#include "stream_order.h"
+
 namespace kiln::codegen {
 namespace {
 
@@ -76,18 +78,9 @@ TEST(PlaceForStreams, RandomPlansShareBytesOnlyWhenOrdered) {
       steps.push_back({s.add(i, reads, {buf(i)}), roots});
     }
     place_for_streams(p, steps);
-    // Happens-before from stream order and waits, closed transitively.
-    std::vector<std::set<int>> before(n);
-    std::vector<int> last_on(max_streams, -1);
-    for (int i = 0; i < n; ++i) {
-      auto add = [&](int j) {
-        before[i].insert(j);
-        before[i].insert(before[j].begin(), before[j].end());
-      };
-      if (last_on[steps[i].step.stream] >= 0) add(last_on[steps[i].step.stream]);
-      for (int w : steps[i].step.waits) add(w);
-      last_on[steps[i].step.stream] = i;
-    }
+    std::vector<StreamStep> schedule;
+    for (const ScheduledAccess& a : steps) schedule.push_back(a.step);
+    const std::vector<std::set<int>> before = happens_before(schedule, max_streams);
     std::vector<std::vector<int>> access(n);
     for (int i = 0; i < n; ++i)
       for (int r : steps[i].roots) access[r].push_back(i);

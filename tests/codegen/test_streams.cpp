@@ -8,6 +8,8 @@
 #include <random>
 #include <set>
 
+#include "stream_order.h"
+
 namespace kiln::codegen {
 namespace {
 
@@ -83,21 +85,9 @@ TEST(StreamScheduler, RandomPlansKeepEveryDependency) {
       out[i] = s.add(i, reads[i], writes[i]);
       ASSERT_LT(out[i].stream, max_streams);
     }
-    // Happens-before from stream order and waits, closed transitively.
-    std::vector<std::set<int>> before(n);
-    std::vector<int> last_on(max_streams, -1);
-    for (int i = 0; i < n; ++i) {
-      auto add = [&](int j) {
-        before[i].insert(j);
-        before[i].insert(before[j].begin(), before[j].end());
-      };
-      if (last_on[out[i].stream] >= 0) add(last_on[out[i].stream]);
-      for (int w : out[i].waits) {
-        ASSERT_NE(out[w].stream, out[i].stream) << "a wait on the same stream";
-        add(w);
-      }
-      last_on[out[i].stream] = i;
-    }
+    for (int i = 0; i < n; ++i)
+      for (int w : out[i].waits) ASSERT_NE(out[w].stream, out[i].stream) << "a wait on the same stream";
+    const std::vector<std::set<int>> before = happens_before(out, max_streams);
     auto meets = [](const std::vector<Region>& a, const std::vector<Region>& b) {
       for (const Region& x : a)
         for (const Region& y : b)
