@@ -29,6 +29,15 @@ class Resolver {
     Operand o;
     if (id < 0) return o;
     const plan::PlanBuffer& b = p_.buffers.at(id);
+    if (b.mirror_of >= 0) {  // the original's storage, on the host
+      if (p_.buffers.at(b.mirror_of).mirror_of >= 0)
+        throw Error(where + ": buffer " + std::to_string(id) + " mirrors a mirror");
+      o = operand(b.mirror_of, where);
+      o.buffer = id;
+      o.storage.host = true;
+      o.root = root_of(id, where);
+      return o;
+    }
     o.buffer = id;
     o.value = s_.graph->find_value(b.value);
     if (!o.value) throw Error(where + ": buffer " + std::to_string(id) + " holds '" + b.value + "', which the graph lacks");
@@ -37,11 +46,7 @@ class Resolver {
                   ") has no static shape; generated code needs every shape fixed at compile time (give it with --dim)");
     o.dtype = o.value->type.dtype;
     o.dims = o.value->type.static_dims();
-    int root = id;
-    for (int hops = 0; p_.buffers.at(root).alias_of >= 0; ++hops) {
-      if (hops > static_cast<int>(p_.buffers.size())) throw Error(where + ": buffer aliases form a cycle");
-      root = p_.buffers.at(root).alias_of;
-    }
+    const int root = root_of(id, where);
     const plan::PlanBuffer& r = p_.buffers.at(root);
     o.root = root;
     o.root_bytes = r.bytes;
@@ -71,6 +76,15 @@ class Resolver {
   }
 
  private:
+  int root_of(int id, const std::string& where) const {
+    int root = id;
+    for (int hops = 0; p_.buffers.at(root).alias_of >= 0; ++hops) {
+      if (hops > static_cast<int>(p_.buffers.size())) throw Error(where + ": buffer aliases form a cycle");
+      root = p_.buffers.at(root).alias_of;
+    }
+    return root;
+  }
+
   const PlanSource& s_;
   const plan::ExecutablePlan& p_;
 };
@@ -88,12 +102,19 @@ void walk_plan(int signature, const PlanSource& source, Emitter& e) {
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const plan::PlanInstruction& pi = p.instructions[i];
     const std::string where = "instruction " + std::to_string(i) + " (" + pi.op + " '" + pi.node + "')";
-    if (pi.node_index < 0 || pi.node_index >= static_cast<int>(nodes.size()) || nodes[pi.node_index]->name() != pi.node ||
-        nodes[pi.node_index]->op_type() != pi.op)
-      throw Error(where + ": the plan's graph has no such node at index " + std::to_string(pi.node_index));
     Step s;
     s.index = static_cast<int>(i);
     s.instruction = &pi;
+    if (pi.is_copy()) {
+      if (pi.inputs.size() != 1 || pi.outputs.size() != 1) throw Error(where + ": a copy has one input and one output");
+      s.inputs.push_back(r.operand(pi.inputs[0], where));
+      s.outputs.push_back(r.operand(pi.outputs[0], where));
+      e.step(s);
+      continue;
+    }
+    if (pi.node_index < 0 || pi.node_index >= static_cast<int>(nodes.size()) || nodes[pi.node_index]->name() != pi.node ||
+        nodes[pi.node_index]->op_type() != pi.op)
+      throw Error(where + ": the plan's graph has no such node at index " + std::to_string(pi.node_index));
     s.node = nodes[pi.node_index];
     for (int id : pi.inputs) s.inputs.push_back(r.operand(id, where));
     for (int id : pi.outputs) s.outputs.push_back(r.operand(id, where));

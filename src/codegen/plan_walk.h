@@ -7,7 +7,9 @@
 // A target implements Emitter and gets begin(), one step() per instruction and end() for each
 // compiled plan (one per input-shape signature). Storage follows the plan's buffers: an alias
 // (a view, an in-place result) resolves to its root's storage, so a view of an arena buffer is
-// the same arena offset. The walk decides nothing about kernels: that is the target's.
+// the same arena offset; a host mirror (a placed plan's, device_plan.h) to its original's
+// storage marked host, so that code for the CPU reads it as the CPU plan's. The walk decides
+// nothing about kernels: that is the target's.
 #pragma once
 #include <kiln/dtype.h>
 
@@ -31,6 +33,7 @@ struct Storage {
   StorageKind kind = StorageKind::Arena;
   int index = -1;      // Input / Output: the position among the graph's inputs / outputs
   int64_t offset = 0;  // Arena: the byte offset
+  bool host = false;   // a placed plan's host mirror of that storage (PlanBuffer::mirror_of)
   bool operator==(const Storage&) const = default;
 };
 
@@ -49,7 +52,7 @@ struct Operand {
 struct Step {
   int index = -1;  // the instruction's position in the plan
   const plan::PlanInstruction* instruction = nullptr;
-  const ir::Node* node = nullptr;
+  const ir::Node* node = nullptr;  // null for a copy between devices (PlanInstruction::is_copy)
   std::vector<Operand> inputs, outputs;  // per node input / output; buffer -1 = absent
   bool same_storage(const Operand& a, const Operand& b) const { return a.storage == b.storage; }
 };
@@ -73,7 +76,7 @@ class Emitter {
 
 // Walks `source` into `e`. A kiln::Error naming the instruction when the plan has what no source
 // can be emitted for: a buffer whose size is only known at run time, or an instruction whose node
-// the graph lacks.
+// the graph lacks (copies have none).
 void walk_plan(int signature, const PlanSource& source, Emitter& e);
 
 }  // namespace kiln::codegen

@@ -14,7 +14,7 @@ void place_for_streams(plan::ExecutablePlan& plan, const std::vector<ScheduledAc
   std::map<int, std::vector<int>> access;
   for (size_t id = 0; id < plan.buffers.size(); ++id) {  // every arena root, touched or not
     const plan::PlanBuffer& b = plan.buffers[id];
-    if (b.arena >= 0 && b.alias_of < 0) access[static_cast<int>(id)];
+    if (b.arena >= 0 && b.alias_of < 0 && b.mirror_of < 0) access[static_cast<int>(id)];
   }
   for (size_t k = 0; k < steps.size(); ++k)
     for (int r : steps[k].roots) {
@@ -29,8 +29,8 @@ void place_for_streams(plan::ExecutablePlan& plan, const std::vector<ScheduledAc
   std::vector<Root> roots;
   for (const auto& [id, a] : access) {
     const plan::PlanBuffer& b = plan.buffers.at(static_cast<size_t>(id));
-    if (b.arena < 0 || b.alias_of >= 0 || b.bytes < 0)
-      throw Error("code generation: buffer " + std::to_string(id) + " ('" + b.value + "') is not an arena root");
+    if (b.arena < 0 || b.alias_of >= 0 || b.mirror_of >= 0 || b.bytes < 0)
+      throw Error("code generation: buffer " + std::to_string(id) + " ('" + b.value + "') is not a device arena root");
     roots.push_back({id, (std::max<int64_t>(b.bytes, 1) + plan::kAlignment - 1) / plan::kAlignment * plan::kAlignment, &a});
   }
   // Whether every access of x has ended before any access of y starts.
@@ -65,13 +65,15 @@ void place_for_streams(plan::ExecutablePlan& plan, const std::vector<ScheduledAc
     b.offset = offset;
   }
   for (plan::PlanBuffer& b : plan.buffers) {  // aliases keep their place in their roots
-    if (b.alias_of < 0 || b.arena < 0 || b.offset < 0) continue;
+    if (b.alias_of < 0 || b.arena < 0 || b.offset < 0 || b.mirror_of >= 0) continue;
     int root = b.alias_of;
     for (size_t hops = 0; plan.buffers.at(static_cast<size_t>(root)).alias_of >= 0 && hops <= plan.buffers.size(); ++hops)
       root = plan.buffers[static_cast<size_t>(root)].alias_of;
     if (auto it = moved.find(root); it != moved.end()) b.offset += it->second;
   }
-  for (plan::PlanArena& a : plan.arenas) a.bytes = arena;
+  for (plan::PlanBuffer& b : plan.buffers)  // host mirrors keep their originals' offsets
+    if (b.mirror_of >= 0 && b.arena >= 0) b.offset = plan.buffers.at(static_cast<size_t>(b.mirror_of)).offset;
+  for (plan::PlanArena& a : plan.arenas) a.bytes = arena;  // the host mirror is the device arena's size
 }
 
 }  // namespace kiln::codegen

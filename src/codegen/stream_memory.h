@@ -23,9 +23,10 @@ struct ScheduledAccess {
   std::vector<int> roots;
 };
 
-// Places every arena root that `steps` touch at new offsets in `plan` (its arena grows as
-// needed): largest first, each at the lowest offset clear of every buffer it may be live with.
-// Aliases follow their roots. A kiln::Error if a root is not an arena buffer.
+// Places every device arena root of `plan` at new offsets (its arena grows as needed; `steps`
+// say when each is touched): largest first, each at the lowest offset clear of every buffer it
+// may be live with. Aliases follow their roots, host mirrors (device_plan.h) their originals.
+// A kiln::Error if a root `steps` name is not a device arena buffer.
 void place_for_streams(plan::ExecutablePlan& plan, const std::vector<ScheduledAccess>& steps);
 
 }  // namespace kiln::codegen

@@ -51,6 +51,14 @@ ExecutablePlan make_executable_plan(const lower::Program& p, const MemoryPlan& m
   return e;
 }
 
+bool ExecutablePlan::placed() const {
+  for (const PlanInstruction& i : instructions)
+    if (!i.device.empty() || i.node_index < 0) return true;
+  for (const PlanBuffer& b : buffers)
+    if (b.mirror_of >= 0 || b.arena > 0) return true;
+  return arenas.size() > 1;
+}
+
 nlohmann::ordered_json to_json(const ExecutablePlan& e) {
   nlohmann::ordered_json j;
   j["version"] = ExecutablePlan::kVersion;
@@ -74,6 +82,11 @@ nlohmann::ordered_json to_json(const ExecutablePlan& e) {
     x["kernel"] = to_json(ins.spec);
     x["inputs"] = ins.inputs;
     x["outputs"] = ins.outputs;
+    if (!ins.device.empty()) {
+      x["device"] = ins.device;
+      x["stream"] = ins.stream;
+      x["after"] = ins.after;
+    }
     j["instructions"].push_back(std::move(x));
   }
   j["buffers"] = nlohmann::ordered_json::array();
@@ -90,6 +103,7 @@ nlohmann::ordered_json to_json(const ExecutablePlan& e) {
       x["arena"] = b.arena;
       x["offset"] = b.offset;
     }
+    if (b.mirror_of >= 0) x["mirror_of"] = b.mirror_of;
     j["buffers"].push_back(std::move(x));
   }
   return j;
@@ -168,7 +182,8 @@ ExecutablePlan executable_plan_from_json(const nlohmann::json& j) {
     e.isa.push_back(f.get<std::string>());
   }
   const nlohmann::json& arenas = top.at("arenas");
-  if (!arenas.is_array() || arenas.size() != 1) throw top.bad("\"arenas\" must list one arena");
+  // One arena; a plan placed on devices has one per device.
+  if (!arenas.is_array() || arenas.empty() || arenas.size() > 8) throw top.bad("\"arenas\" must list 1 to 8 arenas");
   for (const auto& a : arenas) {
     Reader r{a, "arena"};
     e.arenas.push_back({r.string("device"), r.integer("bytes", 0, kMaxBytes)});
@@ -193,9 +208,10 @@ ExecutablePlan executable_plan_from_json(const nlohmann::json& j) {
         b.in_place = std::string(k) == "in_place_of";
       }
     if (r.j.contains("arena")) {
-      b.arena = static_cast<int>(r.integer("arena", 0, 0));
-      b.offset = r.integer("offset", 0, e.arenas[0].bytes);
+      b.arena = static_cast<int>(r.integer("arena", 0, static_cast<int64_t>(e.arenas.size()) - 1));
+      b.offset = r.integer("offset", 0, e.arenas[static_cast<size_t>(b.arena)].bytes);
     }
+    if (r.j.contains("mirror_of")) b.mirror_of = static_cast<int>(r.integer("mirror_of", 0, id - 1));  // points back
     e.buffers.push_back(std::move(b));
   }
   e.graph_inputs = top.ids("graph_inputs", nb);
@@ -206,19 +222,33 @@ ExecutablePlan executable_plan_from_json(const nlohmann::json& j) {
   for (size_t i = 0; i < code.size(); ++i) {
     Reader r{code[i], "instruction " + std::to_string(i)};
     PlanInstruction ins;
-    ins.node_index = static_cast<int>(r.integer("node_index", 0, 1 << 30));
+    ins.node_index = static_cast<int>(r.integer("node_index", -1, 1 << 30));
     ins.node = r.string("node");
     ins.domain = r.j.contains("domain") ? r.string("domain") : "";
     ins.op = r.string("op");
     ins.spec = kernel_spec_from_json(r.at("kernel"));
     ins.inputs = r.ids("inputs", nb);
     ins.outputs = r.ids("outputs", nb);
+    if (r.j.contains("device")) {
+      ins.device = r.string("device");
+      if (ins.device.empty()) throw r.bad("\"device\" must name a device");
+      ins.stream = static_cast<int>(r.integer("stream", -1, 1 << 16));
+      for (int64_t a : r.integers("after", 0, static_cast<int64_t>(i) - 1)) ins.after.push_back(static_cast<int>(a));
+    }
+    if (ins.node_index < 0 && !ins.is_copy())
+      throw r.bad("\"node_index\" -1 is for copies between devices (kiln.Copy) only");
+    if (ins.is_copy() && (ins.device.empty() || ins.inputs.size() != 1 || ins.outputs.size() != 1 || ins.inputs[0] < 0 ||
+                          ins.outputs[0] < 0))
+      throw r.bad("a copy needs a device, one input and one output");
     e.instructions.push_back(std::move(ins));
   }
   return e;
 }
 
 lower::Program program_of(const ExecutablePlan& e, const ir::Graph& g) {
+  if (e.placed())
+    throw Error("executable plan: it is placed on devices (target " + e.target +
+                "): a code generation target's plan, which the runtime does not run");
   lower::Program p;
   const std::vector<ir::Node*> nodes = g.nodes();
   for (const PlanBuffer& b : e.buffers) {

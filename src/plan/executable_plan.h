@@ -9,6 +9,16 @@
 //
 // The runtime builds one per input-shape signature (runtime/compiled_plan.cpp); `kiln inspect
 // --plan --json` prints it. The op each instruction runs is its node in the plan's graph.
+//
+// A plan placed on devices (the CUDA target's, codegen/device_plan.h) says besides where each
+// instruction runs and in what order the accelerator's streams run them; its values cross
+// devices through Copy instructions into host mirror buffers, which live in a second arena:
+//
+//   instruction 7  kiln.Copy 'h'   copy:to_host    in [12]  out [40]   cuda stream 1 after 5
+//   instruction 8  Pad 'pad0'      reference       in [40]  out [41]   cpu stream 1
+//   buffer 40      Intermediate float[1,8,8]  arena 1 + 4096  mirror of 12
+//
+// The runtime runs only unplaced plans (program_of refuses placed ones).
 #pragma once
 #include <kiln/dtype.h>
 
@@ -34,6 +44,9 @@ struct PlanBuffer {
   bool in_place = false;
   int arena = -1;             // the arena it lives in (its root's), -1 = own allocation
   int64_t offset = -1;        // its byte offset there
+  int mirror_of = -1;         // placed plans: the buffer whose host copy it holds (same value,
+                              // offset and size, in the host's arena; a caller's input or output
+                              // mirrored in host memory of its own)
 };
 
 struct PlanInstruction {
@@ -41,10 +54,20 @@ struct PlanInstruction {
   std::string node, domain, op;  // its name, domain and op
   KernelSpec spec;
   std::vector<int> inputs, outputs;  // buffer ids, -1 = absent
+  // Placed plans only (device empty in others): the device that runs it ("cuda", "cpu"); its
+  // stream on the accelerator (-1: it launches nothing, a view); the earlier instructions on
+  // other streams it waits for.
+  std::string device;
+  int stream = -1;
+  std::vector<int> after;
+  // A copy between devices: no node (node_index -1), domain kiln, op Copy, spec copy:to_host or
+  // copy:to_device; its input the buffer copied, its output the copy; `node` names the value
+  // whose reader or writer needed it.
+  bool is_copy() const { return node_index < 0 && domain == "kiln" && op == "Copy"; }
 };
 
 struct PlanArena {
-  std::string device;  // "cpu"
+  std::string device;  // "cpu"; a placed plan: one per device ("cuda", then "cpu")
   int64_t bytes = 0;
 };
 
@@ -59,6 +82,7 @@ struct ExecutablePlan {
   std::vector<int> graph_inputs, graph_outputs, constants;  // buffer ids
   int64_t lower_bound_bytes = 0;   // most bytes live at one step (the memory plan's bound)
   std::string memory_strategy;
+  bool placed() const;  // whether it is placed on devices (devices, copies, mirrors or arenas)
 };
 
 // The plan of a lowered program, its memory plan and one spec per instruction.
@@ -72,7 +96,7 @@ ExecutablePlan executable_plan_from_json(const nlohmann::json& j);
 
 // The program and memory plan `e` describes over `g`, the graph it was made from (nodes found by
 // index and checked by name and op, values by name); kernels are not part of it. A kiln::Error
-// when e does not fit g.
+// when e does not fit g, or is placed on devices (a code generation target's plan).
 lower::Program program_of(const ExecutablePlan& e, const ir::Graph& g);
 MemoryPlan memory_plan_of(const ExecutablePlan& e, const lower::Program& p);
 

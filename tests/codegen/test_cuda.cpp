@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "project_build.h"
 
@@ -163,8 +164,24 @@ TEST(CodegenCuda, EveryKernelMatchesOnTheHostShim) {
   r = sh(std::string(KILN_BINARY) + " inspect " + (dir / "model.onnx").string() + " --plan --target cuda");
   ASSERT_EQ(r.status, 0) << r.out;
   for (const char* k : {" streams\n", "  cuda  stream 0", "  cuda  stream 1", " after ", "  cpu  stream ",
-                        "1 on the CPU (Dropout)", "NhwcDepthToSpace"})
+                        "1 on the CPU (Dropout)", "NhwcDepthToSpace", "kiln.Copy '", "  to host: arena+", "  to device: output "})
     EXPECT_NE(r.out.find(k), std::string::npos) << "inspect --plan --target cuda lacks '" << k << "'\n" << r.out;
+  // --json: the placed plan as data, here on one stream.
+  r = sh(std::string(KILN_BINARY) + " inspect " + (dir / "model.onnx").string() + " --plan --target cuda --json --streams 1 2>/dev/null");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const nlohmann::json placed = nlohmann::json::parse(r.out);
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0]["target"], "cuda");
+  EXPECT_EQ(placed[0]["arenas"].size(), 2u);
+  int cpu = 0, copies = 0;
+  for (const auto& i : placed[0]["instructions"]) {
+    cpu += i["device"] == "cpu" ? 1 : 0;
+    copies += i["op"] == "Copy" ? 1 : 0;
+    EXPECT_LE(i["stream"].get<int>(), 0);
+    EXPECT_TRUE(i["after"].empty());
+  }
+  EXPECT_EQ(cpu, 1);
+  EXPECT_EQ(copies, 3);
   if (!HasFailure()) fs::remove_all(dir);
 }
 
@@ -224,9 +241,10 @@ TEST(CodegenCuda, RecurrentLayersMatchOnTheHostShim) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
-// Two independent reductions: two streams with nothing to wait for, so the project has no
-// events to record or wait on; nvcc (-Werror) then must not meet helpers it never calls. Both
-// reductions reduce as trees (more reduced elements than outputs).
+// Three independent branches: two reductions and a Dropout on the CPU (its copies in a chain on
+// its stream), with nothing to wait for, so the project has no events to record or wait on;
+// nvcc (-Werror) then must not meet helpers it never calls, and builds the copies and the host
+// call. Both reductions reduce as trees (more reduced elements than outputs).
 TEST(CodegenCuda, StreamsWithoutWaitsBuildWithNvcc) {
   auto g = std::make_unique<ir::Graph>();
   g->opsets[""] = 17;
@@ -239,19 +257,26 @@ TEST(CodegenCuda, StreamsWithoutWaitsBuildWithNvcc) {
   ir::Value* y2 = g->add_value("y2");
   g->add_node("ReduceMax", {x}, {y1}, apart, "max");
   g->add_node("ReduceMean", {x}, {y2}, inner, "mean");
-  g->add_output(y1);
-  g->add_output(y2);
+  // and a third on the CPU (Dropout's mask has no CUDA kernel), its copies in a chain on its
+  // stream: x to the host mirror, the mask back (what nothing reads on the GPU stays there)
+  ir::Value* kept = g->add_value("kept");
+  ir::Value* mask = g->add_value("mask");
+  g->add_node("Dropout", {x}, {kept, mask}, {}, "dropout");
+  for (ir::Value* v : {y1, y2, mask}) g->add_output(v);
   const fs::path dir = scratch("cuda-no-events");
   std::mt19937 rng(4);
   write_model_with_data(*g, dir, {random_tensor({2, 6, 9, 7}, rng)});
   Result r = sh(std::string(KILN_BINARY) + " compile " + (dir / "model.onnx").string() + " --target cuda -o " +
                 (dir / "project").string() + " --check-on-cpu");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("; 2 streams"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 on the CPU (Dropout); 1 copy to the host (3024 bytes), 1 to the device (756 bytes); 3 streams"),
+            std::string::npos)
+      << r.out;
   std::ifstream f(dir / "project" / "model.cu");
   const std::string code((std::istreambuf_iterator<char>(f)), {});
   EXPECT_EQ(code.find("c.wait("), std::string::npos);
   EXPECT_NE(code.find("_tree, "), std::string::npos);
+  EXPECT_NE(code.find("c.on_host(0)"), std::string::npos);
   r = build(dir);
   ASSERT_EQ(r.status, 0) << r.out;
   for (const char* order : {"newest", "oldest"}) EXPECT_NE(run_check(dir, order).out.find("check passed"), std::string::npos);

@@ -284,6 +284,16 @@ TEST(KilnFile, DamagedFilesAreRefusedWithAClearError) {
       "memory plan is invalid");
   edited([](nlohmann::json& m) { m["plans"][0]["plan"]["instructions"][0]["node_index"] = 100000; }, "instruction 0");
   edited([](nlohmann::json& m) { m["plans"][0]["plan"]["instructions"][1]["inputs"][0] = 0; }, "instruction 1");
+  // A plan placed on devices (a code generation target's, codegen/device_plan.h) is not run.
+  edited([](nlohmann::json& m) { m["plans"][0]["plan"]["instructions"][0]["node_index"] = -1; }, "copies between devices");
+  edited(
+      [](nlohmann::json& m) {
+        auto& i = m["plans"][0]["plan"]["instructions"][0];
+        i["device"] = "cuda";
+        i["stream"] = 0;
+        i["after"] = nlohmann::json::array();
+      },
+      "placed on devices");
   edited([](nlohmann::json& m) { m["plans"][0]["plan"]["instructions"][2]["kernel"]["impl"] = "no_such_kernel"; },
          "cannot build");
   edited([](nlohmann::json& m) { m["plans"][0]["dims"] = {{1, 3, 5, 5}}; }, "input");

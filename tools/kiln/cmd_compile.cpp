@@ -131,7 +131,7 @@ void add_compile_command(CLI::App& app, int& exit_code) {
                   args->out.c_str(), plans.size(), st.instructions, st.views, st.kernels,
                   static_cast<long long>(st.weights_bytes), static_cast<long long>(st.arena_bytes),
                   static_cast<long long>(st.scratch_bytes), st.test_sets, ms);
-      std::printf("%s", codegen::placement_report(st.placement, false).c_str());
+      std::printf("%s", codegen::placement_report(st.placed, false).c_str());
       std::printf("build: cmake -S %s -B %s/build && cmake --build %s/build && %s/build/kiln_model_main%s\n",
                   args->out.c_str(), args->out.c_str(), args->out.c_str(), args->out.c_str(),
                   args->check_on_cpu ? " (host C++ through the CUDA shim; -DKILN_MODEL_ON_CPU=OFF for the GPU)"

@@ -76,7 +76,7 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   struct Args {
     std::string model, dot, target, svg;
     bool no_infer = false, groups = false, json = false, plan = false;
-    int level = 3, threads = 1, fusion = 3;
+    int level = 3, threads = 1, fusion = 3, streams = codegen::CudaOptions{}.streams;
     std::vector<std::string> dims;
   };
   auto args = std::make_shared<Args>();
@@ -88,9 +88,11 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--plan", args->plan,
                 "Print the executable plan: kernels, lowering passes, arena bytes, lower bound, naive sum, checker verdict, per-buffer table");
   cmd->add_option("--target", args->target,
-                  "With --plan: cuda prints each instruction's device (GPU, or the CPU with copies around it) "
-                  "as kiln compile --target cuda places them")
+                  "With --plan: cuda prints the plan as kiln compile --target cuda places it: each instruction's "
+                  "device (GPU, or the CPU with copies around it) and stream (--json: the placed plan as data)")
       ->check(CLI::IsMember({"cuda"}));
+  cmd->add_option("--streams", args->streams, "With --target cuda: at most this many CUDA streams, as kiln compile's")
+      ->check(CLI::Range(1, 64))->capture_default_str();
   cmd->add_option("--level", args->level, "Graph optimization level applied before --plan (0-3)")
       ->check(CLI::Range(0, 3))->capture_default_str();
   cmd->add_option("--threads", args->threads, "Intra-op threads the --plan is made for")
@@ -170,7 +172,14 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
       if (!args->plan) throw Error("--target goes with --plan");
       // The plans kiln compile --target cuda walks, placed as it places them.
       auto [session, plans] = compiled(codegen::cuda_disabled_passes());
-      std::cout << codegen::placement_report(codegen::cuda_placement(plans), true);
+      const std::vector<plan::ExecutablePlan> placed = codegen::place_for_cuda(plans, args->streams);
+      if (args->json) {
+        nlohmann::ordered_json all = nlohmann::ordered_json::array();
+        for (const plan::ExecutablePlan& p : placed) all.push_back(plan::to_json(p));
+        std::cout << all.dump(1) << "\n";
+      } else {
+        std::cout << codegen::placement_report(placed, true);
+      }
       exit_code = 0;
       return;
     }

@@ -20,7 +20,7 @@ std::string describe(const Operand& o) {
     case StorageKind::Constant: where = "weights"; break;
     case StorageKind::Arena: where = "arena+" + std::to_string(o.storage.offset); break;
   }
-  return dtype_name(o.dtype) + dims_str(o.dims) + " (" + where + ")";
+  return dtype_name(o.dtype) + dims_str(o.dims) + " (" + (o.storage.host ? "host " : "") + where + ")";
 }
 
 // Comments must not end a line in a backslash or hold "*/"; node names come from model files.
@@ -60,8 +60,9 @@ void CppEmitter::begin(int signature, const PlanSource& source, const std::vecto
 }
 
 std::string instruction_comment(const Step& s) {
-  std::string f = "// " + comment_safe(s.node->domain().empty() ? s.node->op_type() : s.node->domain() + "." + s.node->op_type()) +
-                  " '" + comment_safe(s.node->name()) + "'  [" + comment_safe(s.instruction->spec.str()) + "]\n";
+  const plan::PlanInstruction& i = *s.instruction;
+  std::string f = "// " + comment_safe(i.domain.empty() ? i.op : i.domain + "." + i.op) + " '" + comment_safe(i.node) +
+                  "'  [" + comment_safe(i.spec.str()) + "]\n";
   for (size_t i = 0; i < s.inputs.size(); ++i) f += "//   in " + std::to_string(i) + "   " + describe(s.inputs[i]) + "\n";
   for (size_t i = 0; i < s.outputs.size(); ++i) f += "//   out " + std::to_string(i) + "  " + describe(s.outputs[i]) + "\n";
   return f;
@@ -69,7 +70,8 @@ std::string instruction_comment(const Step& s) {
 
 std::string function_name(int signature, const Step& s, std::set<std::string>& used) {
   std::string base = "s" + std::to_string(signature) + "_" + std::to_string(s.index);
-  const std::string id = identifier(s.node->name());
+  // A copy has no node: named after what it does and the value it moves.
+  const std::string id = identifier(s.node ? s.node->name() : s.instruction->spec.impl + "_" + s.instruction->node);
   if (!id.empty()) base += "_" + id;
   std::string name = base;
   for (int k = 2; !used.insert(name).second; ++k) name = base + "_" + std::to_string(k);
@@ -77,6 +79,9 @@ std::string function_name(int signature, const Step& s, std::set<std::string>& u
 }
 
 void CppEmitter::step(const Step& s) {
+  if (!s.node || !s.instruction->device.empty())
+    throw Error("code generation: instruction " + std::to_string(s.index) +
+                " is placed on a device; the C++ target takes a plan that is not placed");
   EmitContext ctx(s, weights, kernels, panel_, avx512_);
   OpEmitFn fn = find_op_emitter(*s.node);
   if (!fn) throw ctx.unsupported("the C++ target has no emitter for this op");

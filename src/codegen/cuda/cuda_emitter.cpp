@@ -13,12 +13,10 @@ namespace kiln::codegen::cuda {
 
 void CudaEmitter::begin(int signature, const PlanSource& source, const std::vector<Operand>& inputs,
                         const std::vector<Operand>& outputs) {
+  if (!source.plan->placed() && !source.plan->instructions.empty())
+    throw Error("code generation: the CUDA target takes a plan placed on devices (place_on_devices)");
   signature_ = signature;
-  placer_.reset();
-  scheduler_ = StreamScheduler(max_streams_);
-  plan_index_.clear();
   schedules.emplace_back();
-  accesses.emplace_back();
   cpp::SignatureCode sc;
   for (const Operand& o : inputs) sc.inputs.push_back({o.value->name(), o.dtype, o.dims});
   for (const Operand& o : outputs) sc.outputs.push_back({o.value->name(), o.dtype, o.dims});
@@ -29,100 +27,93 @@ void CudaEmitter::begin(int signature, const PlanSource& source, const std::vect
 
 namespace {
 
-// Where a copied region is on the device and in the host mirror (model.cu's Run).
-std::string device_ptr(const CopyRegion& r) {
-  switch (r.storage.kind) {
-    case StorageKind::Input: return "c.in[" + std::to_string(r.storage.index) + "]";
-    case StorageKind::Output: return "c.out[" + std::to_string(r.storage.index) + "]";
-    default: return "c.arena + " + std::to_string(r.storage.offset);
+// Where a copy's operand is: on the device, or in the host mirror (model.cu's Run).
+std::string copy_ptr(const Storage& s) {
+  const std::string host = s.host ? "c.host->" : "c.";
+  switch (s.kind) {
+    case StorageKind::Input: return host + "in[" + std::to_string(s.index) + "]";
+    case StorageKind::Output: return host + "out[" + std::to_string(s.index) + "]";
+    case StorageKind::Arena: return host + "arena + " + std::to_string(s.offset);
+    case StorageKind::Constant: break;
   }
-}
-
-std::string host_ptr(const CopyRegion& r) {
-  switch (r.storage.kind) {
-    case StorageKind::Input: return "c.host->in[" + std::to_string(r.storage.index) + "]";
-    case StorageKind::Output: return "c.host->out[" + std::to_string(r.storage.index) + "]";
-    default: return "c.host->arena + " + std::to_string(r.storage.offset);
-  }
+  throw Error("code generation: a copy of weights (they are on both devices)");
 }
 
 std::string op_name(const ir::Node& n) { return n.domain().empty() ? n.op_type() : n.domain() + "." + n.op_type(); }
 
-// The bytes operands occupy at run time, for the stream scheduler: a range of the arena (the
-// root buffer's, so views and in-place results meet their storage), or a whole input or output;
-// `by_buffer`: an arena operand's root buffer instead of its bytes. Weights are read-only.
-std::vector<Region> regions(const std::vector<Operand>& operands, bool by_buffer) {
-  constexpr int64_t kWhole = INT64_MAX;
-  std::vector<Region> r;
-  for (const Operand& o : operands) {
-    if (o.buffer < 0) continue;
-    switch (o.storage.kind) {
-      case StorageKind::Constant: break;
-      case StorageKind::Input: r.push_back({2 + 2 * o.storage.index, 0, kWhole}); break;
-      case StorageKind::Output: r.push_back({3 + 2 * o.storage.index, 0, kWhole}); break;
-      case StorageKind::Arena:
-        if (by_buffer)
-          r.push_back({-1 - o.root, 0, 1});
-        else
-          r.push_back({0, o.storage.offset, o.storage.offset + std::max<int64_t>({o.root_bytes, o.bytes(), 1})});
-        break;
-    }
+// The GPU code for step s into ctx, or "" when the CUDA target has it; else why not.
+std::string try_gpu(const Step& s, EmitContext& ctx) {
+  const OpEmitFn gpu = find_cuda_op_emitter(*s.node);
+  if (!gpu) return "the CUDA target has no emitter for this op";
+  try {
+    gpu(ctx);
+  } catch (const UnsupportedError& e) {
+    return e.what();
   }
-  return r;
+  return "";
 }
 
-// The host mirror the CPU instructions share: one region, so that they run one after another.
-constexpr Region kHostMirror{1, 0, 1};
+// A view: its emitter wrote one comment and launches nothing.
+bool is_view(const EmitContext& ctx) { return ctx.lines.size() == 1 && ctx.lines[0].rfind("//", 0) == 0; }
+
+class DeviceChooser : public Emitter {
+ public:
+  std::vector<Where> where;
+  void begin(int, const PlanSource&, const std::vector<Operand>&, const std::vector<Operand>&) override {}
+  void end() override {}
+  void step(const Step& s) override {
+    if (!s.node) throw Error("code generation: the plan is placed already");
+    EmitContext ctx(s, weights_, headers_, 0);
+    ctx.cuda = true;
+    ctx.function = "f";
+    ctx.conv_table = &convs_;
+    const std::string refusal = try_gpu(s, ctx);
+    if (refusal.empty()) {
+      where.push_back(is_view(ctx) ? Where::Nothing : Where::Accelerator);
+      return;
+    }
+    if (!cpp::find_op_emitter(*s.node)) throw ctx.unsupported(refusal + "; nor has the C++ target (to run it on the CPU)");
+    where.push_back(Where::Host);
+  }
+
+ private:
+  WeightsBlob weights_;
+  std::set<std::string> headers_;
+  std::vector<std::string> convs_;
+};
 
 }  // namespace
 
+std::vector<Where> cuda_devices(const PlanSource& source) {
+  DeviceChooser c;
+  walk_plan(0, source, c);
+  return c.where;
+}
+
 void CudaEmitter::step(const Step& s) {
+  const plan::PlanInstruction& pi = *s.instruction;
+  schedules.back().push_back({pi.stream, pi.after});
+  streams = std::max(streams, pi.stream + 1);
   const std::string name = cpp::function_name(signature_, s, used_names_);
   const std::string comment = cpp::instruction_comment(s);
-  // On the GPU when the CUDA target has a kernel for it, else on the CPU (also when the CUDA
-  // emitter refuses this form of the op).
-  OpEmitFn gpu = find_cuda_op_emitter(*s.node);
-  EmitContext ctx(s, weights, headers_, 0);
-  ctx.cuda = true;
-  ctx.function = name;
-  ctx.conv_table = &convs;
-  std::string gpu_refusal = "the CUDA target has no emitter for this op";
-  if (gpu) {
-    try {
-      gpu(ctx);
-    } catch (const UnsupportedError& e) {
-      gpu_refusal = e.what();
-      gpu = nullptr;
-    }
+  if (pi.is_copy()) {
+    const Operand& from = s.inputs.at(0);
+    const Operand& to = s.outputs.at(0);
+    const bool to_host = to.storage.host && !from.storage.host;
+    if (!to_host && !(from.storage.host && !to.storage.host))
+      throw Error("code generation: instruction " + std::to_string(s.index) + " copies within one device");
+    std::string f = comment + "bool " + name + "(Run& c) {\n  return c." + (to_host ? "to_host(" : "to_device(") +
+                    copy_ptr(from.storage) + ", " + copy_ptr(to.storage) + ", " +
+                    std::to_string(std::max(from.root_bytes, from.bytes())) + ");\n}\n";
+    signatures.back().functions.push_back(std::move(f));
+    signatures.back().names.push_back(name);
+    return;
   }
-  const OpEmitFn cpu = gpu ? nullptr : cpp::find_op_emitter(*s.node);
-  if (!gpu && !cpu) throw ctx.unsupported(gpu_refusal + "; nor has the C++ target (to run it on the CPU)");
-  const PlacedStep placed = placer_.place(s, gpu == nullptr);
-  placement.push_back({signature_, op_name(*s.node), s.node->name(), placed});
-  // Its stream: a view launches nothing and takes none.
-  const bool view = gpu && ctx.lines.size() == 1 && ctx.lines[0].rfind("//", 0) == 0;
-  StreamStep stream{-1, {}};
-  if (!view) {
-    std::vector<Region> writes = regions(s.outputs, by_buffer);
-    if (!gpu) writes.push_back(kHostMirror);
-    const size_t call = plan_index_.size();
-    const int given_stream = given ? given->at(static_cast<size_t>(signature_)).at(call).stream : -1;
-    stream = scheduler_.add(static_cast<int>(call), regions(s.inputs, by_buffer), writes, given_stream);
-    streams = std::max(streams, stream.stream + 1);
-    ScheduledAccess a{stream, {}};
-    for (const std::vector<Operand>* ops : {&s.inputs, &s.outputs})
-      for (const Operand& o : *ops)
-        if (o.buffer >= 0 && o.storage.kind == StorageKind::Arena) a.roots.push_back(o.root);
-    accesses.back().push_back(std::move(a));
-    placement.back().stream = stream.stream;
-    for (int w : stream.waits) placement.back().after.push_back(plan_index_[static_cast<size_t>(w)]);
-  }
-  schedules.back().push_back(stream);
-  plan_index_.push_back(s.index);
-  if (!gpu) {
-    // The C++ target's function for it, on the host mirror (model_cpu.cpp), and here the copies
-    // around its call.
+  if (pi.device == "cpu") {
+    // The C++ target's function for it, on the host mirror (model_cpu.cpp), called here.
+    const OpEmitFn cpu = cpp::find_op_emitter(*s.node);
     EmitContext host(s, weights, cpu_kernels, 32);
+    if (!cpu) throw host.unsupported("placed on the CPU, but the C++ target has no emitter for this op");
     host.function = name;
     cpu(host);
     std::string f = comment + "static bool " + name + "_host([[maybe_unused]] Run& c) {\n";
@@ -134,19 +125,20 @@ void CudaEmitter::step(const Step& s) {
     const int call = static_cast<int>(host_calls.size());
     host_calls.push_back(name + "_cpu");
     std::string g = comment + "// On the CPU (no CUDA kernel for " + op_name(*s.node) + "): model_cpu.cpp's " + name +
-                    "_cpu, its operands copied around it.\n";
-    g += "bool " + name + "(Run& c) {\n";
-    for (const CopyRegion& r : placed.to_host)
-      g += "  if (!c.to_host(" + device_ptr(r) + ", " + host_ptr(r) + ", " + std::to_string(r.bytes) + ")) return false;\n";
-    g += "  if (!c.on_host(" + std::to_string(call) + ")) return false;\n";
-    for (const CopyRegion& r : placed.to_device)
-      g += "  if (!c.to_device(" + host_ptr(r) + ", " + device_ptr(r) + ", " + std::to_string(r.bytes) + ")) return false;\n";
-    g += "  return true;\n}\n";
+                    "_cpu, on the host mirror its operands were copied to.\n";
+    g += "bool " + name + "(Run& c) { return c.on_host(" + std::to_string(call) + "); }\n";
     signatures.back().functions.push_back(std::move(g));
     signatures.back().names.push_back(name);
     return;
   }
 
+  EmitContext ctx(s, weights, headers_, 0);
+  ctx.cuda = true;
+  ctx.function = name;
+  ctx.conv_table = &convs;
+  if (const std::string refusal = try_gpu(s, ctx); !refusal.empty())
+    throw ctx.unsupported("placed on the GPU, but " + refusal);
+  const bool view = is_view(ctx);
   if (view) ++views;
   scratch_bytes = std::max(scratch_bytes, ctx.scratch_bytes);
 

@@ -12,6 +12,7 @@
 #include "codegen/cpp/emit_context.h"
 #include "codegen/cpp/project_files.h"
 #include "codegen/cuda/cuda_emitter.h"
+#include "codegen/stream_plan.h"
 
 namespace kiln::codegen {
 
@@ -671,43 +672,24 @@ target_compile_definitions(kiln_model_main PRIVATE KILN_MODEL_DIR="${CMAKE_CURRE
 
 const std::vector<std::string>& cuda_disabled_passes() { return cpp_disabled_passes(false, false); }
 
-namespace {
-
-// The plans as the CUDA target runs them: with several streams, a first walk schedules them on
-// dataflow alone, each plan's arena is placed again for that schedule (stream_memory.h), and
-// the walk over the re-placed plans into `e` keeps those streams, its waits from the bytes.
-void walk_for_streams(const std::vector<PlanSource>& plans, int streams, cuda::CudaEmitter& e) {
-  if (streams <= 1) {
-    for (size_t g = 0; g < plans.size(); ++g) walk_plan(static_cast<int>(g), plans[g], e);
-    return;
-  }
-  cuda::CudaEmitter dataflow(streams);
-  dataflow.by_buffer = true;
-  for (size_t g = 0; g < plans.size(); ++g) walk_plan(static_cast<int>(g), plans[g], dataflow);
-  std::vector<plan::ExecutablePlan> placed(plans.size());
-  std::vector<PlanSource> sources = plans;
-  for (size_t g = 0; g < plans.size(); ++g) {
-    placed[g] = *plans[g].plan;
-    place_for_streams(placed[g], dataflow.accesses[g]);
-    sources[g].plan = &placed[g];
-  }
-  e.given = &dataflow.schedules;
-  for (size_t g = 0; g < sources.size(); ++g) walk_plan(static_cast<int>(g), sources[g], e);
-  e.given = nullptr;
-}
-
-}  // namespace
-
-std::vector<PlacedInstruction> cuda_placement(const std::vector<PlanSource>& plans, int streams) {
-  cuda::CudaEmitter e(streams);
-  walk_for_streams(plans, streams, e);
-  return e.placement;
+std::vector<plan::ExecutablePlan> place_for_cuda(const std::vector<PlanSource>& plans, int streams) {
+  std::vector<plan::ExecutablePlan> placed;
+  for (const PlanSource& source : plans)
+    placed.push_back(place_on_devices(*source.plan, cuda::cuda_devices(source), "cuda"));
+  assign_streams(placed, plans, streams);
+  return placed;
 }
 
 CudaProjectStats write_cuda_project(const std::vector<PlanSource>& plans, const CudaOptions& o, const std::string& dir) {
   if (plans.empty()) throw Error("code generation: no compiled plan to emit");
-  cuda::CudaEmitter e(o.streams);
-  walk_for_streams(plans, o.streams, e);
+  CudaProjectStats st;
+  st.placed = place_for_cuda(plans, o.streams);
+  cuda::CudaEmitter e;
+  for (size_t g = 0; g < plans.size(); ++g) {
+    PlanSource source = plans[g];
+    source.plan = &st.placed[g];
+    walk_plan(static_cast<int>(g), source, e);
+  }
 
   cpp::ProjectText t;
   t.source = o.source.empty() ? "a model" : o.source;
@@ -737,7 +719,6 @@ CudaProjectStats write_cuda_project(const std::vector<PlanSource>& plans, const 
   write_project_file((d / "weights.bin").string(), e.weights.file());
   for (const char* k : kKernelFiles) write_project_file((d / "kernels" / k).string(), kernel_file(k));
 
-  CudaProjectStats st;
   for (const auto& s : e.signatures) {
     st.instructions += static_cast<int>(s.functions.size());
     st.arena_bytes = std::max(st.arena_bytes, s.arena_bytes);
@@ -747,7 +728,6 @@ CudaProjectStats write_cuda_project(const std::vector<PlanSource>& plans, const 
   st.weights_bytes = t.weights_bytes;
   st.scratch_bytes = e.scratch_bytes;
   st.test_sets = copy_test_sets(o.test_data, dir);
-  st.placement = e.placement;
   return st;
 }
 

@@ -16,8 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "codegen/placement.h"
+#include "codegen/device_plan.h"
 #include "codegen/plan_walk.h"
+#include "plan/executable_plan.h"
 
 namespace kiln::codegen {
 
@@ -32,16 +33,18 @@ struct CudaProjectStats {
   int instructions = 0, views = 0, kernels = 0;  // host functions; of them views; __global__ kernels
   int64_t weights_bytes = 0, arena_bytes = 0, scratch_bytes = 0;
   int test_sets = 0;
-  std::vector<PlacedInstruction> placement;  // each instruction's device, the copies around it
+  std::vector<plan::ExecutablePlan> placed;  // per signature, the plan as placed (place_for_cuda)
 };
 
 // The CPU lowering rewrites the CUDA target does not run: the C++ target's (cpp_disabled_passes)
 // and every CPU-only layout or kernel choice.
 const std::vector<std::string>& cuda_disabled_passes();
 
-// Each instruction's device, stream and the copies around it, as write_cuda_project would place them (for
-// `kiln inspect --plan --target cuda`); an UnsupportedError as it would raise.
-std::vector<PlacedInstruction> cuda_placement(const std::vector<PlanSource>& plans, int streams = CudaOptions{}.streams);
+// The plans as the CUDA target runs them, per signature: each instruction's device, the copies
+// and host mirrors where values cross devices (device_plan.h), the streams (stream_plan.h). An
+// UnsupportedError naming the node the CUDA target cannot place. `kiln inspect --plan --target
+// cuda` prints them.
+std::vector<plan::ExecutablePlan> place_for_cuda(const std::vector<PlanSource>& plans, int streams = CudaOptions{}.streams);
 
 // Writes the project into `dir` (created). A kiln::Error (UnsupportedError) naming the node for
 // an instruction the CUDA target cannot write.
