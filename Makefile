@@ -43,7 +43,7 @@ test-codegen: build
 # checked against its test data under ASan and UBSan, and compiled with nvcc (scripts/test-cuda.sh;
 # no GPU needed).
 test-cuda: build
-	@KILN_CUDA_SANITIZE=1 bash scripts/test-cuda.sh $(BUILD) $(SHARED_MODELS) $(CODEGEN_MODELS) squeezenet1_1:--streams,1
+	@KILN_CUDA_SANITIZE=1 KILN_CUDA_CUDNN_SHIM=1 bash scripts/test-cuda.sh $(BUILD) $(SHARED_MODELS) $(CODEGEN_MODELS) squeezenet1_1:--streams,1
 
 # The Python module (python/): kiln installed into $(BUILD)/python-prefix, a venv over Debian's
 # Python with its numpy ($(BUILD)/venv), and the module built against the installed library

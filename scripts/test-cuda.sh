@@ -11,7 +11,8 @@
 #     under CI=true.
 #   scripts/test-cuda.sh BUILD MODELS_DIR MODEL[:FLAGS]...     (FLAGS: comma-separated)
 # KILN_CUDA_SANITIZE=1 builds the host check with AddressSanitizer and UBSan (out-of-bounds
-# indices in the generated kernels; `make test-cuda` sets it).
+# indices in the generated kernels; `make test-cuda` sets it). KILN_CUDA_CUDNN_SHIM=1 also
+# builds and checks it with cuDNN's calls run on the host (`make test-cuda` sets it).
 set -uo pipefail
 BUILD=$1
 MODELS=$2
@@ -55,6 +56,20 @@ for spec in "$@"; do
       fail "the host build's outputs do not match the test data (streams run $order first)" "$out"; continue 2
     fi
   done
+  # KILN_CUDA_CUDNN_SHIM=1: the same model.cu with cuDNN's calls for what it can express, run as
+  # loops (kernels/cuda/cudnn_shim.h): the arguments it gives cuDNN checked too.
+  cudnn_note=""
+  if [ "${KILN_CUDA_CUDNN_SHIM:-}" = "1" ]; then
+    if ! out=$(cmake -S "$p" -B "$p/build-cpu-cudnn" -DKILN_MODEL_ON_CPU=ON -DKILN_MODEL_CUDNN=ON \
+        -DCMAKE_CXX_FLAGS="$cxxflags" 2>&1 && cmake --build "$p/build-cpu-cudnn" 2>&1); then
+      fail "the host build with cuDNN's calls fails" "$out"; continue
+    fi
+    if ! out=$(ASAN_OPTIONS=detect_stack_use_after_return=0 "$p/build-cpu-cudnn/kiln_model_main" --runs 1 --warmup 0 2>&1) ||
+        ! grep -q "check passed" <<<"$out"; then
+      fail "the host build with cuDNN's calls does not match the test data" "$out"; continue
+    fi
+    cudnn_note=", and with cuDNN's calls"
+  fi
   nvcc_note="nvcc: skipped, no nvcc"
   if [ -n "$NVCC" ]; then
     if ! out=$(cmake -S "$p" -B "$p/build-gpu" -DKILN_MODEL_ON_CPU=OFF -DKILN_MODEL_CUDNN=ON -DCMAKE_CUDA_COMPILER="$NVCC" \
@@ -78,7 +93,7 @@ for spec in "$@"; do
   elif [ "${CI:-}" = "true" ]; then
     fail "no nvcc (under CI it must be there: /usr/local/cuda/bin/nvcc)"; continue
   fi
-  echo "  ok    cuda $label (host check passed; $nvcc_note)"
+  echo "  ok    cuda $label (host check passed$cudnn_note; $nvcc_note)"
   rm -rf "$work"
 done
 exit $((failed > 0))

@@ -60,6 +60,21 @@ std::unique_ptr<ir::Graph> cuda_mix(std::mt19937& rng) {
   avgp["pads"] = ir::Attribute::of_ints({1, 1, 0, 1});
   avgp["count_include_pad"] = ir::Attribute::of_int(1);
   ir::Value* ap = node("AveragePool", {z}, avgp);
+  // Pads alike on both sides, strides and pads apart per axis: what cuDNN runs (with
+  // -DKILN_MODEL_CUDNN=ON; the asymmetric ones above stay on im2col and the pool kernel).
+  ir::Value* wide = conv(z, w("w5", {6, 8, 3, 1}), w("b5", {6}), 1, {1, 0, 1, 0}, {1, 2});
+  ir::Attributes avgx = avgp, maxs = maxp;
+  avgx["kernel_shape"] = ir::Attribute::of_ints({3, 2});
+  avgx["pads"] = ir::Attribute::of_ints({1, 0, 1, 0});
+  avgx["strides"] = ir::Attribute::of_ints({2, 1});
+  avgx["count_include_pad"] = ir::Attribute::of_int(0);
+  ir::Value* ap_x = node("AveragePool", {z}, avgx);
+  avgx["count_include_pad"] = ir::Attribute::of_int(1);
+  ir::Value* ap_in = node("AveragePool", {z}, avgx);
+  maxs["kernel_shape"] = ir::Attribute::of_ints({3, 3});
+  maxs["pads"] = ir::Attribute::of_ints({1, 0, 1, 0});
+  maxs["strides"] = ir::Attribute::of_ints({2, 1});
+  ir::Value* mp_s = node("MaxPool", {z}, maxs);
   // After a channels-last conv: kiln.NhwcDepthToSpace, a generated kernel too.
   ir::Attributes block2;
   block2["blocksize"] = ir::Attribute::of_int(2);
@@ -107,7 +122,7 @@ std::unique_ptr<ir::Graph> cuda_mix(std::mt19937& rng) {
   gru["hidden_size"] = ir::Attribute::of_int(5);
   g->add_node("GRU", {a, w("gru_w", {1, 15, 4}), w("gru_r", {1, 15, 5}), w("gru_b", {1, 30})}, {gru_y, gru_h}, gru,
               "gru");
-  for (ir::Value* v : {pw, mp, ap, d2s, fc, ln, soft_rows, soft_cols, rs, tree_max, tree_mean, gathered, batched, by_const, resized, one_axis, kept, mask,
+  for (ir::Value* v : {pw, mp, ap, wide, ap_x, ap_in, mp_s, d2s, fc, ln, soft_rows, soft_cols, rs, tree_max, tree_mean, gathered, batched, by_const, resized, one_axis, kept, mask,
                        gru_y, gru_h})
     g->add_output(v);
   return g;
@@ -151,9 +166,21 @@ TEST(CodegenCuda, EveryKernelMatchesOnTheHostShim) {
     EXPECT_NE(r.out.find("device latency"), std::string::npos) << r.out;  // the _device API ran too
   }
 
+  // The same model.cu with cuDNN's calls for the convolutions and pools it can express, run as
+  // loops (kernels/cuda/cudnn_shim.h): the arguments kiln gives cuDNN checked too.
+  r = sh("cmake -S " + (dir / "project").string() + " -B " + (dir / "project" / "build-cudnn").string() +
+         " -DKILN_MODEL_CUDNN=ON -DCMAKE_CXX_FLAGS='-Wall -Wextra -Werror' && cmake --build " +
+         (dir / "project" / "build-cudnn").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = sh("KILN_CUDNN_SHIM_REPORT=1 " + (dir / "project" / "build-cudnn" / "kiln_model_main").string() + " --runs 1 --warmup 0");
+  EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+  // Per run three convolutions (the grouped one, the one apart per axis, the 1x1) and four pools
+  // (all but the one padded on one side); three runs (the check and both latencies).
+  EXPECT_NE(r.out.find("cudnn shim: 9 convolutions, 12 pools"), std::string::npos) << r.out;
+
   std::ifstream f(dir / "project" / "model.cu");
   const std::string code((std::istreambuf_iterator<char>(f)), {});
-  for (const char* k : {"c.convs[", "kiln_kernels::bias_act", "c.on_host(", "c.to_host(", "c.to_device(", "kiln_kernels::depthwise_nhwc", "kiln_kernels::pool2d_nhwc",
+  for (const char* k : {"c.convs[", "c.pools[", "kiln_kernels::bias_act", "c.on_host(", "c.to_host(", "c.to_device(", "kiln_kernels::depthwise_nhwc",
                         "kiln_kernels::layernorm_rows", "kiln_kernels::softmax_rows", "kiln_kernels::softmax_strided",
                         "kiln_kernels::gather_rows", "kiln_kernels::resize_separable", "c.blas->gemm(",
                         "kiln_kernels::recurrent_steps", "_tree, ", "kiln_kernels::block_reduce(acc",

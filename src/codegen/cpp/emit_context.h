@@ -87,6 +87,7 @@ class EmitContext {
   std::vector<std::string> device;
   int64_t scratch_bytes = 0;  // the scratch buffer (c.workspace) its kernels need
   std::vector<std::string>* conv_table = nullptr;  // the model's convolutions' shapes (c.convs[i])
+  std::vector<std::string>* pool_table = nullptr;  // the model's pools (PoolSpec initializers, c.pools[i])
   std::string kernel_name() { return "k_" + function + (kernels_made_++ ? "_" + std::to_string(kernels_made_) : ""); }
 
  private:

@@ -67,6 +67,7 @@ class DeviceChooser : public Emitter {
     ctx.cuda = true;
     ctx.function = "f";
     ctx.conv_table = &convs_;
+    ctx.pool_table = &pools_;
     const std::string refusal = try_gpu(s, ctx);
     if (refusal.empty()) {
       where.push_back(is_view(ctx) ? Where::Nothing : Where::Accelerator);
@@ -79,7 +80,7 @@ class DeviceChooser : public Emitter {
  private:
   WeightsBlob weights_;
   std::set<std::string> headers_;
-  std::vector<std::string> convs_;
+  std::vector<std::string> convs_, pools_;
 };
 
 }  // namespace
@@ -136,6 +137,7 @@ void CudaEmitter::step(const Step& s) {
   ctx.cuda = true;
   ctx.function = name;
   ctx.conv_table = &convs;
+  ctx.pool_table = &pools;
   if (const std::string refusal = try_gpu(s, ctx); !refusal.empty())
     throw ctx.unsupported("placed on the GPU, but " + refusal);
   const bool view = is_view(ctx);

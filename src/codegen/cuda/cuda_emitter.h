@@ -40,6 +40,7 @@ class CudaEmitter : public Emitter {
   WeightsBlob weights;
   int64_t scratch_bytes = 0;       // the largest scratch buffer an instruction needs
   std::vector<std::string> convs;  // the convolutions' shapes (ConvShape initializers), c.convs[i]
+  std::vector<std::string> pools;  // the pools (PoolSpec initializers), c.pools[i]
   int kernels = 0;            // __global__ kernels generated
   int views = 0;
   std::vector<std::string> cpu_functions;  // model_cpu.cpp: the CPU instructions' functions

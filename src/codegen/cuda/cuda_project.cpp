@@ -20,7 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kKernelFiles[] = {"cuda/device.cuh", "cuda/blas.cuh", "cuda/conv.cuh", "cuda/host_shim.h"};
+const char* const kKernelFiles[] = {"cuda/device.cuh", "cuda/blas.cuh",      "cuda/conv.cuh",
+                                    "cuda/pool.cuh",   "cuda/host_shim.h", "cuda/cudnn_shim.h"};
 
 int64_t tensor_bytes(const cpp::TensorDecl& t) {
   int64_t n = static_cast<int64_t>(dtype_size(t.dtype));
@@ -114,7 +115,7 @@ std::string model_cu(const cpp::ProjectText& t, const cuda::CudaEmitter& e) {
 #include <vector>
 
 #include "kernels/cuda/device.cuh"
-#include "kernels/cuda/conv.cuh"
+#include "kernels/cuda/pool.cuh"
 #include "model_cpu.h"
 
 namespace {
@@ -151,6 +152,7 @@ struct Run {
   const kiln_cuda::Blas* blas;
   const kiln_cuda::Dnn* dnn;
   const kiln_cuda::Conv* convs;  // the model's convolutions, set up at kiln_model_create
+  const kiln_cuda::Pool* pools;  // and pools
   void* workspace;               // im2col rows or cuDNN's workspace
   int* status;                   // set by a kernel that meets bad data (an index out of range)
   kiln_cpu_run* host;            // the host mirror the CPU instructions run on
@@ -271,6 +273,11 @@ struct Profile {
   s += "constexpr kiln_kernels::ConvShape kConvShapes[kConvs > 0 ? kConvs : 1] = {";
   for (size_t k = 0; k < e.convs.size(); ++k) s += std::string(k ? ",\n    " : "\n    ") + e.convs[k];
   s += e.convs.empty() ? "{}};\n" : "};\n";
+  s += "// The pools, set up as kiln_cuda::Pool at kiln_model_create (c.pools[i]).\n";
+  s += "constexpr int kPools = " + std::to_string(e.pools.size()) + ";\n";
+  s += "constexpr kiln_cuda::PoolSpec kPoolSpecs[kPools > 0 ? kPools : 1] = {";
+  for (size_t k = 0; k < e.pools.size(); ++k) s += std::string(k ? ",\n    " : "\n    ") + e.pools[k];
+  s += e.pools.empty() ? "{}};\n" : "};\n";
   s += "// The instructions placed on the CPU (model_cpu.cpp), c.on_host(i).\n";
   s += "constexpr int kHostCalls = " + std::to_string(e.host_calls.size()) + ";\n";
   s += "bool (*const kHostFns[kHostCalls > 0 ? kHostCalls : 1])(kiln_cpu_run&) = {";
@@ -314,6 +321,7 @@ struct kiln_model {
   void* workspaces[kStreams] = {};  // im2col rows or cuDNN's workspace, per stream
   cudaEvent_t events[kEvents + kStreams] = {};
   kiln_cuda::Conv convs[kConvs > 0 ? kConvs : 1];
+  kiln_cuda::Pool pools[kPools > 0 ? kPools : 1];
   int blas_made = 0, dnn_made = 0;
   // The host mirror for the CPU instructions (kHostCalls > 0): the arena at the same offsets,
   // the weights, the inputs and outputs.
@@ -345,7 +353,7 @@ bool device_alloc(void** p, int64_t bytes, const char* what) {
 // on the model's own buffers replays its CUDA graph (not when profiling: the events time
 // instructions launched one by one).
 int run_on_device(kiln_model* m, int sig, const void* const* inputs, void* const* outputs) {
-  Run c{m->arena, m->w, inputs, outputs, m->streams[0], &m->blas[0], &m->dnn[0], m->convs, m->workspaces[0], m->status,
+  Run c{m->arena, m->w, inputs, outputs, m->streams[0], &m->blas[0], &m->dnn[0], m->convs, m->pools, m->workspaces[0], m->status,
         &m->cpu_run, m->host_calls, nullptr, m->streams, m->blas, m->dnn, m->workspaces, m->events};
 #if !defined(KILN_CUDA_ON_CPU) && !defined(KILN_MODEL_PROFILE)
   bool own = true;
@@ -423,6 +431,8 @@ kiln_model* kiln_model_create(const char* weights_path) {
     if (const char* e = m->convs[k].init(kConvShapes[k], m->dnn[0], &bytes)) return fail(e), kiln_model_destroy(m), nullptr;
     workspace = std::max(workspace, bytes);
   }
+  for (int k = 0; k < kPools; ++k)
+    if (const char* e = m->pools[k].init(kPoolSpecs[k], m->dnn[0])) return fail(e), kiln_model_destroy(m), nullptr;
   for (void*& w : m->workspaces)
     if (!device_alloc(&w, workspace, "allocating a workspace")) return kiln_model_destroy(m), nullptr;
   if (!device_alloc(reinterpret_cast<void**>(&m->arena), arena, "allocating the arena") ||
@@ -479,6 +489,7 @@ void kiln_model_destroy(kiln_model* m) {
   for (void* w : m->workspaces) cudaFree(w);
   cudaFree(m->status);
   for (kiln_cuda::Conv& conv : m->convs) conv.destroy();
+  for (kiln_cuda::Pool& pool : m->pools) pool.destroy();
   for (int k = 0; k < m->dnn_made; ++k) m->dnn[k].destroy();
   for (int k = 0; k < m->blas_made; ++k) m->blas[k].destroy();
   for (cudaEvent_t e : m->events)
@@ -623,17 +634,21 @@ set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 
 add_library(kiln_model STATIC model.cu ${KILN_MODEL_CPU_PART})
 target_include_directories(kiln_model PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+# -DKILN_MODEL_CUDNN=ON: cuDNN runs the convolutions and pools it can express
+# (kernels/cuda/conv.cuh, pool.cuh); by default im2col and cuBLAS run the convolutions and a
+# kernel the pools. -DCUDNN_ROOT=DIR: where cuDNN's include/ and lib/ are, if not beside CUDA's.
+# With KILN_MODEL_ON_CPU, cuDNN's calls run as loops (kernels/cuda/cudnn_shim.h).
+option(KILN_MODEL_CUDNN "Run convolutions and pools on cuDNN" OFF)
 if(KILN_MODEL_ON_CPU)
   set_source_files_properties(model.cu PROPERTIES LANGUAGE CXX)
   set_source_files_properties(model.cu PROPERTIES COMPILE_OPTIONS "-x;c++")
   target_compile_definitions(kiln_model PRIVATE KILN_CUDA_ON_CPU)
+  if(KILN_MODEL_CUDNN)
+    target_compile_definitions(kiln_model PRIVATE KILN_CUDA_CUDNN)
+  endif()
 else()
   target_compile_options(kiln_model PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra>)
   target_link_libraries(kiln_model PUBLIC CUDA::cudart CUDA::cublas)
-  # -DKILN_MODEL_CUDNN=ON: cuDNN runs the convolutions it can express (kernels/cuda/conv.cuh);
-  # by default im2col and cuBLAS run them all. -DCUDNN_ROOT=DIR: where cuDNN's include/ and lib/
-  # are, if not beside CUDA's.
-  option(KILN_MODEL_CUDNN "Run convolutions on cuDNN" OFF)
   if(KILN_MODEL_CUDNN)
     find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDNN_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS})
     find_library(CUDNN_LIBRARY NAMES cudnn libcudnn.so.9

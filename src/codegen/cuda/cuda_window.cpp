@@ -1,8 +1,8 @@
 // Window ops on channels-last activations. A convolution is a kiln_cuda::Conv of the model
 // (kernels/cuda/conv.cuh: cuDNN, or im2col and cuBLAS), set up at kiln_model_create from the
 // shape registered here, its weights packed [M][KH][KW][Cg]; then bias_act applies bias,
-// residual and activation. A depthwise conv is one kernel with all of it fused; pools are a
-// kernel each (kernels/cuda/device.cuh).
+// residual and activation. A depthwise conv is one kernel with all of it fused. A pool is a
+// kiln_cuda::Pool of the model (kernels/cuda/pool.cuh: cuDNN, or a kernel of device.cuh).
 #include <string>
 #include <vector>
 
@@ -90,12 +90,14 @@ void emit_pool(EmitContext& ctx) {
   const std::vector<int64_t> k = n.attr_ints("kernel_shape");
   if (k.size() != 2) throw ctx.unsupported("only 2-D pooling is emitted");
   const cpp::Window2d g = cpp::window_of(ctx, n, x.dims[1], x.dims[2], k[0], k[1]);
-  ctx.line("const kiln_kernels::PoolShape s" +
-           cpp::int_list({x.dims[0], x.dims[1], x.dims[2], x.dims[3], y.dims[1], y.dims[2], g.kh, g.kw, g.sh, g.sw,
-                          g.ph.begin, g.pw.begin, g.ph.end, g.pw.end, g.dh, g.dw}) +
-           ";");
-  ctx.line(launch("kiln_kernels::pool2d_nhwc", i64(y.numel())) + "(s, " + (n.op_type() == "NhwcMaxPool" ? "true" : "false") +
-           ", " + (n.attr_int("count_include_pad", 0) ? "true" : "false") + ", " + ctx.in(0) + ", " + ctx.out(0) + ");");
+  if (!ctx.pool_table) throw ctx.unsupported("no pool table to register in");
+  const std::string pool = "c.pools[" + i64(static_cast<int64_t>(ctx.pool_table->size())) + "]";
+  ctx.pool_table->push_back("{" +
+                            cpp::int_list({x.dims[0], x.dims[1], x.dims[2], x.dims[3], y.dims[1], y.dims[2], g.kh, g.kw,
+                                           g.sh, g.sw, g.ph.begin, g.pw.begin, g.ph.end, g.pw.end, g.dh, g.dw}) +
+                            ", " + (n.op_type() == "NhwcMaxPool" ? "true" : "false") + ", " +
+                            (n.attr_int("count_include_pad", 0) ? "true" : "false") + "}");
+  ctx.line("if (const char* e = " + pool + ".run(*c.dnn, " + ctx.in(0) + ", " + ctx.out(0) + ", c.stream)) return c.fail(e);");
 }
 
 void emit_global_pool(EmitContext& ctx) {

@@ -2,25 +2,26 @@
 // [M][KH][KW][C/G] (cuDNN's NHWC filter layout). Each Conv is set up once at kiln_model_create
 // (init: descriptors and algorithm, and the workspace bytes it needs) and run many times.
 //   - KILN_CUDA_CUDNN: cuDNN, the fastest algorithm cudnnFindConvolutionForwardAlgorithm measures
-//     among those whose math is FP32 (no TF32), for every conv cuDNN can express;
+//     among those whose math is FP32 (no TF32), for every conv cuDNN can express (with
+//     KILN_CUDA_ON_CPU, cuDNN's calls as loops: cudnn_shim.h);
 //   - else, and for the rest: im2col (kernels/cuda/device.cuh) into the workspace, skipped for a
-//     1x1 unit-stride conv, and one product per group (blas.cuh), which is also what the host
-//     shim runs.
+//     1x1 unit-stride conv, and one product per group (blas.cuh).
 // The bias, a residual and the activation are the bias_act kernel model.cu launches after it.
 #pragma once
 #include "blas.cuh"
 
-#if defined(KILN_CUDA_CUDNN) && !defined(KILN_CUDA_ON_CPU)
+#if defined(KILN_CUDA_CUDNN)
+#define KILN_CUDA_WITH_CUDNN 1
+#ifdef KILN_CUDA_ON_CPU
+#include "cudnn_shim.h"
+#else
 #include <cudnn.h>
+#endif
 #endif
 
 namespace kiln_cuda {
 
 using kiln_kernels::ConvShape;
-
-#if defined(KILN_CUDA_CUDNN) && !defined(KILN_CUDA_ON_CPU)
-#define KILN_CUDA_WITH_CUDNN 1
-#endif
 
 struct Dnn {
 #ifdef KILN_CUDA_WITH_CUDNN
