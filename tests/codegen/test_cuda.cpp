@@ -46,7 +46,7 @@ std::unique_ptr<ir::Graph> cuda_mix(std::mt19937& rng) {
     return node("Conv", bias ? std::vector<ir::Value*>{in, weights, bias} : std::vector<ir::Value*>{in, weights}, at);
   };
   ir::Value* y1 = node("Relu", {conv(x, w("w1", {8, 6, 3, 3}), w("b1", {8}), 1, {1, 0, 1, 2}, {2, 2})});
-  ir::Value* y2 = conv(y1, w("w2", {8, 4, 3, 3}), nullptr, 2, {1, 1, 1, 1}, {1, 1});
+  ir::Value* y2 = conv(y1, w("w2", {8, 4, 3, 3}), w("b2", {8}), 2, {1, 1, 1, 1}, {1, 1});
   ir::Value* z = node("Add", {y2, y1});
   ir::Value* dw = node("Clip", {conv(z, w("w3", {8, 1, 3, 3}), w("b3", {8}), 8, {1, 1, 1, 1}, {1, 1}),
                                 c("lo", Tensor::scalar<float>(0.f)), c("hi", Tensor::scalar<float>(1.5f))});
@@ -61,8 +61,10 @@ std::unique_ptr<ir::Graph> cuda_mix(std::mt19937& rng) {
   avgp["count_include_pad"] = ir::Attribute::of_int(1);
   ir::Value* ap = node("AveragePool", {z}, avgp);
   // Pads alike on both sides, strides and pads apart per axis: what cuDNN runs (with
-  // -DKILN_MODEL_CUDNN=ON; the asymmetric ones above stay on im2col and the pool kernel).
-  ir::Value* wide = conv(z, w("w5", {6, 8, 3, 1}), w("b5", {6}), 1, {1, 0, 1, 0}, {1, 2});
+  // -DKILN_MODEL_CUDNN=ON; the asymmetric ones above stay on im2col and the pool kernel), this
+  // one with its bias and ReLU in the same call; the grouped one above with its bias and the
+  // residual, the 1x1 with its bias.
+  ir::Value* wide = node("Relu", {conv(z, w("w5", {6, 8, 3, 1}), w("b5", {6}), 1, {1, 0, 1, 0}, {1, 2})});
   ir::Attributes avgx = avgp, maxs = maxp;
   avgx["kernel_shape"] = ir::Attribute::of_ints({3, 2});
   avgx["pads"] = ir::Attribute::of_ints({1, 0, 1, 0});

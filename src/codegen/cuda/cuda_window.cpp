@@ -73,12 +73,10 @@ void emit_conv(EmitContext& ctx) {
   if (!ctx.conv_table) throw ctx.unsupported("no convolution table to register in");
   const std::string conv = "c.convs[" + i64(static_cast<int64_t>(ctx.conv_table->size())) + "]";
   ctx.conv_table->push_back(shape);
-  // The conv writes y; with the residual already there (in place), it adds to it.
-  ctx.line("if (const char* e = " + conv + ".run(*c.dnn, *c.blas, " + ctx.in(0) + ", " + wp + ", " +
-           (z_in_y ? "1.f" : "0.f") + ", " + ctx.out(0) + ", c.workspace)) return c.fail(e);");
-  if (has_bias || (residual && !z_in_y) || e.act != "kiln_kernels::Act::None")
-    ctx.line(launch("kiln_kernels::bias_act<" + e.act + ">", i64(y.numel())) + "(" + i64(y.numel()) + ", " + i64(M) + ", " +
-             ctx.out(0) + ", " + bias + ", " + (residual && !z_in_y ? ctx.in(3) : "nullptr") + ", " + e.a + ", " + e.b + ");");
+  // The conv and its epilogue (kernels/cuda/conv.cuh): a residual in y already is added in place.
+  ctx.line("if (const char* e = " + conv + ".run<" + e.act + ">(*c.dnn, *c.blas, " + ctx.in(0) + ", " + wp + ", " + bias +
+           ", " + (residual ? (z_in_y ? ctx.out(0) : ctx.in(3)) : "nullptr") + ", " + ctx.out(0) + ", c.workspace, " +
+           e.a + ", " + e.b + ")) return c.fail(e);");
 }
 
 void emit_pool(EmitContext& ctx) {

@@ -1,12 +1,15 @@
-// Convolutions of an emitted CUDA project, channels last: y = conv(x, w) + beta * y, the weights
-// [M][KH][KW][C/G] (cuDNN's NHWC filter layout). Each Conv is set up once at kiln_model_create
-// (init: descriptors and algorithm, and the workspace bytes it needs) and run many times.
+// Convolutions of an emitted CUDA project, channels last, with their epilogue:
+// y = act(conv(x, w) + bias + z), the weights [M][KH][KW][C/G] (cuDNN's NHWC filter layout), z a
+// residual (maybe y itself). Each Conv is set up once at kiln_model_create (init: descriptors
+// and algorithm, and the workspace bytes it needs) and run many times.
 //   - KILN_CUDA_CUDNN: cuDNN, the fastest algorithm cudnnFindConvolutionForwardAlgorithm measures
 //     among those whose math is FP32 (no TF32), for every conv cuDNN can express (with
-//     KILN_CUDA_ON_CPU, cuDNN's calls as loops: cudnn_shim.h);
+//     KILN_CUDA_ON_CPU, cuDNN's calls as loops: cudnn_shim.h); with a bias and a ReLU (or no
+//     activation, where the algorithm is the precomputed implicit GEMM, as cuDNN requires) the
+//     whole epilogue in the same call, cudnnConvolutionBiasActivationForward;
 //   - else, and for the rest: im2col (kernels/cuda/device.cuh) into the workspace, skipped for a
 //     1x1 unit-stride conv, and one product per group (blas.cuh).
-// The bias, a residual and the activation are the bias_act kernel model.cu launches after it.
+// What cuDNN does not fuse is the bias_act kernel after the product.
 #pragma once
 #include "blas.cuh"
 
@@ -62,7 +65,33 @@ struct Conv {
     return nullptr;
   }
 
-  const char* run(const Dnn& dnn, const Blas& blas, const float* x, const float* w, float beta, float* y, void* ws) const {
+  // y = act(conv(x, w) + bias + z); bias and z may be null, z may be y (a residual in place).
+  template <kiln_kernels::Act A>
+  const char* run(const Dnn& dnn, const Blas& blas, const float* x, const float* w, const float* bias, const float* z,
+                  float* y, void* ws, float a, float b) const {
+#ifdef KILN_CUDA_WITH_CUDNN
+    if (use_dnn && bias &&
+        (A == kiln_kernels::Act::Relu ||
+         (A == kiln_kernels::Act::None && algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM))) {
+      const float alpha1 = 1.f, alpha2 = z ? 1.f : 0.f;
+      return cudnnConvolutionBiasActivationForward(dnn.handle, &alpha1, xd, x, wd, w, cd, algo, ws, workspace, &alpha2,
+                                                   yd, z ? z : y, bd, bias, A == kiln_kernels::Act::Relu ? relu : identity,
+                                                   yd, y) == CUDNN_STATUS_SUCCESS
+                 ? nullptr
+                 : "cudnnConvolutionBiasActivationForward failed";
+    }
+#endif
+    const bool in_place = z && z == y;
+    if (const char* e = product(dnn, blas, x, w, in_place ? 1.f : 0.f, y, ws)) return e;
+    const int64_t n = s.N * s.OH * s.OW * s.M;
+    if (bias || (z && !in_place) || A != kiln_kernels::Act::None)
+      KILN_LAUNCH(kiln_kernels::bias_act<A>, kiln_kernels::blocks_for(n), kiln_kernels::kThreads, blas.stream)(
+          n, s.M, y, bias, in_place ? nullptr : z, a, b);
+    return nullptr;
+  }
+
+  // y = conv(x, w) + beta * y.
+  const char* product(const Dnn& dnn, const Blas& blas, const float* x, const float* w, float beta, float* y, void* ws) const {
 #ifdef KILN_CUDA_WITH_CUDNN
     if (use_dnn) {
       const float alpha = 1.f;
@@ -92,6 +121,11 @@ struct Conv {
     if (yd) cudnnDestroyTensorDescriptor(yd);
     if (wd) cudnnDestroyFilterDescriptor(wd);
     if (cd) cudnnDestroyConvolutionDescriptor(cd);
+    if (bd) cudnnDestroyTensorDescriptor(bd);
+    if (relu) cudnnDestroyActivationDescriptor(relu);
+    if (identity) cudnnDestroyActivationDescriptor(identity);
+    bd = nullptr;
+    relu = identity = nullptr;
     xd = yd = nullptr;
     wd = nullptr;
     cd = nullptr;
@@ -100,9 +134,10 @@ struct Conv {
 
 #ifdef KILN_CUDA_WITH_CUDNN
   bool use_dnn = false;
-  cudnnTensorDescriptor_t xd = nullptr, yd = nullptr;
+  cudnnTensorDescriptor_t xd = nullptr, yd = nullptr, bd = nullptr;  // bd: the bias, [1][M][1][1]
   cudnnFilterDescriptor_t wd = nullptr;
   cudnnConvolutionDescriptor_t cd = nullptr;
+  cudnnActivationDescriptor_t relu = nullptr, identity = nullptr;
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t workspace = 0;
 
@@ -111,7 +146,14 @@ struct Conv {
   bool init_dnn(const Dnn& dnn) {
     const auto i = [](int64_t v) { return static_cast<int>(v); };
     if (cudnnCreateTensorDescriptor(&xd) != CUDNN_STATUS_SUCCESS || cudnnCreateTensorDescriptor(&yd) != CUDNN_STATUS_SUCCESS ||
-        cudnnCreateFilterDescriptor(&wd) != CUDNN_STATUS_SUCCESS || cudnnCreateConvolutionDescriptor(&cd) != CUDNN_STATUS_SUCCESS)
+        cudnnCreateTensorDescriptor(&bd) != CUDNN_STATUS_SUCCESS || cudnnCreateFilterDescriptor(&wd) != CUDNN_STATUS_SUCCESS ||
+        cudnnCreateConvolutionDescriptor(&cd) != CUDNN_STATUS_SUCCESS ||
+        cudnnCreateActivationDescriptor(&relu) != CUDNN_STATUS_SUCCESS ||
+        cudnnCreateActivationDescriptor(&identity) != CUDNN_STATUS_SUCCESS)
+      return false;
+    if (cudnnSetTensor4dDescriptor(bd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 1, i(s.M), 1, 1) != CUDNN_STATUS_SUCCESS ||
+        cudnnSetActivationDescriptor(relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0) != CUDNN_STATUS_SUCCESS ||
+        cudnnSetActivationDescriptor(identity, CUDNN_ACTIVATION_IDENTITY, CUDNN_NOT_PROPAGATE_NAN, 0.0) != CUDNN_STATUS_SUCCESS)
       return false;
     if (cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i(s.N), i(s.C), i(s.H), i(s.W)) != CUDNN_STATUS_SUCCESS ||
         cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i(s.N), i(s.M), i(s.OH), i(s.OW)) != CUDNN_STATUS_SUCCESS ||

@@ -6,6 +6,8 @@
 // workspace, alpha and beta) are checked against reference outputs without a GPU.
 //
 //   convolution:  y = alpha * conv(x, w) + beta * y   (cross-correlation; beta 0: y not read)
+//   with bias and activation:  y = act(alpha1 * conv(x, w) + alpha2 * z + bias)   (ReLU, or
+//                 identity with the precomputed implicit GEMM algorithm only; z may be y)
 //   pooling:      max (padding never wins), or average counting or excluding the padding
 //
 // 4-D tensors and filters in NCHW or NHWC, float data. A call with arguments cuDNN would refuse
@@ -45,6 +47,15 @@ enum cudnnPoolingMode_t {
   CUDNN_POOLING_MAX_DETERMINISTIC = 3
 };
 enum cudnnNanPropagation_t { CUDNN_NOT_PROPAGATE_NAN = 0, CUDNN_PROPAGATE_NAN = 1 };
+enum cudnnActivationMode_t {
+  CUDNN_ACTIVATION_SIGMOID = 0,
+  CUDNN_ACTIVATION_RELU = 1,
+  CUDNN_ACTIVATION_TANH = 2,
+  CUDNN_ACTIVATION_CLIPPED_RELU = 3,
+  CUDNN_ACTIVATION_ELU = 4,
+  CUDNN_ACTIVATION_IDENTITY = 5,
+  CUDNN_ACTIVATION_SWISH = 6
+};
 
 struct cudnnConvolutionFwdAlgoPerf_t {
   cudnnConvolutionFwdAlgo_t algo;
@@ -74,6 +85,10 @@ struct Conv {
   int ph = 0, pw = 0, sh = 1, sw = 1, dh = 1, dw = 1, groups = 1;
   cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  bool set = false;
+};
+struct Activation {
+  cudnnActivationMode_t mode = CUDNN_ACTIVATION_IDENTITY;
   bool set = false;
 };
 struct Pool {
@@ -109,6 +124,7 @@ typedef kiln_cudnn_shim::Dims4* cudnnTensorDescriptor_t;
 typedef kiln_cudnn_shim::Dims4* cudnnFilterDescriptor_t;
 typedef kiln_cudnn_shim::Conv* cudnnConvolutionDescriptor_t;
 typedef kiln_cudnn_shim::Pool* cudnnPoolingDescriptor_t;
+typedef kiln_cudnn_shim::Activation* cudnnActivationDescriptor_t;
 
 inline cudnnStatus_t cudnnCreate(cudnnHandle_t* h) {
   *h = new kiln_cudnn_shim::Handle;
@@ -200,31 +216,36 @@ inline cudnnStatus_t cudnnFindConvolutionForwardAlgorithm(cudnnHandle_t h, cudnn
   if (!h || requested < 1 || cudnnGetConvolution2dForwardOutputDim(cd, x, w, &n, &c, &oh, &ow) != CUDNN_STATUS_SUCCESS ||
       !y || y->n != n || y->c != c || y->h != oh || y->w != ow)
     return CUDNN_STATUS_BAD_PARAM;
-  perf[0] = {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_STATUS_SUCCESS, 0.f, kiln_cudnn_shim::kWorkspace,
+  perf[0] = {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_STATUS_SUCCESS, 0.f, kiln_cudnn_shim::kWorkspace,
              CUDNN_DETERMINISTIC, cd->math == CUDNN_DEFAULT_MATH ? CUDNN_FMA_MATH : cd->math, {}};
   *returned = 1;
   return CUDNN_STATUS_SUCCESS;
 }
 
-inline cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void* alpha, cudnnTensorDescriptor_t xd, const void* x,
-                                             cudnnFilterDescriptor_t wd, const void* w, cudnnConvolutionDescriptor_t cd,
-                                             cudnnConvolutionFwdAlgo_t, void* workspace, size_t workspace_bytes,
-                                             const void* beta, cudnnTensorDescriptor_t yd, void* y) {
+namespace kiln_cudnn_shim {
+
+// The checks cudnnConvolutionForward and cudnnConvolutionBiasActivationForward share; then
+// y = act(alpha1 * conv(x, w) + alpha2 * z + bias) queued on the handle's stream (bias, z may be
+// null; z may be y).
+inline cudnnStatus_t convolve(cudnnHandle_t h, float alpha1, cudnnTensorDescriptor_t xd, const void* x,
+                              cudnnFilterDescriptor_t wd, const void* w, cudnnConvolutionDescriptor_t cd, void* workspace,
+                              size_t workspace_bytes, float alpha2, const void* z, const void* bias, bool relu,
+                              cudnnTensorDescriptor_t yd, void* y, const char* call) {
   int n = 0, m = 0, oh = 0, ow = 0;
-  if (!h || !alpha || !beta || !x || !w || !y || cudnnGetConvolution2dForwardOutputDim(cd, xd, wd, &n, &m, &oh, &ow) != 0 ||
-      !yd || !yd->set || yd->n != n || yd->c != m || yd->h != oh || yd->w != ow || !workspace ||
-      workspace_bytes < kiln_cudnn_shim::kWorkspace)
+  if (!h || !x || !w || !y || cudnnGetConvolution2dForwardOutputDim(cd, xd, wd, &n, &m, &oh, &ow) != 0 || !yd ||
+      !yd->set || yd->n != n || yd->c != m || yd->h != oh || yd->w != ow || !workspace || workspace_bytes < kWorkspace)
     return CUDNN_STATUS_BAD_PARAM;
-  const kiln_cudnn_shim::Dims4 X = *xd, F = *wd, Y = *yd;
-  const kiln_cudnn_shim::Conv C = *cd;
-  const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
+  const Dims4 X = *xd, F = *wd, Y = *yd;
+  const Conv C = *cd;
   const float* xs = static_cast<const float*>(x);
   const float* ws = static_cast<const float*>(w);
+  const float* zs = static_cast<const float*>(z);
+  const float* bs = static_cast<const float*>(bias);
   float* ys = static_cast<float*>(y);
   kiln_cuda_shim::submit(
       h->stream,
       [=] {
-        ++kiln_cudnn_shim::report.convolutions;
+        ++report.convolutions;
         const int mg = F.n / C.groups;
         for (int in = 0; in < Y.n; ++in)
           for (int om = 0; om < Y.c; ++om)
@@ -242,12 +263,58 @@ inline cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void* alpha,
                       const int fx = C.mode == CUDNN_CONVOLUTION ? F.w - 1 - kx : kx;
                       acc += static_cast<double>(xs[X.at(in, g * F.c + ic, iy, ix)]) * ws[F.at(om, ic, fy, fx)];
                     }
-                float& out = ys[Y.at(in, om, oy, ox)];
-                out = a * static_cast<float>(acc) + (b != 0.f ? b * out : 0.f);
+                const int64_t at = Y.at(in, om, oy, ox);
+                float v = alpha1 * static_cast<float>(acc) + (alpha2 != 0.f ? alpha2 * zs[at] : 0.f);
+                if (bs) v += bs[om];
+                ys[at] = relu ? std::max(v, 0.f) : v;
               }
       },
-      "cudnnConvolutionForward");
+      call);
   return CUDNN_STATUS_SUCCESS;
+}
+
+}  // namespace kiln_cudnn_shim
+
+inline cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void* alpha, cudnnTensorDescriptor_t xd, const void* x,
+                                             cudnnFilterDescriptor_t wd, const void* w, cudnnConvolutionDescriptor_t cd,
+                                             cudnnConvolutionFwdAlgo_t, void* workspace, size_t workspace_bytes,
+                                             const void* beta, cudnnTensorDescriptor_t yd, void* y) {
+  if (!alpha || !beta) return CUDNN_STATUS_BAD_PARAM;
+  return kiln_cudnn_shim::convolve(h, *static_cast<const float*>(alpha), xd, x, wd, w, cd, workspace, workspace_bytes,
+                                   *static_cast<const float*>(beta), y, nullptr, false, yd, y, "cudnnConvolutionForward");
+}
+
+inline cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t* d) {
+  *d = new kiln_cudnn_shim::Activation;
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t d) {
+  delete d;
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t d, cudnnActivationMode_t mode,
+                                                  cudnnNanPropagation_t, double) {
+  if (!d) return CUDNN_STATUS_BAD_PARAM;
+  *d = {mode, true};
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// ReLU, or identity with the precomputed implicit GEMM only; the bias [1][C][1][1]; z shaped as y.
+inline cudnnStatus_t cudnnConvolutionBiasActivationForward(
+    cudnnHandle_t h, const void* alpha1, cudnnTensorDescriptor_t xd, const void* x, cudnnFilterDescriptor_t wd, const void* w,
+    cudnnConvolutionDescriptor_t cd, cudnnConvolutionFwdAlgo_t algo, void* workspace, size_t workspace_bytes,
+    const void* alpha2, cudnnTensorDescriptor_t zd, const void* z, cudnnTensorDescriptor_t bd, const void* bias,
+    cudnnActivationDescriptor_t ad, cudnnTensorDescriptor_t yd, void* y) {
+  if (!alpha1 || !alpha2 || !z || !bias || !ad || !ad->set || !zd || !bd || !yd || !bd->set || !zd->set || bd->n != 1 ||
+      bd->h != 1 || bd->w != 1 || bd->c != yd->c || zd->n != yd->n || zd->c != yd->c || zd->h != yd->h || zd->w != yd->w ||
+      zd->format != yd->format)
+    return CUDNN_STATUS_BAD_PARAM;
+  if (ad->mode != CUDNN_ACTIVATION_RELU &&
+      !(ad->mode == CUDNN_ACTIVATION_IDENTITY && algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM))
+    return CUDNN_STATUS_NOT_SUPPORTED;
+  return kiln_cudnn_shim::convolve(h, *static_cast<const float*>(alpha1), xd, x, wd, w, cd, workspace, workspace_bytes,
+                                   *static_cast<const float*>(alpha2), z, bias, ad->mode == CUDNN_ACTIVATION_RELU, yd, y,
+                                   "cudnnConvolutionBiasActivationForward");
 }
 
 inline cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t* d) {
