@@ -1,4 +1,5 @@
-// The CUDA target: an executable plan (one per input-shape signature) as a standalone CMake
+// The CUDA target: an executable plan (one per input-shape signature), placed on the GPU and
+// the CPU (place_for_cuda: devices, copies, streams, as plan data), as a standalone CMake
 // project built with nvcc, that needs no kiln (docs/codegen.md).
 //
 //   DIR/model.h          the C API of the C++ target, plus _device variants taking device
@@ -8,7 +9,9 @@
 //                        launching them (cuBLAS for products); the arena one cudaMalloc at the
 //                        plan's offsets, the weights uploaded once, each signature's run
 //                        captured as a CUDA graph
-//   DIR/kernels/cuda/    device.cuh (shared kernels), blas.cuh, host_shim.h (the CPU check)
+//   DIR/kernels/cuda/    device.cuh (shared kernels), blas.cuh, conv.cuh, pool.cuh (cuBLAS,
+//                        cuDNN), host_shim.h and cudnn_shim.h (the CPU check)
+//   DIR/model_cpu.*      the instructions placed on the CPU, as the C++ target writes them
 //   DIR/weights.bin, DIR/main.cpp as the C++ target's
 //   DIR/CMakeLists.txt   CUDA with find_package(CUDAToolkit); -DKILN_MODEL_ON_CPU=ON compiles the
 //                        same model.cu as host C++ through host_shim.h (no GPU, no nvcc)
