@@ -139,3 +139,15 @@ TEST(HeldTeam, ErrorsComeOutAfterTheTeamIsReleased) {
 
 }  // namespace
 }  // namespace kiln::backends::cpu
+
+// A kernel of products splits by its work, not only by its output count: a late layer's 1x1
+// conv on a 3x3 image (9 pixels, 2048 -> 448) has fewer outputs than an elementwise op worth
+// splitting but millions of multiply-adds; a tiny product stays on one thread.
+TEST(HeldTeam, ProductsSplitByTheirMultiplyAdds) {
+  using namespace kiln::backends::cpu;
+  EXPECT_EQ(product_team(9 * 448, int64_t{9} * 448 * 2048, 2), 2);
+  EXPECT_EQ(product_team(kParallelMinElements, kParallelMinElements, 2), 2);  // the elementwise rule
+  EXPECT_EQ(product_team(16, 16 * 64, 2), 1);
+  EXPECT_EQ(product_team(16, kParallelMinMacs, 4), 4);
+  EXPECT_EQ(product_team(16, kParallelMinMacs - 1, 4), 1);
+}

@@ -102,22 +102,30 @@ TEST(PointwiseConv, ChannelScale) {
 // With 512 KiB of weights or more, two threads split the output blocks instead of the pixels
 // (each running every pixel): 520 -> 260 (five blocks, the last one partial) with each kind of
 // activation (Sigmoid after the blocks, on each thread's outputs only), a residual, a channel
-// scale, and as a channel slice of a wider output (kiln.ConvConcat).
+// scale, and as a channel slice of a wider output (kiln.ConvConcat). One image of 3x3 pixels
+// has fewer outputs than an elementwise op splits (kParallelMinElements) but 1.2M multiply-adds:
+// it is split as well (product_team).
 TEST(PointwiseConv, SplitsOutputsWithWideWeights) {
   if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
-  for (const char* act : {"", "Relu", "SiLU", "Sigmoid"})
-    for (bool residual : {false, true}) {
-      SCOPED_TRACE(std::string(act) + (residual ? " residual" : ""));
-      Case c{"FusedConv", "kiln", {{2, 3, 5, 520}, {260, 520, 1, 1}, {260}}, {false, true, true}, {{2, 3, 5, 260}},
-             pointwise_attrs(act)};
-      if (residual) {
-        c.in_dims.push_back({2, 3, 5, 260});
-        c.constant.push_back(false);
+  for (const std::vector<int64_t>& image : {std::vector<int64_t>{2, 3, 5}, std::vector<int64_t>{1, 3, 3}}) {
+    for (const char* act : {"", "Relu", "SiLU", "Sigmoid"})
+      for (bool residual : {false, true}) {
+        SCOPED_TRACE(std::string(act) + (residual ? " residual" : "") + " " + std::to_string(image[1]) + "x" +
+                     std::to_string(image[2]));
+        std::vector<int64_t> x_dims = image, y_dims = image;
+        x_dims.push_back(520);
+        y_dims.push_back(260);
+        Case c{"FusedConv", "kiln", {x_dims, {260, 520, 1, 1}, {260}}, {false, true, true}, {y_dims},
+               pointwise_attrs(act)};
+        if (residual) {
+          c.in_dims.push_back(y_dims);
+          c.constant.push_back(false);
+        }
+        c.threads = 2;
+        c.tol = 3e-4f;
+        check(c);
       }
-      c.threads = 2;
-      c.tol = 3e-4f;
-      check(c);
-    }
+  }
   Case scaled{"FusedConv", "kiln", {{2, 7, 7, 640}, {208, 640, 1, 1}, {208}, {1}, {2, 1, 1, 640}},
               {false, true, true, true, false}, {{2, 7, 7, 208}}, pointwise_attrs("SiLU")};
   scaled.unset_inputs = {3};

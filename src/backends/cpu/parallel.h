@@ -38,6 +38,20 @@ using backends::TeamChoice;
 // half.
 constexpr int64_t kParallelMinElements = 4096;
 
+// Kernels whose outputs are products (convolutions, matrix products) split from this many
+// multiply-adds as well, whatever their output count: their work per output is the depth of the
+// product, so a late layer with a few pixels and megabytes of weights (a 1x1 conv of 2048 inputs
+// on a 3x3 image: 9 pixels, 8M multiply-adds) is well worth a second thread though it has fewer
+// outputs than kParallelMinElements. An AVX-512 FMA does 16 multiply-adds, so this is the
+// elementwise threshold counted in vector instructions.
+constexpr int64_t kParallelMinMacs = kParallelMinElements * 16;
+
+// The team for a kernel of `outputs` output elements costing `macs` multiply-adds: `threads`
+// when either reaches its threshold, else one.
+inline int product_team(int64_t outputs, int64_t macs, int threads) {
+  return outputs >= kParallelMinElements || macs >= kParallelMinMacs ? threads : 1;
+}
+
 // The team held by hold_team: its calling thread hands out jobs, the others wait for them.
 class HeldTeam {
  public:

@@ -141,7 +141,7 @@ class PointwiseConvKernel : public Kernel {
     const Tensor* scale = inputs.size() > 4 ? inputs[4] : nullptr;
     float* y = outputs[0]->data<float>();
     const int64_t rows = images_ * M_;
-    const int team = rows * N_ >= kParallelMinElements ? threads_ : 1;
+    const int team = product_team(rows * N_, rows * N_ * K_, threads_);
     auto scale_of = [&](int64_t img) -> const float* {
       return scale ? scale->data<float>() + (scale->dims()[0] == 1 ? 0 : img * K_) : nullptr;
     };

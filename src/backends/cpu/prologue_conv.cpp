@@ -67,7 +67,7 @@ class PrologueConvKernel : public Kernel {
     const float* z = z_input_ >= 0 ? inputs[z_input_]->data<float>() : nullptr;
     float* y = outputs[0]->data<float>();
     const int64_t chunks = (pixels_ + chunk_ - 1) / chunk_;
-    const int team = pixels_ * N_ >= kParallelMinElements ? threads_ : 1;
+    const int team = product_team(pixels_ * N_, pixels_ * N_ * K_, threads_);
     parallel_for(chunks, team, [&](int64_t c0, int64_t c1) {
       float* buf = static_cast<float*>(dnnl_util::scratch(static_cast<size_t>(chunk_ * K_) * sizeof(float)));
       for (int64_t chunk = c0; chunk < c1; ++chunk) {

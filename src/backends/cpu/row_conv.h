@@ -38,12 +38,12 @@ class RowConvKernel : public Kernel {
   bool runs_in_team() const override { return true; }
   RowConvKernel(Conv conv, const RowConvGeometry& g, int64_t images, int threads)
       : conv_(std::move(conv)), images_(images), rows_(g.OH), in_image_(g.H * g.W * g.C), out_row_(g.OW * g.OC),
-        threads_(threads) {}
+        macs_per_output_(g.KH * g.KW * g.C / std::max<int64_t>(1, g.G)), threads_(threads) {}
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
     const float* x = inputs[0]->data<float>();
     float* y = outputs[0]->data<float>();
-    const int threads = rows_ * out_row_ >= kParallelMinElements ? threads_ : 1;
+    const int threads = product_team(rows_ * out_row_, rows_ * out_row_ * macs_per_output_, threads_);
     for (int64_t i = 0; i < images_; ++i)
       parallel_for(rows_, threads, [&](int64_t r0, int64_t r1) {
         conv_.rows(x + i * in_image_, 0, y + (i * rows_ + r0) * out_row_, r0, r1);
@@ -52,7 +52,7 @@ class RowConvKernel : public Kernel {
 
  private:
   Conv conv_;
-  int64_t images_, rows_, in_image_, out_row_;
+  int64_t images_, rows_, in_image_, out_row_, macs_per_output_;
   int threads_;
 };
 
@@ -73,7 +73,7 @@ class ChannelSplitKernel : public Kernel {
     const float* x = inputs[0]->data<float>();
     float* y = outputs[0]->data<float>();
     const int64_t parts = (g_.OC + kPart - 1) / kPart, pixels = g_.OH * g_.OW;
-    const int threads = pixels * g_.OC >= kParallelMinElements ? threads_ : 1;
+    const int threads = product_team(pixels * g_.OC, pixels * g_.OC * (g_.KH * g_.KW * g_.C / std::max<int64_t>(1, g_.G)), threads_);
     for (int64_t i = 0; i < images_; ++i)
       parallel_for(parts, threads, [&](int64_t p0, int64_t p1) {
         const int64_t c0 = p0 * kPart, c1 = std::min(g_.OC, p1 * kPart);
