@@ -234,8 +234,9 @@ TEST(CpuKernels, ConvBlockedActivations) {
 
 // kiln.ConvConcat (src/lower/fuse_conv_concat.cpp): each conv writes its channel slice of the
 // output. A 1x1 piece (direct conv), a Winograd piece and a stride-1 3x3 with odd channels
-// (direct), at 1 and 2 threads, against the body run on the reference kernels; with 520 input
-// channels the 1x1 piece has 540 KB of weights, so that at 2 threads it splits its outputs.
+// (direct), at 1 and 2 threads, each conv split across the team or the convs dealt to the
+// threads whole, against the body run on the reference kernels; with 520 input channels the 1x1
+// piece has 540 KB of weights, so that at 2 threads it splits its outputs.
 void check_conv_concat(int64_t channels, int64_t pointwise_outputs) {
   std::mt19937 rng(11);
   ir::Graph g;
@@ -269,20 +270,24 @@ void check_conv_concat(int64_t channels, int64_t pointwise_outputs) {
   // kiln's Winograd and 1x1 kernels writing their slices, then oneDNN's convs reordering into them.
   for (const std::vector<std::string>& disabled :
        {std::vector<std::string>{}, std::vector<std::string>{"kiln_winograd", "kiln_pointwise"}})
-    for (int threads : {1, 2}) {
-      auto backend = backends::make_cpu_backend(threads);
-      backend->set_disabled_kernels(disabled);
-      auto kernel = backend->create(*n);
-      ASSERT_TRUE(kernel);
-      kernel->wait_ready();
-      Tensor actual(DType::Float, expected.dims());
-      kernel->run({&in}, {&actual});
-      for (int64_t i = 0; i < expected.numel(); ++i) {
-        const float e = expected.data<float>()[i];
-        ASSERT_NEAR(actual.data<float>()[i], e, 5e-4 * std::max(1.f, std::fabs(e)))
-            << "threads " << threads << (disabled.empty() ? "" : ", oneDNN") << " at " << i;
+    for (int threads : {1, 2})
+      for (const char* schedule : {"split", "parts"}) {
+        auto backend = backends::make_cpu_backend(threads);
+        backend->set_disabled_kernels(disabled);
+        const plan::KernelSpec spec{.backend = "cpu", .impl = "onednn", .threads = threads,
+                                    .params = {{"schedule", std::string(schedule)}}};
+        auto kernel = backend->instantiate(*n, spec);
+        ASSERT_TRUE(kernel);
+        kernel->wait_ready();
+        // Dealt parts run on the held team when every part can, else on an OpenMP region.
+        Tensor actual(DType::Float, expected.dims());
+        backend->hold_team([&] { kernel->run({&in}, {&actual}); });
+        for (int64_t i = 0; i < expected.numel(); ++i) {
+          const float e = expected.data<float>()[i];
+          ASSERT_NEAR(actual.data<float>()[i], e, 5e-4 * std::max(1.f, std::fabs(e)))
+              << "threads " << threads << ", " << schedule << (disabled.empty() ? "" : ", oneDNN") << " at " << i;
+        }
       }
-    }
 }
 
 TEST(CpuKernels, ConvConcatWritesSlices) {
