@@ -115,9 +115,11 @@ class Backend {
   // Runs body() on the calling thread with this backend's threads held as one team for the
   // kernels body runs that runs_in_team(), instead of one team started per kernel. With
   // `choice` (the stretch's, kept across runs), body may run on the calling thread alone when
-  // that has been faster (team_choice.h).
-  virtual void hold_team(const std::function<void()>& body, TeamChoice* choice = nullptr) const {
+  // that has been faster (team_choice.h). `whole_run`: body is a whole run of the program, every
+  // kernel of it threading through the team alone (the backend may keep that team between runs).
+  virtual void hold_team(const std::function<void()>& body, TeamChoice* choice = nullptr, bool whole_run = false) const {
     (void)choice;
+    (void)whole_run;
     body();
   }
 

@@ -136,7 +136,7 @@ std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& 
         [&] {
           for (size_t k = i; k < end; ++k) run_one(code[k]);
         },
-        team_choices ? &team_choices[i] : nullptr);
+        team_choices ? &team_choices[i] : nullptr, i == 0 && end == code.size());
     i = end;
   }
 

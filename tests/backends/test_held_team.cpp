@@ -1,9 +1,12 @@
-// hold_team (backends/cpu/parallel.h): parallel loops inside a held team cover their range once,
-// nest inline, leave threads past the range idle, and errors come out once the team is released.
+// hold_team (backends/cpu/parallel.h): parallel loops inside a held team (an OpenMP region's or a
+// PersistentTeam's) cover their range once, nest inline, leave threads past the range idle, and
+// errors come out once the team is released.
 #include <gtest/gtest.h>
 #include <kiln/error.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "backends/cpu/parallel.h"
@@ -135,6 +138,54 @@ TEST(HeldTeam, ErrorsComeOutAfterTheTeamIsReleased) {
   // The threads are free again: a plain loop and another held team both work.
   EXPECT_EQ(visits(10, 2), std::vector<int>(10, 1));
   hold_team(2, [&] { EXPECT_EQ(visits(10, 2), std::vector<int>(10, 1)); });
+}
+
+// A PersistentTeam: its own threads serve one holder at a time across holds, block after a
+// while without a job and wake for the next; nested loops on them run inline; a second caller
+// while it is held makes a team of its own; errors release it.
+TEST(HeldTeam, PersistentTeamServesHoldsAcrossIdleTimes) {
+  if (omp_get_num_procs() < 2) GTEST_SKIP() << "no team is held on one core";
+  PersistentTeam persistent(2);
+  std::thread::id caller = std::this_thread::get_id();
+  for (int hold = 0; hold < 6; ++hold) {
+    SCOPED_TRACE(hold);
+    std::atomic<int> on_other{0}, nested_elsewhere{0};
+    hold_team(2, [&] {
+      ASSERT_NE(HeldTeam::current(), nullptr);
+      for (int64_t n : {1, 2, 3, 1000}) EXPECT_EQ(visits(n, 2), std::vector<int>(static_cast<size_t>(n), 1));
+      parallel_for(2, 2, [&](int64_t b, int64_t) {
+        const std::thread::id self = std::this_thread::get_id();
+        if (b == 1 && self != caller) on_other = 1;
+        parallel_for(8, 2, [&](int64_t, int64_t) {  // inline: on this same thread
+          if (std::this_thread::get_id() != self) nested_elsewhere = 1;
+        });
+      });
+    }, nullptr, &persistent);
+    EXPECT_EQ(on_other.load(), 1);
+    EXPECT_EQ(nested_elsewhere.load(), 0);
+    EXPECT_EQ(HeldTeam::current(), nullptr);
+    // Idle past the workers' spin (they block), then hold again.
+    if (hold % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_THROW(hold_team(2, [&] { throw Error("node X: bad input"); }, nullptr, &persistent), Error);
+  EXPECT_EQ(HeldTeam::current(), nullptr);
+  hold_team(2, [&] { EXPECT_EQ(visits(10, 2), std::vector<int>(10, 1)); }, nullptr, &persistent);
+}
+
+TEST(HeldTeam, PersistentTeamHasOneHolderAtATime) {
+  if (omp_get_num_procs() < 2) GTEST_SKIP() << "no team is held on one core";
+  PersistentTeam persistent(2);
+  std::atomic<int> wrong{0};
+  auto caller = [&] {
+    for (int round = 0; round < 200; ++round)
+      hold_team(2, [&] {
+        if (visits(257, 2) != std::vector<int>(257, 1)) wrong = 1;
+      }, nullptr, &persistent);
+  };
+  std::thread a(caller), b(caller);
+  a.join();
+  b.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 
 #include "backends/backend.h"
 #include "backends/cpu/elementwise_program.h"
@@ -56,8 +58,13 @@ class CpuBackend : public Backend {
   // omp_set_num_threads sets the calling thread's team size only: a run on another thread than
   // the one that made the session would otherwise get one thread per core.
   void enter_run() const override { omp_set_num_threads(std::max(1, threads_)); }
-  void hold_team(const std::function<void()>& body, TeamChoice* choice) const override {
-    cpu::hold_team(threads_, body, choice);
+  void hold_team(const std::function<void()>& body, TeamChoice* choice, bool whole_run) const override {
+    cpu::PersistentTeam* persistent = nullptr;
+    if (whole_run && threads_ > 1) {
+      std::call_once(persistent_once_, [this] { persistent_ = std::make_unique<cpu::PersistentTeam>(threads_); });
+      persistent = persistent_.get();
+    }
+    cpu::hold_team(threads_, body, choice, persistent);
   }
   std::unique_ptr<Kernel> create(const ir::Node& node) const override {
     for (KernelCandidate& c : candidates(node))
@@ -117,6 +124,10 @@ class CpuBackend : public Backend {
   }
 
   int threads_;
+  // The team runs whose every kernel threads through parallel_for hold (cpu::PersistentTeam),
+  // started by the first such run.
+  mutable std::once_flag persistent_once_;
+  mutable std::unique_ptr<cpu::PersistentTeam> persistent_;
 };
 
 }  // namespace

@@ -1,7 +1,8 @@
-// hold_team and HeldTeam (parallel.h): one OpenMP region for a run of kernels, its workers
-// waiting on a cache line for the loops' shares.
+// hold_team and HeldTeam (parallel.h): one OpenMP region for a run of kernels, or a
+// PersistentTeam's own threads, its workers waiting on a cache line for the loops' shares.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -12,6 +13,7 @@
 namespace kiln::backends::cpu {
 
 thread_local HeldTeam* HeldTeam::current_ = nullptr;
+thread_local bool HeldTeam::in_share_ = false;
 
 namespace {
 
@@ -26,6 +28,10 @@ void wait_until(const Ready& ready) {
     else std::this_thread::yield();
 }
 
+// How long a PersistentTeam's worker spins without a job before it blocks: about libgomp's
+// default spin before its workers sleep.
+constexpr std::chrono::microseconds kSpinBeforeBlocking{1000};
+
 }  // namespace
 
 void HeldTeam::post(Job job, void* data, int team, size_t bytes) {
@@ -37,23 +43,49 @@ void HeldTeam::post(Job job, void* data, int team, size_t bytes) {
     slot_.data = data;
   }
   slot_.team = team;
-  slot_.seq.store(++seq_, std::memory_order_release);
+  // Sequentially consistent with the parked_ count the workers raise before blocking: either
+  // this sees a worker parked and wakes it, or the worker sees the new job and does not block.
+  slot_.seq.store(++seq_, std::memory_order_seq_cst);
+  if (parks_ && parked_.load(std::memory_order_seq_cst) > 0) slot_.seq.notify_all();
 }
 
 void HeldTeam::run(int team, Job job, void* data, size_t bytes) {
   post(job, data, team, bytes);
-  current_ = nullptr;  // a loop inside this thread's share runs inline
-  job(data, 0, team);
-  current_ = this;
+  {
+    // A loop inside this thread's share runs inline (a PersistentTeam's holder is in no OpenMP
+    // region that would tell parallel_for so).
+    struct Share {
+      HeldTeam* team;
+      Share(HeldTeam* t) : team(t) { current_ = nullptr, in_share_ = true; }
+      ~Share() { current_ = team, in_share_ = false; }
+    } share(this);
+    job(data, 0, team);
+  }
   // Every worker answers every job (those past `team` at once), so none can still be reading
   // the slot when the next job is written into it.
   for (int t = 1; t < size_; ++t) wait_until([&] { return done_[t].seq.load(std::memory_order_acquire) == seq_; });
 }
 
 void HeldTeam::serve(int thread) {
+  in_share_ = true;
   for (uint64_t seen = 0;;) {
     uint64_t s = seen;
-    wait_until([&] { return (s = slot_.seq.load(std::memory_order_acquire)) != seen; });
+    if (parks_) {
+      // Spin for the next job (within a run it comes in microseconds, and the next run's first
+      // often within a millisecond), then block until post() wakes this thread: waking a
+      // blocked thread costs tens of microseconds, more than a small model's whole run.
+      auto idle_since = std::chrono::steady_clock::now();
+      for (uint32_t spins = 1; (s = slot_.seq.load(std::memory_order_acquire)) == seen; ++spins) {
+        _mm_pause();
+        if (spins % 256 != 0 || std::chrono::steady_clock::now() - idle_since < kSpinBeforeBlocking) continue;
+        parked_.fetch_add(1, std::memory_order_seq_cst);
+        slot_.seq.wait(seen, std::memory_order_seq_cst);
+        parked_.fetch_sub(1, std::memory_order_relaxed);
+        idle_since = std::chrono::steady_clock::now();
+      }
+    } else {
+      wait_until([&] { return (s = slot_.seq.load(std::memory_order_acquire)) != seen; });
+    }
     seen = s;
     if (!slot_.job) return;
     if (thread < slot_.team) slot_.job(slot_.data, thread, slot_.team);
@@ -61,13 +93,23 @@ void HeldTeam::serve(int thread) {
   }
 }
 
-void hold_team(int threads, const std::function<void()>& body, TeamChoice* choice) {
+PersistentTeam::PersistentTeam(int threads) : held_(std::max(1, threads)) {
+  held_.parks_ = true;
+  for (int t = 1; t < held_.size(); ++t) workers_.emplace_back([this, t] { held_.serve(t); });
+}
+
+PersistentTeam::~PersistentTeam() {
+  held_.stop();
+  for (std::thread& w : workers_) w.join();
+}
+
+void hold_team(int threads, const std::function<void()>& body, TeamChoice* choice, PersistentTeam* persistent) {
   // More threads than cores: workers spinning for a job would take the core from the thread
   // they wait for (libgomp throttles its spinning there), so each loop starts its own team.
   // The cores this process may run on, asked once: the call is a system call (sched_getaffinity),
   // a microsecond in a VM, which a model of a few microseconds per run would pay every run.
   static const int cores = omp_get_num_procs();
-  if (threads <= 1 || threads > cores || omp_in_parallel() || HeldTeam::current()) {
+  if (threads <= 1 || threads > cores || omp_in_parallel() || HeldTeam::current() || HeldTeam::in_share()) {
     body();
     return;
   }
@@ -87,6 +129,20 @@ void hold_team(int threads, const std::function<void()>& body, TeamChoice* choic
       throw;
     }
     HeldTeam::current_ = nullptr;
+    timed();
+    return;
+  }
+  if (persistent && persistent->size() == threads && !persistent->busy_.exchange(true, std::memory_order_acquire)) {
+    HeldTeam::current_ = &persistent->held_;
+    try {
+      body();
+    } catch (...) {
+      HeldTeam::current_ = nullptr;
+      persistent->busy_.store(false, std::memory_order_release);
+      throw;
+    }
+    HeldTeam::current_ = nullptr;
+    persistent->busy_.store(false, std::memory_order_release);
     timed();
     return;
   }

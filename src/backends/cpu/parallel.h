@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "backends/team_choice.h"
 
@@ -52,6 +54,8 @@ inline int product_team(int64_t outputs, int64_t macs, int threads) {
   return outputs >= kParallelMinElements || macs >= kParallelMinMacs ? threads : 1;
 }
 
+class PersistentTeam;
+
 // The team held by hold_team: its calling thread hands out jobs, the others wait for them.
 class HeldTeam {
  public:
@@ -70,9 +74,12 @@ class HeldTeam {
   // The workers' side: runs the jobs handed out until stop().
   void serve(int thread);
   void stop() { post(nullptr, nullptr, 0); }
+  // Whether this thread runs a share of a job now, or serves a team (a loop there runs inline).
+  static bool in_share() { return in_share_; }
 
  private:
-  friend void hold_team(int threads, const std::function<void()>& body, TeamChoice* choice);
+  friend void hold_team(int threads, const std::function<void()>& body, TeamChoice* choice, PersistentTeam* persistent);
+  friend class PersistentTeam;
   struct alignas(64) Slot {
     std::atomic<uint64_t> seq{0};
     Job job = nullptr;
@@ -86,18 +93,48 @@ class HeldTeam {
   };
   void post(Job job, void* data, int team, size_t bytes = 0);
   static thread_local HeldTeam* current_;
+  static thread_local bool in_share_;
   int size_;
+  // Workers that outlive their holder (PersistentTeam) block after a while without a job
+  // (`parked_` of them now), so an idle session holds no core; post() then wakes them.
+  bool parks_ = false;
+  std::atomic<int> parked_{0};
   Slot slot_;
   std::unique_ptr<Done[]> done_;
   uint64_t seq_ = 0;
 };
 
+// A team whose workers are threads of its own that stay between holds, for runs in which no
+// kernel starts an OpenMP region (every instruction's threading is parallel_for): there a
+// held team's OpenMP region is the only one, and starting it (several microseconds where a
+// cache line takes hundreds of nanoseconds between cores) costs as much as a small model's
+// kernels gain from the second thread. Its workers spin a while after a hold, so the next
+// run's loops reach them at once, then block. Kept away from runs with OpenMP kernels: a
+// libgomp worker spinning after its region would share a core with one of these.
+class PersistentTeam {
+ public:
+  explicit PersistentTeam(int threads);
+  ~PersistentTeam();
+  PersistentTeam(const PersistentTeam&) = delete;
+  PersistentTeam& operator=(const PersistentTeam&) = delete;
+  int size() const { return held_.size(); }
+
+ private:
+  friend void hold_team(int threads, const std::function<void()>& body, TeamChoice* choice, PersistentTeam* persistent);
+  HeldTeam held_;
+  std::atomic<bool> busy_{false};  // one holder at a time; another caller makes a team of its own
+  std::vector<std::thread> workers_;
+};
+
 // Runs body() on this thread while a team of `threads` threads (this one included) is held
 // for the parallel loops body starts; plainly when threads <= 1, when there are fewer cores
 // than threads, or inside a team already. With `choice`, the stretch's loops may instead run on
-// this thread alone (a team of one) when that has been faster (backends/team_choice.h).
+// this thread alone (a team of one) when that has been faster (backends/team_choice.h). With
+// `persistent` (of `threads` threads, not held by another caller now), its workers are the
+// team instead of an OpenMP region's.
 // An exception from body() is rethrown here once the team is released.
-void hold_team(int threads, const std::function<void()>& body, TeamChoice* choice = nullptr);
+void hold_team(int threads, const std::function<void()>& body, TeamChoice* choice = nullptr,
+               PersistentTeam* persistent = nullptr);
 
 // Calls f(begin, end) on disjoint ranges covering [0, n), one range per thread of a team of at
 // most `threads`: the held team's when this thread holds one (hold_team), else an OpenMP
@@ -118,7 +155,7 @@ void parallel_for(int64_t n, int threads, const F& f) {
       }, &job, sizeof(job));
       return;
     }
-  if (team <= 1 || omp_in_parallel()) {
+  if (team <= 1 || omp_in_parallel() || HeldTeam::in_share()) {
     if (n > 0) f(int64_t{0}, n);
     return;
   }
