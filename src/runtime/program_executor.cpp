@@ -6,6 +6,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "backends/team_choice.h"
 #include "runtime/op_profile.h"
@@ -23,6 +27,34 @@ namespace kiln::runtime {
 Arena::Arena(int64_t bytes) : size_(bytes) {
   if (bytes > 0) mem_ = allocate_zeroed(static_cast<size_t>(bytes));
 }
+
+namespace {
+
+// The output dims of an instruction that only reinterprets its input's dims (Reshape, Flatten,
+// Squeeze, Unsqueeze, Identity) and whose output the plan made a view of that input: it then
+// runs as the view itself, not through the op's reference kernel, which checks and copies
+// shape arguments each run. nullopt otherwise.
+std::optional<std::vector<int64_t>> view_dims(const lower::Program& prog, const lower::Instruction& ins,
+                                              const std::vector<const Tensor*>& args) {
+  static const std::set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
+  const ir::Node& n = *ins.node;
+  if (!n.domain().empty() || !kViews.count(n.op_type()) || n.num_outputs() != 1 || ins.outputs.size() != 1)
+    return std::nullopt;
+  const int id = ins.outputs[0];
+  if (id < 0 || ins.inputs.empty() || ins.inputs[0] < 0 || args.empty() || !args[0]) return std::nullopt;
+  const lower::Buffer& b = prog.buffers[id];
+  if (b.alias_of != ins.inputs[0] || b.in_place) return std::nullopt;
+  const ir::Value* y = n.output(0);
+  const Tensor& x = *args[0];
+  if (!y || !y->type.is_static() || x.kind() != ValueKind::Tensor || y->type.dtype != x.dtype()) return std::nullopt;
+  std::vector<int64_t> dims = y->type.static_dims();
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
+  if (count != x.numel()) return std::nullopt;
+  return dims;
+}
+
+}  // namespace
 
 std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& plan, Arena& arena,
                             const std::vector<Tensor>& inputs, ValueMap* kept, const backends::Backend* backend,
@@ -96,6 +128,8 @@ std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& 
       } catch (const Error& e) {
         throw Error(n.describe() + ": " + e.what());
       }
+    } else if (const std::optional<std::vector<int64_t>> dims = view_dims(prog, ins, args)) {
+      outs = {args[0]->reshaped(*dims)};  // the planned view: the input's storage, new dims
     } else {
       outs = ops::run_reference(n, args, &runner, &slots);
     }

@@ -2,6 +2,13 @@
 #include <kiln/session.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace kiln::testing {
 
 namespace {
@@ -100,6 +107,82 @@ TEST(Session, UnknownKeepNameIsAnError) {
   SessionOptions opts;
   opts.keep = {"nope"};
   EXPECT_THROW(Session::create_from_bytes(add_relu_model(), opts), Error);
+}
+
+}  // namespace kiln::testing
+
+namespace kiln::testing {
+namespace {
+// r = Relu(x); v = Reshape(r, [3, 4]), a view the plan makes of r's buffer; y = v . W (W = 0..7
+// as [4, 2]); z = -Flatten(v, axis 0).
+std::string reshape_view_model() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  auto* vi = g->add_input();
+  vi->set_name("x");
+  auto* tt = vi->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_value(2);
+  tt->mutable_shape()->add_dim()->set_dim_value(6);
+  auto* shape = g->add_initializer();
+  shape->set_name("s34");
+  shape->set_data_type(onnx::TensorProto::INT64);
+  shape->add_dims(2);
+  shape->add_int64_data(3);
+  shape->add_int64_data(4);
+  auto* w = g->add_initializer();
+  w->set_name("W");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(4);
+  w->add_dims(2);
+  for (int i = 0; i < 8; ++i) w->add_float_data(static_cast<float>(i));
+  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const auto& i : in) n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  node("Relu", {"x"}, "r");
+  node("Reshape", {"r", "s34"}, "v");
+  node("MatMul", {"v", "W"}, "y");
+  auto* flatten = node("Flatten", {"v"}, "f");
+  auto* axis = flatten->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  node("Neg", {"f"}, "z");
+  for (const char* o : {"y", "z"}) g->add_output()->set_name(o);
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return bytes;
+}
+}  // namespace
+
+// A Reshape the plan makes a view of its input runs as that view (not the reference kernel):
+// the ops after it read the input's values in the new dims.
+TEST(Session, ReshapeViewsKeepTheirValues) {
+  for (int threads : {1, 2}) {
+    SessionOptions opts;
+    opts.threads = threads;
+    auto s = Session::create_from_bytes(reshape_view_model(), opts);
+    Tensor x(DType::Float, {2, 6});
+    for (int64_t i = 0; i < 12; ++i) x.data<float>()[i] = static_cast<float>(i) - 5.5f;
+    const std::map<std::string, Tensor> out = s->run({{"x", x}});
+    ASSERT_EQ(out.at("y").dims(), (std::vector<int64_t>{3, 2}));
+    ASSERT_EQ(out.at("z").dims(), (std::vector<int64_t>{1, 12}));
+    auto v = [&](int64_t i) { return std::max(0.f, x.data<float>()[i]); };
+    for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(out.at("z").data<float>()[i], -v(i));
+    for (int64_t r = 0; r < 3; ++r)
+      for (int64_t c = 0; c < 2; ++c) {
+        float e = 0;
+        for (int64_t k = 0; k < 4; ++k) e += v(r * 4 + k) * static_cast<float>(k * 2 + c);
+        EXPECT_NEAR(out.at("y").data<float>()[r * 2 + c], e, 1e-5f) << r << "," << c;
+      }
+  }
 }
 
 }  // namespace kiln::testing
