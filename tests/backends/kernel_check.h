@@ -32,6 +32,10 @@ struct Case {
   bool in_place = false;
   // Optional inputs left out (the node gets no value there, the kernel a null tensor).
   std::vector<size_t> unset_inputs = {};
+  // Kernel implementations the backend may not use (the next one that takes the node runs).
+  std::vector<std::string> disabled = {};
+  // The implementation expected to run the node ("" = any).
+  std::string impl = "";
 };
 
 inline Tensor random_tensor(const std::vector<int64_t>& dims, std::mt19937& rng) {
@@ -68,9 +72,11 @@ inline bool check(const Case& c, bool expect_kernel = true) {
   for (size_t i = 0; i < data.size(); ++i) ptrs.push_back(unset(i) ? nullptr : &data[i]);
   const std::vector<Tensor> expected = ops::run_reference(*n, ptrs);
   auto backend = backends::make_cpu_backend(c.threads);
+  backend->set_disabled_kernels(c.disabled);
   auto kernel = backend->create(*n);
   EXPECT_EQ(kernel != nullptr, expect_kernel) << c.op;
   if (!kernel) return false;
+  if (!c.impl.empty()) EXPECT_EQ(kernel->spec().impl, c.impl) << c.op;
   auto compare = [&](const std::vector<Tensor>& actual) {
     for (size_t k = 0; k < c.out_dims.size(); ++k) {
       EXPECT_EQ(expected[k].dims(), c.out_dims[k]) << c.op << " output " << k;

@@ -1,5 +1,7 @@
-// The cpu backend's kiln.Attention against the reference kernel.
+// The cpu backend's kiln.Attention against the reference kernel, both implementations:
+// kiln_attention_rows (the default with AVX-512) and oneDNN's matmuls ("kiln").
 #include "kernel_check.h"
+#include "backends/cpu/simd.h"
 
 namespace kiln {
 namespace {
@@ -9,11 +11,31 @@ using kernel_check::check;
 
 ir::Attributes scale(float s) { return {{"scale", ir::Attribute::of_float(s)}}; }
 
+// `c` on each implementation, at 1 and 2 threads.
+void check_both(Case c) {
+  for (bool rows : {true, false}) {
+    if (rows && !backends::cpu::has_avx512()) continue;
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(rows ? "kiln_attention_rows" : "oneDNN") + ", threads " + std::to_string(threads));
+      c.threads = threads;
+      c.disabled = rows ? std::vector<std::string>{} : std::vector<std::string>{"kiln_attention_rows"};
+      c.impl = rows ? "kiln_attention_rows" : "kiln";
+      check(c);
+    }
+  }
+}
+
 TEST(CpuAttention, NoMask) {
   // Q [2,3,7,13], K_T [2,3,13,11], V [2,3,11,5]
-  check({"Attention", "kiln", {{2, 3, 7, 13}, {2, 3, 13, 11}, {2, 3, 11, 5}}, {false, false, false}, {{2, 3, 7, 5}},
-         scale(0.3f)});
-  check({"Attention", "kiln", {{7, 13}, {13, 11}, {11, 5}}, {false, false, false}, {{7, 5}}});
+  check_both({"Attention", "kiln", {{2, 3, 7, 13}, {2, 3, 13, 11}, {2, 3, 11, 5}}, {false, false, false},
+              {{2, 3, 7, 5}}, scale(0.3f)});
+  check_both({"Attention", "kiln", {{7, 13}, {13, 11}, {11, 5}}, {false, false, false}, {{7, 5}}});
+  // Rows not a multiple of the register tile's 6, scores and values wider than 64 columns
+  // (a masked last block), depths not a multiple of 16.
+  Case wide{"Attention", "kiln", {{2, 2, 13, 33}, {2, 2, 33, 70}, {2, 2, 70, 67}}, {false, false, false},
+            {{2, 2, 13, 67}}, scale(0.17f)};
+  wide.tol = 2e-4f;
+  check_both(wide);
 }
 
 TEST(CpuAttention, MaskShapes) {
@@ -26,16 +48,15 @@ TEST(CpuAttention, MaskShapes) {
       if (i == 3)
         for (int64_t k = 0; k < t.numel(); ++k) t.data<float>()[k] = t.data<float>()[k] > 0.5f ? -10000.f : 0.f;
     };
-    c.threads = 2;
     c.concurrent = true;
-    check(c);
+    check_both(c);
   }
 }
 
 TEST(CpuAttention, BroadcastBatch) {
   // K_T and V shared across heads; Q broadcast across the batch.
-  check({"Attention", "kiln", {{1, 3, 7, 13}, {2, 1, 13, 11}, {2, 1, 11, 5}}, {false, false, false},
-         {{2, 3, 7, 5}}});
+  check_both({"Attention", "kiln", {{1, 3, 7, 13}, {2, 1, 13, 11}, {2, 1, 11, 5}}, {false, false, false},
+              {{2, 3, 7, 5}}});
 }
 
 TEST(CpuAttention, Declines) {
