@@ -80,7 +80,8 @@ TEST(WinogradConv, AddsTheResidual) {
   g.add_output(y);
   ops::ShapeInference().run(g);
   std::string first;
-  for (const auto& k : backends::make_cpu_backend(1)->candidates(*n))
+  const auto one_thread = backends::make_cpu_backend(1);  // the candidates build on it
+  for (const auto& k : one_thread->candidates(*n))
     if (first.empty() && k.make()) first = k.spec.impl;
   EXPECT_EQ(first, "kiln_winograd");
   EXPECT_TRUE(backends::cpu::kiln_winograd_accepts(*n));

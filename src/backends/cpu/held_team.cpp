@@ -15,6 +15,11 @@ namespace kiln::backends::cpu {
 thread_local HeldTeam* HeldTeam::current_ = nullptr;
 thread_local bool HeldTeam::in_share_ = false;
 
+// Out of line: GCC 12's -fsanitize=null reports loads of these thread-locals inlined into
+// other translation units (a test's) as loads through a null pointer.
+HeldTeam* HeldTeam::current() { return current_; }
+bool HeldTeam::in_share() { return in_share_; }
+
 namespace {
 
 // Spins on a cache line until ready() (a held worker picks up its share within a fraction of a
@@ -56,7 +61,7 @@ void HeldTeam::run(int team, Job job, void* data, size_t bytes) {
     // region that would tell parallel_for so).
     struct Share {
       HeldTeam* team;
-      Share(HeldTeam* t) : team(t) { current_ = nullptr, in_share_ = true; }
+      explicit Share(HeldTeam* t) : team(t) { current_ = nullptr, in_share_ = true; }
       ~Share() { current_ = team, in_share_ = false; }
     } share(this);
     job(data, 0, team);

@@ -63,7 +63,7 @@ class HeldTeam {
   explicit HeldTeam(int size) : size_(size), done_(new Done[static_cast<size_t>(size)]) {}
   // The team this thread holds and may hand a job to now: nullptr on the workers, outside
   // hold_team, and while this thread runs its own share of a job (a loop nested in it runs inline).
-  static HeldTeam* current() { return current_; }
+  static HeldTeam* current();
   int size() const { return size_; }
   // Runs job(data, t, team) for t in [0, team) (team <= size()), t = 0 on this thread. The
   // workers get a copy of data's first `bytes` bytes in the line they wait on, where they fit
@@ -75,7 +75,7 @@ class HeldTeam {
   void serve(int thread);
   void stop() { post(nullptr, nullptr, 0); }
   // Whether this thread runs a share of a job now, or serves a team (a loop there runs inline).
-  static bool in_share() { return in_share_; }
+  static bool in_share();
 
  private:
   friend void hold_team(int threads, const std::function<void()>& body, TeamChoice* choice, PersistentTeam* persistent);
