@@ -76,7 +76,9 @@ inline bool check(const Case& c, bool expect_kernel = true) {
   auto kernel = backend->create(*n);
   EXPECT_EQ(kernel != nullptr, expect_kernel) << c.op;
   if (!kernel) return false;
-  if (!c.impl.empty()) EXPECT_EQ(kernel->spec().impl, c.impl) << c.op;
+  if (!c.impl.empty()) {
+    EXPECT_EQ(kernel->spec().impl, c.impl) << c.op;
+  }
   auto compare = [&](const std::vector<Tensor>& actual) {
     for (size_t k = 0; k < c.out_dims.size(); ++k) {
       EXPECT_EQ(expected[k].dims(), c.out_dims[k]) << c.op << " output " << k;
