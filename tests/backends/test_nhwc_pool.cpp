@@ -50,8 +50,9 @@ TEST(NhwcPool, MaxAndAverageWindows) {
   check({"NhwcMaxPool", "kiln", {{1, 9, 10, 7}}, {false}, {{1, 8, 5, 7}}, dil});
 }
 
-// The columns whose windows lie inside the input go a faster way than the edges: channels past
-// one block of 64 and off the 16-lane vectors, a 1-wide window, windows wider than the input
+// The columns whose windows lie inside the input go a faster way than the edges (two at a time,
+// whole blocks of 64 channels without masks): channels past one block of 64 and off the 16-lane
+// vectors, whole blocks with an odd count of inside columns, a 1-wide window, windows wider than the input
 // (no inside columns), dilated and padded windows, averages with and without the padding.
 TEST(NhwcPool, InsideAndEdgeColumnsAgree) {
   for (const char* op : {"NhwcMaxPool", "NhwcAveragePool"})
@@ -61,6 +62,9 @@ TEST(NhwcPool, InsideAndEdgeColumnsAgree) {
         ASSERT_TRUE(pool_matches(op, threads, std::move(in), std::move(out), std::move(a)));
       };
       run({1, 11, 13, 130}, {1, 6, 7, 130}, window({3, 3}, {2, 2}, {1, 1, 1, 1}));
+      // Whole blocks of 64 channels, inside columns in pairs and one left over (7 and 5).
+      run({1, 7, 9, 128}, {1, 7, 9, 128}, window({3, 3}, {1, 1}, {1, 1, 1, 1}));
+      run({1, 11, 13, 192}, {1, 6, 7, 192}, window({3, 3}, {2, 2}, {1, 1, 1, 1}));
       run({1, 6, 9, 70}, {1, 3, 5, 70}, window({1, 1}, {2, 2}, {0, 0, 0, 0}));
       run({1, 5, 3, 20}, {1, 5, 3, 20}, window({3, 5}, {1, 1}, {1, 2, 1, 2}));
       auto dil = window({3, 3}, {1, 1}, {2, 2, 2, 2});

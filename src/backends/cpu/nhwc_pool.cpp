@@ -60,30 +60,68 @@ __attribute__((target("avx512f"))) void fold_avx512(const float* const* taps, in
 // Outputs [ow0, ow1) of one row whose windows lie wholly inside the input along W: the taps of
 // output ow are at rows[i] + (ow * sw - pl + j * dw) * C for the `nrows` rows of the window
 // inside the input and j < kw, so each pixel folds straight from the row pointers, without
-// the list of tap pointers the edges build.
+// the list of tap pointers the edges build. Two pixels at a time, so eight independent sums
+// hide the adds' latency; a block of 64 channels whole (Full) with plain loads.
+template <bool Full>
+__attribute__((target("avx512f"), always_inline)) inline __m512 load_lanes(const float* p, __mmask16 m) {
+  return Full ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+}
+template <bool Max>
+__attribute__((target("avx512f"), always_inline)) inline __m512 fold_lanes(__m512 a, __m512 x) {
+  return Max ? _mm512_max_ps(a, x) : _mm512_add_ps(a, x);
+}
+template <bool Max, bool Full>
+__attribute__((target("avx512f"), always_inline)) inline void store_lanes(float* o, __m512 a, __mmask16 m, float scale) {
+  const __m512 r = Max ? a : _mm512_mul_ps(a, _mm512_set1_ps(scale));
+  if (Full) _mm512_storeu_ps(o, r);
+  else _mm512_mask_storeu_ps(o, m, r);
+}
+
+template <bool Max, bool Full>
+__attribute__((target("avx512f"), always_inline)) inline void interior_block(const PoolWindow& g,
+                                                                          const float* const* rows, int nrows,
+                                                                          int64_t ow0, int64_t ow1, float scale,
+                                                                          float* y, int64_t c0) {
+  const int64_t C = g.C, tap = g.dw * C, step = g.sw * C;
+  __mmask16 m[4];
+  block_masks(C - c0, m);
+  int64_t ow = ow0;
+  for (; ow + 1 < ow1; ow += 2) {
+    const int64_t at = (ow * g.sw - g.pl) * C + c0;
+    __m512 a0[4], a1[4];
+    for (int v = 0; v < 4; ++v)
+      a0[v] = load_lanes<Full>(rows[0] + at + 16 * v, m[v]), a1[v] = load_lanes<Full>(rows[0] + at + step + 16 * v, m[v]);
+    for (int i = 0; i < nrows; ++i)
+      for (int64_t j = i == 0 ? 1 : 0; j < g.kw; ++j) {
+        const float* p = rows[i] + at + j * tap;
+        for (int v = 0; v < 4; ++v) {
+          a0[v] = fold_lanes<Max>(a0[v], load_lanes<Full>(p + 16 * v, m[v]));
+          a1[v] = fold_lanes<Max>(a1[v], load_lanes<Full>(p + step + 16 * v, m[v]));
+        }
+      }
+    float* o = y + ow * C + c0;
+    for (int v = 0; v < 4; ++v) {
+      store_lanes<Max, Full>(o + 16 * v, a0[v], m[v], scale);
+      store_lanes<Max, Full>(o + C + 16 * v, a1[v], m[v], scale);
+    }
+  }
+  if (ow < ow1) {
+    const int64_t at = (ow * g.sw - g.pl) * C + c0;
+    __m512 a0[4];
+    for (int v = 0; v < 4; ++v) a0[v] = load_lanes<Full>(rows[0] + at + 16 * v, m[v]);
+    for (int i = 0; i < nrows; ++i)
+      for (int64_t j = i == 0 ? 1 : 0; j < g.kw; ++j)
+        for (int v = 0; v < 4; ++v) a0[v] = fold_lanes<Max>(a0[v], load_lanes<Full>(rows[i] + at + j * tap + 16 * v, m[v]));
+    for (int v = 0; v < 4; ++v) store_lanes<Max, Full>(y + ow * C + c0 + 16 * v, a0[v], m[v], scale);
+  }
+}
+
 template <bool Max>
 __attribute__((target("avx512f"))) void interior_avx512(const PoolWindow& g, const float* const* rows, int nrows,
                                                         int64_t ow0, int64_t ow1, float scale, float* y) {
-  const int64_t C = g.C, tap = g.dw * C;
-  for (int64_t c0 = 0; c0 < C; c0 += 64) {
-    __mmask16 m[4];
-    block_masks(C - c0, m);
-    const __m512 sc = _mm512_set1_ps(scale);
-    for (int64_t ow = ow0; ow < ow1; ++ow) {
-      const int64_t at = (ow * g.sw - g.pl) * C + c0;
-      __m512 acc[4];
-      for (int v = 0; v < 4; ++v) acc[v] = _mm512_maskz_loadu_ps(m[v], rows[0] + at + 16 * v);
-      for (int i = 0; i < nrows; ++i)
-        for (int64_t j = i == 0 ? 1 : 0; j < g.kw; ++j) {
-          const float* p = rows[i] + at + j * tap;
-          for (int v = 0; v < 4; ++v) {
-            const __m512 x = _mm512_maskz_loadu_ps(m[v], p + 16 * v);
-            acc[v] = Max ? _mm512_max_ps(acc[v], x) : _mm512_add_ps(acc[v], x);
-          }
-        }
-      float* o = y + ow * C + c0;
-      for (int v = 0; v < 4; ++v) _mm512_mask_storeu_ps(o + 16 * v, m[v], Max ? acc[v] : _mm512_mul_ps(acc[v], sc));
-    }
+  for (int64_t c0 = 0; c0 < g.C; c0 += 64) {
+    if (g.C - c0 >= 64) interior_block<Max, true>(g, rows, nrows, ow0, ow1, scale, y, c0);
+    else interior_block<Max, false>(g, rows, nrows, ow0, ow1, scale, y, c0);
   }
 }
 
