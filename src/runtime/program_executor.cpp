@@ -36,14 +36,13 @@ namespace {
 // shape arguments each run. nullopt otherwise.
 std::optional<std::vector<int64_t>> view_dims(const lower::Program& prog, const lower::Instruction& ins,
                                               const std::vector<const Tensor*>& args) {
+  // The plan's view first (a few integer compares on every kernel-less instruction), the op after.
+  if (ins.outputs.size() != 1 || ins.outputs[0] < 0 || ins.inputs.empty() || ins.inputs[0] < 0) return std::nullopt;
+  const lower::Buffer& b = prog.buffers[ins.outputs[0]];
+  if (b.alias_of != ins.inputs[0] || b.in_place || args.empty() || !args[0]) return std::nullopt;
   static const std::set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
   const ir::Node& n = *ins.node;
-  if (!n.domain().empty() || !kViews.count(n.op_type()) || n.num_outputs() != 1 || ins.outputs.size() != 1)
-    return std::nullopt;
-  const int id = ins.outputs[0];
-  if (id < 0 || ins.inputs.empty() || ins.inputs[0] < 0 || args.empty() || !args[0]) return std::nullopt;
-  const lower::Buffer& b = prog.buffers[id];
-  if (b.alias_of != ins.inputs[0] || b.in_place) return std::nullopt;
+  if (!n.domain().empty() || !kViews.count(n.op_type()) || n.num_outputs() != 1) return std::nullopt;
   const ir::Value* y = n.output(0);
   const Tensor& x = *args[0];
   if (!y || !y->type.is_static() || x.kind() != ValueKind::Tensor || y->type.dtype != x.dtype()) return std::nullopt;

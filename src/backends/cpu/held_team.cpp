@@ -124,9 +124,9 @@ void hold_team(int threads, const std::function<void()>& body, TeamChoice* choic
     if (choice)
       choice->record(team, std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
   };
-  if (!team) {  // a team of one: the loops run inline on this thread
-    HeldTeam solo(1);
-    HeldTeam::current_ = &solo;
+  // body() with `held` as this thread's team, however body ends.
+  auto run_holding = [&](HeldTeam* held) {
+    HeldTeam::current_ = held;
     try {
       body();
     } catch (...) {
@@ -134,20 +134,19 @@ void hold_team(int threads, const std::function<void()>& body, TeamChoice* choic
       throw;
     }
     HeldTeam::current_ = nullptr;
+  };
+  if (!team) {  // a team of one: the loops run inline on this thread
+    HeldTeam solo(1);
+    run_holding(&solo);
     timed();
     return;
   }
   if (persistent && persistent->size() == threads && !persistent->busy_.exchange(true, std::memory_order_acquire)) {
-    HeldTeam::current_ = &persistent->held_;
-    try {
-      body();
-    } catch (...) {
-      HeldTeam::current_ = nullptr;
-      persistent->busy_.store(false, std::memory_order_release);
-      throw;
-    }
-    HeldTeam::current_ = nullptr;
-    persistent->busy_.store(false, std::memory_order_release);
+    struct Release {
+      std::atomic<bool>& busy;
+      ~Release() { busy.store(false, std::memory_order_release); }
+    } release{persistent->busy_};
+    run_holding(&persistent->held_);
     timed();
     return;
   }
@@ -160,13 +159,11 @@ void hold_team(int threads, const std::function<void()>& body, TeamChoice* choic
       return;
     }
     held.size_ = omp_get_num_threads();  // the OpenMP runtime may give fewer than asked
-    HeldTeam::current_ = &held;
     try {
-      body();
+      run_holding(&held);
     } catch (...) {
       error = std::current_exception();
     }
-    HeldTeam::current_ = nullptr;
     held.stop();
   });
   if (error) std::rethrow_exception(error);
