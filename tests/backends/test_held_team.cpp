@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <kiln/error.h>
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -187,6 +189,62 @@ TEST(HeldTeam, PersistentTeamHasOneHolderAtATime) {
   b.join();
   EXPECT_EQ(wrong.load(), 0);
 }
+
+#ifdef __linux__
+// Two threads of a team on one core (the scheduler put a worker beside its holder, or the
+// process may run on one CPU only): each waits for the other to take the core, so a wait that
+// only paused held each job up for a scheduler tick or the worker's whole spin before blocking
+// (milliseconds a job: seconds for these 2000); waits that give the core up now and then take
+// tens of milliseconds for them.
+TEST(HeldTeam, PersistentTeamOnOneCoreTakesTurns) {
+  if (omp_get_num_procs() < 2) GTEST_SKIP() << "no team is held on one core";
+  std::chrono::duration<double> took{};
+  std::atomic<int> wrong{0};
+  std::thread pinned([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    PersistentTeam persistent(2);  // its worker inherits the one CPU
+    const auto t0 = std::chrono::steady_clock::now();
+    hold_team(2, [&] {
+      for (int job = 0; job < 2000; ++job)
+        if (visits(2, 2) != std::vector<int>(2, 1)) wrong = 1;
+    }, nullptr, &persistent);
+    took = std::chrono::steady_clock::now() - t0;
+  });
+  pinned.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_LT(took.count(), 1.0);
+}
+
+// A worker starts on a CPU other than its creator's, and is not pinned there: its CPUs are
+// still all those the process may use.
+TEST(HeldTeam, PersistentTeamWorkersStartAwayFromTheirCreator) {
+  if (omp_get_num_procs() < 2) GTEST_SKIP() << "no team is held on one core";
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  if (CPU_COUNT(&mine) < 2) GTEST_SKIP() << "this process may run on one CPU";
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const int here = sched_getcpu();
+    PersistentTeam persistent(2);
+    std::atomic<int> worker_cpu{-1};
+    cpu_set_t worker_mask;
+    CPU_ZERO(&worker_mask);
+    hold_team(2, [&] {
+      parallel_for(2, 2, [&](int64_t b, int64_t) {
+        if (b != 1) return;
+        worker_cpu = sched_getcpu();
+        sched_getaffinity(0, sizeof worker_mask, &worker_mask);
+      });
+    }, nullptr, &persistent);
+    EXPECT_TRUE(CPU_EQUAL(&worker_mask, &mine));
+    if (sched_getcpu() != here) continue;  // the creator moved meanwhile: look again
+    EXPECT_NE(worker_cpu.load(), here);
+    return;
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace kiln::backends::cpu

@@ -1,12 +1,14 @@
 // hold_team and HeldTeam (parallel.h): one OpenMP region for a run of kernels, or a
 // PersistentTeam's own threads, its workers waiting on a cache line for the loops' shares.
 #include <immintrin.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <exception>
 #include <thread>
+#include <vector>
 
 #include "backends/cpu/parallel.h"
 
@@ -22,15 +24,25 @@ bool HeldTeam::in_share() { return in_share_; }
 
 namespace {
 
+// One look's wait in a spin on a cache line: a pause, and every kYieldEvery looks the core
+// given up instead (sched_yield: returns at once where no other thread wants this core). Two
+// threads of a team can share one core (the scheduler placed a new worker beside its holder, a
+// kernel that packs a VM's threads onto few vCPUs, a busy machine): one that only paused would
+// keep the other, whose share or whose next job it waits for, off the core until preempted
+// (a scheduler tick, or a worker's whole spin before it blocks: a millisecond per job).
+// 1024 pauses are 4-16 us (a pause takes 4-16 ns on current x86 cores): much longer than a
+// hand-off between cores, so a team on two cores rarely pays the system call.
+constexpr uint32_t kYieldEvery = 1024;
+inline void relax(uint32_t spins) {
+  if (spins % kYieldEvery == 0) std::this_thread::yield();
+  else _mm_pause();
+}
+
 // Spins on a cache line until ready() (a held worker picks up its share within a fraction of a
-// microsecond), and after 4096 pauses (tens of microseconds: the other thread was preempted, or
-// this one waits through a long serial op) yields the core between looks, so a thread it waits
-// for that shares the core can run.
+// microsecond), yielding now and then (relax).
 template <typename Ready>
 void wait_until(const Ready& ready) {
-  for (int spins = 0; !ready(); ++spins)
-    if (spins < 4096) _mm_pause();
-    else std::this_thread::yield();
+  for (uint32_t spins = 1; !ready(); ++spins) relax(spins);
 }
 
 // How long a PersistentTeam's worker spins without a job before it blocks: about libgomp's
@@ -81,7 +93,7 @@ void HeldTeam::serve(int thread) {
       // blocked thread costs tens of microseconds, more than a small model's whole run.
       auto idle_since = std::chrono::steady_clock::now();
       for (uint32_t spins = 1; (s = slot_.seq.load(std::memory_order_acquire)) == seen; ++spins) {
-        _mm_pause();
+        relax(spins);
         if (spins % 256 != 0 || std::chrono::steady_clock::now() - idle_since < kSpinBeforeBlocking) continue;
         parked_.fetch_add(1, std::memory_order_seq_cst);
         slot_.seq.wait(seen, std::memory_order_seq_cst);
@@ -98,9 +110,52 @@ void HeldTeam::serve(int thread) {
   }
 }
 
+namespace {
+
+// The CPUs a new worker starts on: those this process may run on other than the creating
+// thread's, in turn. The scheduler places a new thread beside its creator; a worker that first
+// ran beside its holder stayed there for many milliseconds on a kernel that packs a VM's threads
+// onto few vCPUs, each of its jobs waiting for the two to take turns on one core. Empty where the
+// affinity calls are missing or there is no other CPU.
+std::vector<int> start_cpus() {
+  std::vector<int> cpus;
+#ifdef __linux__
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  const int here = sched_getcpu();
+  if (here < 0 || sched_getaffinity(0, sizeof allowed, &allowed) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (c != here && CPU_ISSET(c, &allowed)) cpus.push_back(c);
+#endif
+  return cpus;
+}
+
+// Moves the calling thread onto `cpu`, then lets it run anywhere it could before: a start, not a
+// pinning (the scheduler stays free to move it).
+void start_on(int cpu) {
+#ifdef __linux__
+  cpu_set_t allowed, one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || sched_setaffinity(0, sizeof one, &one) != 0) return;
+  sched_setaffinity(0, sizeof allowed, &allowed);
+#else
+  (void)cpu;
+#endif
+}
+
+}  // namespace
+
 PersistentTeam::PersistentTeam(int threads) : held_(std::max(1, threads)) {
   held_.parks_ = true;
-  for (int t = 1; t < held_.size(); ++t) workers_.emplace_back([this, t] { held_.serve(t); });
+  const std::vector<int> cpus = start_cpus();
+  for (int t = 1; t < held_.size(); ++t) {
+    const int cpu = cpus.empty() ? -1 : cpus[(t - 1) % cpus.size()];
+    workers_.emplace_back([this, t, cpu] {
+      if (cpu >= 0) start_on(cpu);
+      held_.serve(t);
+    });
+  }
 }
 
 PersistentTeam::~PersistentTeam() {
