@@ -8,8 +8,9 @@
 // for one range stay in L1 across all tiles; while the tiles work on a range they prefetch the
 // next range into L2, so the weights stream from L3 behind the FMAs instead of before them.
 // Bias, residual and activation are applied in registers before the store; a channel scale S
-// (a squeeze-excitation folded into a project conv) multiplies each range's weights once per
-// call, in a thread buffer, or in pair mode each weight vector as it is loaded. Pair mode (up to
+// (a squeeze-excitation folded into a project conv) multiplies the call's pixels where they are
+// fewer than its outputs, else each range's weights once per call, in a thread buffer, or in
+// pair mode each weight vector as it is loaded. Pair mode (up to
 // 24 outputs) puts two input channels in each broadcast.
 //
 // Every function here needs AVX-512F (target attributes: they build without -mavx512f, and the
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "activation.h"
 #include "avx512_activation.h"
@@ -189,9 +191,31 @@ __attribute__((target("avx512f"))) inline const float* scaled_range(const float*
   return buf;
 }
 
-// Outputs [n0, n0 + NV * 16) of pixels [m0, m1), from the block's weights w ([K][NV * 16]).
+// Rows [0, rows) of x (K floats apart) with channel k times s[k], in this thread's buffer: what
+// a call scales instead of its weights when it has fewer pixels than outputs (a late layer's 49
+// pixels against 192-320 outputs, each thread of a team scaling only its own pixels).
+__attribute__((target("avx512f"))) inline const float* scaled_rows(const float* x, const float* s, int64_t rows,
+                                                            int64_t K) {
+  static thread_local std::vector<float> buf;
+  if (buf.size() < static_cast<size_t>(rows * K)) buf.resize(static_cast<size_t>(rows * K));
+  const __mmask16 tail = static_cast<__mmask16>((1u << (K % 16)) - 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * K;
+    float* out = buf.data() + r * K;
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16)
+      _mm512_storeu_ps(out + k, _mm512_mul_ps(_mm512_loadu_ps(xr + k), _mm512_loadu_ps(s + k)));
+    if (k < K)
+      _mm512_mask_storeu_ps(out + k, tail,
+                            _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, xr + k), _mm512_maskz_loadu_ps(tail, s + k)));
+  }
+  return buf.data();
+}
+
+// Outputs [n0, n0 + NV * 16) of pixels [m0, m1), from the block's weights w ([K][NV * 16]); xm0
+// is pixel m0's row (the pixels K floats apart).
 template <int NV>
-void column_block(const float* x, int64_t m0, int64_t m1, int64_t K, const float* w, float* y, int64_t N,
+void column_block(const float* xm0, int64_t m0, int64_t m1, int64_t K, const float* w, float* y, int64_t N,
                   const Epilogue& e, int64_t n0, __mmask16 tail) {
   // Tiles of equal height (49 rows: 4 of 6 and 5 of 5, not 8 of 6 and 1 of 1): a one-row tile
   // has too few accumulators to hide the FMA latency and costs more than two rows. The taller ones
@@ -217,10 +241,10 @@ void column_block(const float* x, int64_t m0, int64_t m1, int64_t K, const float
     const char* next = reinterpret_cast<const char*>(w + (k0 + kc) * NV * 16);
     const int64_t lines = kc * NV, per = (lines + tiles - 1) / tiles;
     if (taller)
-      fns[height](x + m0 * K, K, k0, kc, wr, y + m0 * N, N, n0, e, m0, taller, next, per, lines, tail);
+      fns[height](xm0, K, k0, kc, wr, y + m0 * N, N, n0, e, m0, taller, next, per, lines, tail);
     const int64_t m = m0 + taller * (height + 1);
     if (tiles > taller)
-      fns[height - 1](x + m * K, K, k0, kc, wr, y + m * N, N, n0, e, m, tiles - taller, next + taller * per * 64, per,
+      fns[height - 1](xm0 + (m - m0) * K, K, k0, kc, wr, y + m * N, N, n0, e, m, tiles - taller, next + taller * per * 64, per,
                       lines - taller * per, tail);
   }
 }
@@ -402,7 +426,7 @@ class PointwiseLayout {
             float* y, const float* z, const float* s, int64_t part0, int64_t part1) const {
     using namespace pointwise_detail;
     if (part1 <= part0) return;
-    const Epilogue e{bias, z, s, N_, act, a, b, depth_};
+    Epilogue e{bias, z, s, N_, act, a, b, depth_};
     if (pair_vectors_) {
       switch (pair_vectors_) {
         case 3: pair_rows<3>(x, m0, m1, K_, packed, y, ldy_, e); break;
@@ -411,14 +435,21 @@ class PointwiseLayout {
       }
       return;
     }
+    // A channel scale multiplies whichever is smaller: the pixels' inputs or the weights of the
+    // outputs this call makes (each range of them once).
+    const float* xm0 = x + m0 * K_;
+    if (s && m1 > m0 && m1 - m0 < first(part1) - first(part0)) {
+      xm0 = scaled_rows(xm0, s, m1 - m0, K_);
+      e.s = nullptr;
+    }
     for (int64_t i = part0; i < part1; ++i) {
       const Block bl = block(i);
       const float* w = packed + bl.offset;
       switch (bl.nv) {
-        case 4: column_block<4>(x, m0, m1, K_, w, y, ldy_, e, bl.n0, bl.tail); break;
-        case 3: column_block<3>(x, m0, m1, K_, w, y, ldy_, e, bl.n0, bl.tail); break;
-        case 2: column_block<2>(x, m0, m1, K_, w, y, ldy_, e, bl.n0, bl.tail); break;
-        default: column_block<1>(x, m0, m1, K_, w, y, ldy_, e, bl.n0, bl.tail);
+        case 4: column_block<4>(xm0, m0, m1, K_, w, y, ldy_, e, bl.n0, bl.tail); break;
+        case 3: column_block<3>(xm0, m0, m1, K_, w, y, ldy_, e, bl.n0, bl.tail); break;
+        case 2: column_block<2>(xm0, m0, m1, K_, w, y, ldy_, e, bl.n0, bl.tail); break;
+        default: column_block<1>(xm0, m0, m1, K_, w, y, ldy_, e, bl.n0, bl.tail);
       }
     }
   }

@@ -76,19 +76,22 @@ TEST(PointwiseConv, MatchesTheReference) {
 }
 
 // FusedConv's channel scale S (the input's channels times S, per image or shared), with and
-// without a residual: the scaled form multiplies each range's weights as it loads them; 151 ->
-// 20 in pair mode (an odd input count: the last pair has one channel).
+// without a residual: on 7x7 images (49 pixels, fewer than the 80 outputs; 25 and 24 per thread)
+// the kernel scales the pixels' inputs, on 14x14 (196, 98 per thread) each range's weights;
+// 150 input channels leave a partial last vector; 151 -> 20 runs in pair mode (an odd input
+// count: the last pair has one channel), each weight vector scaled as it is loaded.
 TEST(PointwiseConv, ChannelScale) {
   if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
-  for (auto [k, n] : {std::pair<int64_t, int64_t>{150, 80}, {151, 20}})
+  for (auto [k, n, hw] : {std::tuple<int64_t, int64_t, int64_t>{150, 80, 7}, {150, 80, 14}, {151, 20, 7}})
     for (int64_t s_images : {2, 1})
       for (bool residual : {false, true})
         for (int threads : {1, 2}) {
           SCOPED_TRACE("S for " + std::to_string(s_images) + " images" + (residual ? ", residual" : "") +
-                       ", threads " + std::to_string(threads) + ", " + std::to_string(k) + " -> " + std::to_string(n));
-          Case c{"FusedConv", "kiln", {{2, 7, 7, k}, {n, k, 1, 1}, {n}}, {false, true, true}, {{2, 7, 7, n}},
+                       ", threads " + std::to_string(threads) + ", " + std::to_string(k) + " -> " + std::to_string(n) +
+                       " on " + std::to_string(hw) + "x" + std::to_string(hw));
+          Case c{"FusedConv", "kiln", {{2, hw, hw, k}, {n, k, 1, 1}, {n}}, {false, true, true}, {{2, hw, hw, n}},
                  pointwise_attrs("SiLU")};
-          c.in_dims.push_back({2, 7, 7, n});
+          c.in_dims.push_back({2, hw, hw, n});
           c.constant.push_back(!residual);  // the Z slot: a constant when unused, erased below
           c.in_dims.push_back({s_images, 1, 1, k});
           c.constant.push_back(false);
