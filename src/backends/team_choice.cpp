@@ -14,8 +14,18 @@ bool TeamChoice::prefer_team() const {
 bool TeamChoice::use_team() {
   const uint32_t n = runs_.fetch_add(1, std::memory_order_relaxed) + 1;
   const bool team = preferred_team_.load(std::memory_order_relaxed);
-  // Now and then the other way, to see whether the machine's load has changed.
-  return n % probe_every_.load(std::memory_order_relaxed) == 0 ? !team : team;
+  if (n % probe_every_.load(std::memory_order_relaxed) != 0) return team;
+  // Now and then the other way, to see whether the machine's load has changed. While the team is
+  // chosen, one thread is timed once, then again only when the team has slowed to near that
+  // time: a busier machine does not make one thread faster than it was, so before then a probe
+  // could not change the choice, and each costs its run the team's speed-up (a model of many
+  // stretches probing in different runs put a probe into every tenth run: its 90th percentile
+  // at the one-thread time).
+  if (team) {
+    const int64_t solo = solo_ns_.load(std::memory_order_relaxed);
+    if (solo > 0 && team_ns_.load(std::memory_order_relaxed) < solo - solo / 8) return team;
+  }
+  return !team;
 }
 
 void TeamChoice::record(bool team, int64_t ns) {
@@ -26,6 +36,7 @@ void TeamChoice::record(bool team, int64_t ns) {
   // that may have been loaded otherwise.
   const bool probe = team != preferred_team_.load(std::memory_order_relaxed);
   avg.store(old == 0 || probe || times == 2 ? ns : old + (ns - old) / 4, std::memory_order_relaxed);
+
   const bool now = prefer_team();
   if (now != preferred_team_.exchange(now, std::memory_order_relaxed)) {
     probe_every_.store(kFirstProbe, std::memory_order_relaxed);

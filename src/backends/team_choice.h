@@ -3,9 +3,11 @@
 // machine whose cores are busy with other work, a team splits each kernel evenly and then waits
 // for its slowest thread, one that shares its core: then the calling thread alone finishes
 // sooner (mobilenet_v2 with one other busy process on a 2-core machine: 6.4 ms on two threads,
-// 3.9 ms on one). On a quiet machine the team is faster and stays chosen; the other way is
-// timed again now and then (every 8 runs of the stretch, up to every 256 while the choice holds),
-// so the choice follows the machine's load as it changes.
+// 3.9 ms on one). On a quiet machine the team is faster and stays chosen: one thread is timed
+// once, and again only when the team's recent times come within an eighth of that time (the
+// machine got busier). On one thread, the team is timed now and then (every 8 runs of the
+// stretch, up to every 256 while the choice holds), so the choice follows the machine's load as
+// it changes.
 #pragma once
 #include <atomic>
 #include <cstdint>
