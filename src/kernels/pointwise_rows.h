@@ -191,17 +191,39 @@ __attribute__((target("avx512f"))) inline const float* scaled_range(const float*
   return buf;
 }
 
-// Rows [0, rows) of x (K floats apart) with channel k times s[k], in this thread's buffer: what
-// a call scales instead of its weights when it has fewer pixels than outputs (a late layer's 49
-// pixels against 192-320 outputs, each thread of a team scaling only its own pixels).
-__attribute__((target("avx512f"))) inline const float* scaled_rows(const float* x, const float* s, int64_t rows,
-                                                            int64_t K) {
+}  // namespace
+}  // namespace pointwise_detail
+
+// Where output pixel m of a 1x1 conv reads its input: pixel (m / out_w * sh, m % out_w * sw) of
+// an image in_w pixels wide (a strided conv: a ResNet's downsampling shortcut); stride 1 reads
+// pixel m.
+struct PixelStride {
+  int64_t sh = 1, sw = 1, in_w = 0, out_w = 0;
+  bool unit() const { return sh == 1 && sw == 1; }
+  int64_t input_pixel(int64_t m) const { return unit() ? m : m / out_w * sh * in_w + m % out_w * sw; }
+};
+
+namespace pointwise_detail {
+namespace {
+
+// The input rows of output pixels [m0, m1) (x: the image's first pixel, K floats a pixel), each
+// channel k times s[k] where s is given, one after another in this thread's buffer: what a call
+// reads where its conv is strided, or where it scales its pixels instead of its weights (fewer
+// pixels than outputs: a late layer's 49 pixels against 192-320 outputs, each thread of a team
+// scaling only its own pixels).
+__attribute__((target("avx512f"))) inline const float* gathered_rows(const float* x, const PixelStride& st,
+                                                              int64_t m0, int64_t m1, int64_t K, const float* s) {
   static thread_local std::vector<float> buf;
+  const int64_t rows = m1 - m0;
   if (buf.size() < static_cast<size_t>(rows * K)) buf.resize(static_cast<size_t>(rows * K));
   const __mmask16 tail = static_cast<__mmask16>((1u << (K % 16)) - 1);
   for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * K;
+    const float* xr = x + st.input_pixel(m0 + r) * K;
     float* out = buf.data() + r * K;
+    if (!s) {
+      std::memcpy(out, xr, static_cast<size_t>(K) * sizeof(float));
+      continue;
+    }
     int64_t k = 0;
     for (; k + 16 <= K; k += 16)
       _mm512_storeu_ps(out + k, _mm512_mul_ps(_mm512_loadu_ps(xr + k), _mm512_loadu_ps(s + k)));
@@ -343,17 +365,18 @@ constexpr std::array<PairFn<NVP>, sizeof...(Rs)> pair_tiles_of(std::integer_sequ
 template <int NVP, bool Scaled>
 constexpr auto kPairTiles = pair_tiles_of<NVP, Scaled>(std::make_integer_sequence<int, kPairRows<NVP>>{});
 
+// Pixels [m0, m1), pixel m0's row at xm0 (the pixels K floats apart).
 template <int NVP>
-void pair_rows(const float* x, int64_t m0, int64_t m1, int64_t K, const float* w, float* y, int64_t ldy,
+void pair_rows(const float* xm0, int64_t m0, int64_t m1, int64_t K, const float* w, float* y, int64_t ldy,
                const Epilogue& e) {
   if (m1 <= m0) return;
   // Tiles of equal height, the taller ones first, each height one run (as column_block).
   const int64_t tiles = (m1 - m0 + kPairRows<NVP> - 1) / kPairRows<NVP>, height = (m1 - m0) / tiles,
                 taller = (m1 - m0) % tiles;
   const auto& fns = e.s ? kPairTiles<NVP, true> : kPairTiles<NVP, false>;
-  if (taller) fns[height](x + m0 * K, K, w, y + m0 * ldy, ldy, e, m0, taller);
+  if (taller) fns[height](xm0, K, w, y + m0 * ldy, ldy, e, m0, taller);
   const int64_t m = m0 + taller * (height + 1);
-  if (tiles > taller) fns[height - 1](x + m * K, K, w, y + m * ldy, ldy, e, m, tiles - taller);
+  if (tiles > taller) fns[height - 1](xm0 + (m - m0) * K, K, w, y + m * ldy, ldy, e, m, tiles - taller);
 }
 
 
@@ -422,25 +445,30 @@ class PointwiseLayout {
   // [part0, part1): x's pixels K floats apart, y's ldy, z's (the residual, or nullptr) N; `s`
   // (or nullptr) scales input channel k by s[k]. `packed`: pack's; `bias`: round16(N) floats.
   // The activation is applied only when in_registers(act); the others are the caller's.
+  // With `stride` (not unit), output pixel m reads input pixel stride.input_pixel(m) of x.
   void rows(const float* packed, const float* bias, Act act, float a, float b, const float* x, int64_t m0, int64_t m1,
-            float* y, const float* z, const float* s, int64_t part0, int64_t part1) const {
+            float* y, const float* z, const float* s, int64_t part0, int64_t part1,
+            const PixelStride& stride = {}) const {
     using namespace pointwise_detail;
-    if (part1 <= part0) return;
+    if (part1 <= part0 || m1 <= m0) return;
     Epilogue e{bias, z, s, N_, act, a, b, depth_};
+    const float* xm0 = x + m0 * K_;
     if (pair_vectors_) {
+      if (!stride.unit()) xm0 = gathered_rows(x, stride, m0, m1, K_, nullptr);
       switch (pair_vectors_) {
-        case 3: pair_rows<3>(x, m0, m1, K_, packed, y, ldy_, e); break;
-        case 2: pair_rows<2>(x, m0, m1, K_, packed, y, ldy_, e); break;
-        default: pair_rows<1>(x, m0, m1, K_, packed, y, ldy_, e);
+        case 3: pair_rows<3>(xm0, m0, m1, K_, packed, y, ldy_, e); break;
+        case 2: pair_rows<2>(xm0, m0, m1, K_, packed, y, ldy_, e); break;
+        default: pair_rows<1>(xm0, m0, m1, K_, packed, y, ldy_, e);
       }
       return;
     }
-    // A channel scale multiplies whichever is smaller: the pixels' inputs or the weights of the
-    // outputs this call makes (each range of them once).
-    const float* xm0 = x + m0 * K_;
-    if (s && m1 > m0 && m1 - m0 < first(part1) - first(part0)) {
-      xm0 = scaled_rows(xm0, s, m1 - m0, K_);
-      e.s = nullptr;
+    // A channel scale multiplies whichever is smaller: the pixels' inputs (gathered anyway where
+    // the conv is strided) or the weights of the outputs this call makes (each range of them
+    // once).
+    const bool scale_pixels = s && (!stride.unit() || m1 - m0 < first(part1) - first(part0));
+    if (!stride.unit() || scale_pixels) {
+      xm0 = gathered_rows(x, stride, m0, m1, K_, scale_pixels ? s : nullptr);
+      if (scale_pixels) e.s = nullptr;
     }
     for (int64_t i = part0; i < part1; ++i) {
       const Block bl = block(i);

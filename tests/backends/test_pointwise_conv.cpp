@@ -38,7 +38,10 @@ TEST(PointwiseConv, IsChosenForFewPixels) {
   EXPECT_EQ(chosen({1, 13, 13, 512}, 1000), "kiln_pointwise");  // squeezenet's classifier
   ir::Attributes strided = pointwise_attrs("");
   strided["strides"] = ir::Attribute::of_ints({2, 2});
-  EXPECT_NE(chosen({1, 7, 7, 32}, 64, strided), "kiln_pointwise");
+  EXPECT_EQ(chosen({1, 56, 56, 64}, 128, strided), "kiln_pointwise");  // a downsampling shortcut
+  ir::Attributes padded = pointwise_attrs("");
+  padded["pads"] = ir::Attribute::of_ints({1, 1, 1, 1});
+  EXPECT_NE(chosen({1, 7, 7, 32}, 64, padded), "kiln_pointwise");
   ir::Attributes grouped = pointwise_attrs("");
   grouped["group"] = ir::Attribute::of_int(2);
   EXPECT_NE(chosen({1, 7, 7, 32}, 64, grouped, 2), "kiln_pointwise");
@@ -71,6 +74,43 @@ TEST(PointwiseConv, MatchesTheReference) {
           c.threads = threads;
           c.tol = 2e-4f;  // sums of up to 300 products in another order
           c.concurrent = s.k == 300 && residual && threads == 2;  // two callers of one kernel at once
+          check(c);
+        }
+}
+
+// A strided 1x1 conv (a ResNet's downsampling shortcut) reads the input pixels its outputs sit
+// on: strides 2x2 and 2x1 and 3x2 (odd input sizes: the last row and column are read), blocks and
+// pair mode, with a residual and a channel scale, one and two threads (pixels split, and
+// outputs split with wide weights).
+TEST(PointwiseConv, StridedReadsThePixelsItsOutputsSitOn) {
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
+  struct Shape {
+    int64_t h, w, k, n, sh, sw;
+  };
+  const Shape shapes[] = {{13, 11, 40, 48, 2, 2}, {9, 8, 150, 80, 2, 1}, {7, 7, 40, 20, 2, 2},
+                          {10, 9, 33, 70, 3, 2},  {6, 6, 520, 260, 2, 2}};
+  for (const Shape& s : shapes)
+    for (bool residual : {false, true})
+      for (bool scaled : {false, true})
+        for (int threads : {1, 2}) {
+          const int64_t oh = (s.h - 1) / s.sh + 1, ow = (s.w - 1) / s.sw + 1;
+          SCOPED_TRACE(std::to_string(s.h) + "x" + std::to_string(s.w) + " stride " + std::to_string(s.sh) + "x" +
+                       std::to_string(s.sw) + " " + std::to_string(s.k) + " -> " + std::to_string(s.n) +
+                       (residual ? " residual" : "") + (scaled ? " scaled" : "") + " threads " + std::to_string(threads));
+          ir::Attributes a = pointwise_attrs("Relu");
+          a["strides"] = ir::Attribute::of_ints({s.sh, s.sw});
+          Case c{"FusedConv", "kiln", {{2, s.h, s.w, s.k}, {s.n, s.k, 1, 1}, {s.n}}, {false, true, true},
+                 {{2, oh, ow, s.n}}, a};
+          c.in_dims.push_back({2, oh, ow, s.n});
+          c.constant.push_back(!residual);
+          if (!residual) c.unset_inputs = {3};
+          if (scaled) {
+            c.in_dims.push_back({2, 1, 1, s.k});
+            c.constant.push_back(false);
+          }
+          c.threads = threads;
+          c.tol = 3e-4f;
+          c.impl = scaled ? "kiln_pointwise_scaled" : "kiln_pointwise";
           check(c);
         }
 }

@@ -109,9 +109,10 @@ void PointwiseRows::rows(const float* x, int64_t m0, int64_t m1, float* y, const
 int64_t PointwiseRows::parts() const { return layout_.parts(); }
 
 void PointwiseRows::rows(const float* x, int64_t m0, int64_t m1, float* y, const float* z, const float* s,
-                         int64_t part0, int64_t part1) const {
+                         int64_t part0, int64_t part1, const kiln_kernels::PixelStride& stride) const {
   if (part1 <= part0) return;
-  layout_.rows(packed_.get(), bias_.data(), kernel_act(act_.kind), act_.a, act_.b, x, m0, m1, y, z, s, part0, part1);
+  layout_.rows(packed_.get(), bias_.data(), kernel_act(act_.kind), act_.a, act_.b, x, m0, m1, y, z, s, part0, part1,
+               stride);
   if (!activation_in_registers(act_)) {
     const int64_t n0 = layout_.first(part0), n1 = layout_.first(part1);
     for (int64_t m = m0; m < m1; ++m) apply_activation(act_, y + m * layout_.ldy() + n0, n1 - n0);
@@ -126,11 +127,14 @@ class PointwiseConvKernel : public Kernel {
   bool runs_in_team() const override { return true; }
   // `ldy` >= N: floats between output pixels (a channel slice of a wider tensor). Threads split
   // the outputs from `split_min_bytes` of weights.
+  // `stride`: output pixel m of an image reads its input pixel stride.input_pixel(m), of
+  // `in_pixels` per image (0: as many as it has outputs).
   PointwiseConvKernel(int64_t images, int64_t pixels, int64_t K, int64_t N, RowWeights w, const float* bias,
-                      ops::Activation act, int threads, int64_t ldy, const PointwiseChoice& c)
-      : images_(images), M_(pixels), K_(K), N_(N), ldy_(ldy), threads_(std::max(1, threads)),
-        gemm_(K, N, w, bias, act, ldy, c),
-        split_outputs_(c.split_outputs && gemm_.parts() >= 2 * threads_) {}
+                      ops::Activation act, int threads, int64_t ldy, const PointwiseChoice& c,
+                      const kiln_kernels::PixelStride& stride = {}, int64_t in_pixels = 0)
+      : images_(images), M_(pixels), IM_(in_pixels > 0 ? in_pixels : pixels), K_(K), N_(N), ldy_(ldy),
+        threads_(std::max(1, threads)), gemm_(K, N, w, bias, act, ldy, c),
+        split_outputs_(c.split_outputs && gemm_.parts() >= 2 * threads_), stride_(stride) {}
 
   // Threads split the pixels, or with at least kSplitOutputsMinWeightBytes of weights the
   // output blocks: each core then streams half of the weights from L3 instead of all of them
@@ -150,8 +154,8 @@ class PointwiseConvKernel : public Kernel {
       parallel_for(team, team, [&](int64_t p0, int64_t p1) {
         for (int64_t p = p0; p < p1; ++p)
           for (int64_t img = 0; img < images_; ++img)
-            gemm_.rows(x + img * M_ * K_, 0, M_, y + img * M_ * ldy_, z ? z + img * M_ * N_ : nullptr, scale_of(img),
-                       parts * p / team, parts * (p + 1) / team);
+            gemm_.rows(x + img * IM_ * K_, 0, M_, y + img * M_ * ldy_, z ? z + img * M_ * N_ : nullptr, scale_of(img),
+                       parts * p / team, parts * (p + 1) / team, stride_);
       });
       return;
     }
@@ -161,7 +165,8 @@ class PointwiseConvKernel : public Kernel {
         const int64_t r0 = rows * p / team, r1 = rows * (p + 1) / team;
         for (int64_t r = r0; r < r1;) {
           const int64_t img = r / M_, m0 = r % M_, m1 = std::min(M_, m0 + (r1 - r));
-          gemm_.rows(x + img * M_ * K_, m0, m1, y + img * M_ * ldy_, z ? z + img * M_ * N_ : nullptr, scale_of(img));
+          gemm_.rows(x + img * IM_ * K_, m0, m1, y + img * M_ * ldy_, z ? z + img * M_ * N_ : nullptr, scale_of(img),
+                     0, gemm_.parts(), stride_);
           r += m1 - m0;
         }
       }
@@ -169,10 +174,11 @@ class PointwiseConvKernel : public Kernel {
   }
 
  private:
-  int64_t images_, M_, K_, N_, ldy_;
+  int64_t images_, M_, IM_, K_, N_, ldy_;
   int threads_;
   PointwiseRows gemm_;
   bool split_outputs_;
+  kiln_kernels::PixelStride stride_;
 };
 
 }  // namespace
@@ -192,7 +198,7 @@ std::optional<std::pair<int64_t, int64_t>> pointwise_dims(const ir::Node& node) 
   return std::make_pair(wd[1], wd[0]);
 }
 
-std::optional<PointwiseConvShape> pointwise_conv_shape(const ir::Node& node) {
+std::optional<PointwiseConvShape> pointwise_conv_shape(const ir::Node& node, bool strided) {
   if (!has_avx512() || node.domain() != "kiln" || node.op_type() != "FusedConv") return std::nullopt;
   if (!node.attr_int("channels_last", 0) || node.attr_int("x_blocked", 0) || node.attr_int("y_blocked", 0) ||
       node.attr_int("z_blocked", 0))
@@ -210,33 +216,36 @@ std::optional<PointwiseConvShape> pointwise_conv_shape(const ir::Node& node) {
         sd[3] != xd[3])
       return std::nullopt;
   }
-  for (const char* a : {"strides", "dilations"})
-    for (int64_t v : node.attr_ints(a, {1, 1}))
-      if (v != 1) return std::nullopt;
+  for (int64_t v : node.attr_ints("dilations", {1, 1}))
+    if (v != 1) return std::nullopt;
+  const std::vector<int64_t> st = node.attr_ints("strides", {1, 1});
+  if (st.size() != 2 || st[0] < 1 || st[1] < 1 || (!strided && (st[0] != 1 || st[1] != 1))) return std::nullopt;
   for (int64_t p : node.attr_ints("pads", {0, 0, 0, 0}))
     if (p != 0) return std::nullopt;
   const std::optional<ops::AutoPad> ap = ops::auto_pad_of(node);
   if (!ap || ops::is_same_pad(*ap)) return std::nullopt;
   const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
   if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || wd[2] != 1 || wd[3] != 1) return std::nullopt;
-  const int64_t K = xd[3], N = wd[0], pixels = xd[1] * xd[2];
-  if (wd[1] != K || yd != std::vector<int64_t>{xd[0], xd[1], xd[2], N}) return std::nullopt;
+  // Unpadded 1x1: output row oh reads input row oh * stride.
+  const int64_t K = xd[3], N = wd[0], OH = (xd[1] - 1) / st[0] + 1, OW = (xd[2] - 1) / st[1] + 1, pixels = OH * OW;
+  if (wd[1] != K || yd != std::vector<int64_t>{xd[0], OH, OW, N}) return std::nullopt;
   if (K < 1 || N < 1 || pixels < 1) return std::nullopt;
   if (b && b->type.static_dims() != std::vector<int64_t>{N}) return std::nullopt;
   const std::optional<ops::Activation> act = epilogue_of(node);
   if (!act) return std::nullopt;
-  return PointwiseConvShape{xd[0], pixels, K, N, *act};
+  return PointwiseConvShape{xd[0], pixels, K, N, *act, kiln_kernels::PixelStride{st[0], st[1], xd[2], OW},
+                            xd[1] * xd[2]};
 }
 
 std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, int64_t out_channels_total,
                                             int64_t max_pixels, const PointwiseChoice* choice) {
-  const std::optional<PointwiseConvShape> s = pointwise_conv_shape(node);
+  const std::optional<PointwiseConvShape> s = pointwise_conv_shape(node, /*strided=*/true);
   if (!s || s->pixels > max_pixels || (out_channels_total > 0 && out_channels_total < s->N)) return nullptr;
   const ir::Value* b = node.num_inputs() > 2 ? node.input(2) : nullptr;
   return std::make_unique<PointwiseConvKernel>(
       s->images, s->pixels, s->K, s->N, node.input(1)->constant().data<float>(), b ? b->constant().data<float>() : nullptr,
       s->act, threads, out_channels_total > 0 ? out_channels_total : s->N,
-      choice ? *choice : pointwise_rule(s->K, s->N, threads, kSplitOutputsMinWeightBytes));
+      choice ? *choice : pointwise_rule(s->K, s->N, threads, kSplitOutputsMinWeightBytes), s->stride, s->in_pixels);
 }
 
 void add_pointwise_conv_kernels(std::vector<KernelFactory>& table) {

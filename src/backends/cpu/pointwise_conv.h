@@ -80,9 +80,10 @@ class PointwiseRows {
   // y's ldy, z's (the residual, or nullptr) N; `s` (or nullptr) scales input channel k by s[k].
   void rows(const float* x, int64_t m0, int64_t m1, float* y, const float* z, const float* s) const;
   // The same for the outputs of parts [part0, part1) only (of parts(): blocks of up to 64
-  // outputs; one part in pair mode), so that threads can split the outputs.
+  // outputs; one part in pair mode), so that threads can split the outputs; with `stride`,
+  // output pixel m reads input pixel stride.input_pixel(m) of x.
   void rows(const float* x, int64_t m0, int64_t m1, float* y, const float* z, const float* s, int64_t part0,
-            int64_t part1) const;
+            int64_t part1, const kiln_kernels::PixelStride& stride = {}) const;
   int64_t parts() const;
 
   int64_t K() const { return layout_.K(); }
@@ -111,14 +112,16 @@ constexpr int64_t kRowsSplitMinWeightBytes = std::numeric_limits<int64_t>::max()
 // for its half of the rows costs more than reading the rows it did not write.
 bool matmul_rows_split_outputs(int64_t rows, int64_t K, int64_t N, int threads);
 
-// A channels-last 1x1 stride-1 FusedConv kiln's 1x1 kernel takes (group 1, plain layout,
-// constant weights, an epilogue it applies; needs AVX-512): its images, pixels per image, K, N
-// and activation, or nullopt.
+// A channels-last 1x1 FusedConv kiln's 1x1 kernel takes (group 1, plain layout, constant
+// weights, an epilogue it applies, no padding or dilation; needs AVX-512): its images, output
+// pixels per image, K, N, activation and stride, or nullopt. Stride 1 only unless `strided`.
 struct PointwiseConvShape {
   int64_t images, pixels, K, N;
   ops::Activation act;
+  kiln_kernels::PixelStride stride;  // unit, or the conv's strides over an in_w-wide image
+  int64_t in_pixels;                 // input pixels per image
 };
-std::optional<PointwiseConvShape> pointwise_conv_shape(const ir::Node& node);
+std::optional<PointwiseConvShape> pointwise_conv_shape(const ir::Node& node, bool strided = false);
 
 // The kernel for a channels-last 1x1 stride-1 FusedConv (group 1, no channel scale) of at most
 // `max_pixels` pixels per image, or nullptr (also without AVX-512); `out_channels_total` > 0
