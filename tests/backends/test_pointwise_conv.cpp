@@ -142,15 +142,17 @@ TEST(PointwiseConv, ChannelScale) {
         }
 }
 
-// With 512 KiB of weights or more, two threads split the output blocks instead of the pixels
-// (each running every pixel): 520 -> 260 (five blocks, the last one partial) with each kind of
+// With 512 KiB of weights or more, two threads split the output blocks instead of the pixels:
+// 520 -> 260 (five blocks, the last one partial; each thread two and a half, the middle block's
+// rows shared, across an image's edge with three images of 3x3) with each kind of
 // activation (Sigmoid after the blocks, on each thread's outputs only), a residual, a channel
 // scale, and as a channel slice of a wider output (kiln.ConvConcat). One image of 3x3 pixels
 // has fewer outputs than an elementwise op splits (kParallelMinElements) but 1.2M multiply-adds:
 // it is split as well (product_team).
 TEST(PointwiseConv, SplitsOutputsWithWideWeights) {
   if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
-  for (const std::vector<int64_t>& image : {std::vector<int64_t>{2, 3, 5}, std::vector<int64_t>{1, 3, 3}}) {
+  for (const std::vector<int64_t>& image :
+       {std::vector<int64_t>{2, 3, 5}, std::vector<int64_t>{1, 3, 3}, std::vector<int64_t>{3, 3, 3}}) {
     for (const char* act : {"", "Relu", "SiLU", "Sigmoid"})
       for (bool residual : {false, true}) {
         SCOPED_TRACE(std::string(act) + (residual ? " residual" : "") + " " + std::to_string(image[1]) + "x" +
