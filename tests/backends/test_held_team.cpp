@@ -198,6 +198,10 @@ TEST(HeldTeam, PersistentTeamHasOneHolderAtATime) {
 // tens of milliseconds for them.
 TEST(HeldTeam, PersistentTeamOnOneCoreTakesTurns) {
   if (omp_get_num_procs() < 2) GTEST_SKIP() << "no team is held on one core";
+  // hold_team counts the cores once, on its first call, as the calling thread may use them: make
+  // that call here, not from the thread pinned below (which would count one core, hold no team
+  // and time OpenMP regions instead).
+  hold_team(1, [] {});
   std::chrono::duration<double> took{};
   std::atomic<int> wrong{0};
   std::thread pinned([&] {
