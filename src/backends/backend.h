@@ -33,6 +33,14 @@ class Kernel {
   // (Backend::hold_team). A kernel that runs a multithreaded oneDNN primitive itself must not:
   // inside the held team the primitive would run on one thread.
   virtual bool runs_in_team() const { return false; }
+  // Whether run() may be handed an output that shares input `input`'s storage (the plan writes
+  // the output over an input that dies at this node: lower::LowerOptions::writes_over): the
+  // kernel reads each element of that input only for the output element at the same place,
+  // and before writing it.
+  virtual bool writes_over(int input) const {
+    (void)input;
+    return false;
+  }
   // The spec this kernel was built from (Backend::instantiate sets it): every choice it runs by.
   const plan::KernelSpec& spec() const { return spec_; }
   void set_spec(plan::KernelSpec s) { spec_ = std::move(s); }

@@ -67,13 +67,16 @@ __attribute__((target("avx512f"), always_inline)) inline void store_out(float* p
 template <int NV>
 constexpr int kRows = NV == 4 ? 6 : NV == 3 ? 8 : NV == 2 ? 12 : 14;
 
-// The inputs' channels are taken at most this many at a time for 64 outputs, so that a block's
-// weights for them stay in L1 across all tiles of pixels. One thread takes 64 (16 KiB of a
-// block's weights, leaving room in a 48 KiB L1 for the tiles' inputs); a team keeps 128, which
-// measured faster than 64 at 2 threads (paired, on the shared models; the numbers are in
-// bench/results/history-code-comments.md).
+// The inputs' channels are taken in ranges of at most kMaxRangeDepth for 64 outputs (a thread's
+// scaled_range buffer holds one), so that a block's weights for a range stay in L1 across all
+// tiles of pixels. The depth for a core with `l1d_bytes` of L1 data cache: the deepest multiple
+// of 16 whose 64 outputs' weights (256 bytes a channel) fill at most two thirds of it, the rest
+// left to the tiles' input rows; 32 at least. Deeper ranges reload and store fewer partial sums
+// (128 on a 48 KiB L1; 80 on 32 KiB).
 constexpr int64_t kMaxRangeDepth = 128;
-inline int64_t range_depth(int threads) { return threads > 1 ? kMaxRangeDepth : 64; }
+inline int64_t range_depth(int64_t l1d_bytes) {
+  return std::clamp<int64_t>(l1d_bytes * 2 / 3 / 256 / 16 * 16, 32, kMaxRangeDepth);
+}
 
 inline int64_t round16_(int64_t n) { return (n + 15) / 16 * 16; }
 // PointwiseRows::parts() for K x N with or without pair mode.
@@ -122,6 +125,16 @@ __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) acc[r][v] = b;
       }
+      // The residual joins with the bias, before any partial sum is stored: Y may be Z's own
+      // buffer (the plan writes a conv's output over a residual that dies there).
+      if (e.z) {
+        const float* z = e.z + m * e.N + n0;
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v)
+            acc[r][v] = _mm512_add_ps(acc[r][v], load_out<NV>(z + r * e.N + 16 * v, v, tail));
+      }
     } else {
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r)
@@ -142,14 +155,6 @@ __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x
     }
     for (; k < kc; ++k) tile_step<R, NV>(acc, xk, wk, K, k);
     if (last_range) {
-      if (e.z) {
-        const float* z = e.z + m * e.N + n0;
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-          for (int v = 0; v < NV; ++v)
-            acc[r][v] = _mm512_add_ps(acc[r][v], load_out<NV>(z + r * e.N + 16 * v, v, tail));
-      }
       if (e.act != Act::None) {
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r)

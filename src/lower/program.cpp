@@ -43,9 +43,9 @@ int64_t static_bytes(const ir::TensorType& t) {
   return *n * static_cast<int64_t>(dtype_size(t.dtype));
 }
 
-// Elementwise ops whose output may overwrite input k: same dtype and element count, and the
-// kernel reads element i before writing element i.
-bool can_overwrite(const ir::Node& n, int k) {
+}  // namespace
+
+bool elementwise_overwrites(const ir::Node& n, int k) {
   const ops::OpDef* def = ops::Registry::instance().find(n.domain(), n.op_type());
   if (!def || n.num_outputs() != 1 || !n.output(0)) return false;
   if (def->pattern != ops::PatternKind::ElemWise && def->pattern != ops::PatternKind::Broadcast) return false;
@@ -57,8 +57,6 @@ bool can_overwrite(const ir::Node& n, int k) {
   if (!in->type.is_static() || !out->type.is_static()) return false;
   return in->type.static_dims() == out->type.static_dims();
 }
-
-}  // namespace
 
 Program lower(const ir::Graph& g, const LowerOptions& opts) {
   Program p;
@@ -119,9 +117,9 @@ Program lower(const ir::Graph& g, const LowerOptions& opts) {
         } else if (opts.in_place && !has_subgraph) {
           for (int i = 0; i < n->num_inputs(); ++i) {
             int src = ins.inputs[i];
-            if (src < 0 || !can_overwrite(*n, i)) continue;
+            if (src < 0 || !(elementwise_overwrites(*n, i) || (opts.writes_over && opts.writes_over(*n, i)))) continue;
             int r = p.root(src);
-            if (p.buffers[r].kind != BufferKind::Intermediate) continue;
+            if (p.buffers[r].kind != BufferKind::Intermediate || p.buffers[r].bytes < b.bytes) continue;
             // The input must die here: this is its last use and nothing else aliases it live.
             const ir::Value* iv = n->input(i);
             if (remaining[iv] != 1) continue;

@@ -6,6 +6,7 @@
 //   instrs:   Conv(b0,b1) -> b2 ; Reshape(b2) -> b3 ; Relu(b3) -> b4
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,7 +34,7 @@ struct Buffer {
   BufferKind kind = BufferKind::Intermediate;
   int64_t bytes = 0;   // static size (Intermediate/Output); -1 when unknown
   int alias_of = -1;   // storage shared with this buffer (a view or an in-place result)
-  bool in_place = false;  // alias made by an in-place elementwise op (not a view)
+  bool in_place = false;  // alias made by an op writing over a dying input (not a view)
 };
 
 struct Instruction {
@@ -53,9 +54,17 @@ struct Program {
 
 struct LowerOptions {
   bool in_place = true;  // let elementwise ops reuse a dying input's buffer
+  // Whether node n's kernel may write its output over its input k (Kernel::writes_over): the
+  // plan then gives that output the input's storage where the input dies at n. Unset: only
+  // elementwise ops do.
+  std::function<bool(const ir::Node& n, int k)> writes_over;
   // Values the caller wants back besides the graph outputs: own allocations, never reused.
   std::vector<const ir::Value*> keep;
 };
+
+// Whether elementwise op n's output may overwrite its input k: same dtype and element count,
+// and every kernel of the op reads element i before writing element i.
+bool elementwise_overwrites(const ir::Node& n, int k);
 
 // Lowers a graph whose types are inferred (static where the plan should place buffers).
 Program lower(const ir::Graph& g, const LowerOptions& opts = {});

@@ -236,6 +236,14 @@ std::string check_plan(const lower::Program& p, const MemoryPlan& m) {
     if (pl.offset < 0 || pl.offset + pl.size > m.arena_bytes)
       return "buffer " + std::to_string(pl.buffer) + " lies outside the arena";
   }
+  // A view or an in-place result lives in its root's storage: it must fit there.
+  for (const lower::Buffer& b : p.buffers) {
+    if (b.alias_of < 0) continue;
+    const lower::Buffer& r = p.buffers[p.root(b.id)];
+    if (r.kind == lower::BufferKind::Intermediate && b.bytes > r.bytes)
+      return "buffer " + std::to_string(b.id) + " (" + std::to_string(b.bytes) + " bytes) lives in buffer " +
+             std::to_string(r.id) + ", which holds " + std::to_string(r.bytes);
+  }
   // Recompute live ranges independently of the stored ones.
   std::map<int, const Placement*> by_buffer;
   for (const Placement& pl : m.placements) by_buffer[pl.buffer] = &pl;

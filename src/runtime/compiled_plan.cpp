@@ -6,6 +6,7 @@
 #include <kiln/limits.h>
 
 #include <limits>
+#include <unordered_map>
 
 #include "backends/kernel_selection.h"
 #include "ir/clone.h"
@@ -109,21 +110,31 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     if (!v) throw Error("keep: the model has no value named '" + name + "'");
     lo.keep.push_back(v);
   }
+  // Kernels are chosen before the buffers are laid out: a kernel that may write its output over
+  // a dying input (Kernel::writes_over) lets the plan give the output that input's storage.
+  std::unordered_map<const ir::Node*, backends::SelectedKernel> selected;
+  if (backend)
+    for (const ir::Node* n : sg.nodes()) {
+      if (!all_static(*n)) continue;
+      backends::SelectedKernel k = backends::select_kernel(*backend, *n, backend->threads());
+      if (k.kernel) selected.emplace(n, std::move(k));
+    }
+  lo.writes_over = [&selected](const ir::Node& n, int k) {
+    const auto it = selected.find(&n);
+    return it != selected.end() && it->second.kernel->writes_over(k);
+  };
   cp->program = lower::lower(sg, lo);
   cp->team_choices = std::make_unique<backends::TeamChoice[]>(cp->program.instructions.size());
   std::vector<plan::KernelSpec> specs(cp->program.instructions.size());
-  if (backend)
-    for (size_t i = 0; i < specs.size(); ++i) {
-      lower::Instruction& ins = cp->program.instructions[i];
-      if (!all_static(*ins.node)) continue;
-      backends::SelectedKernel k = backends::select_kernel(*backend, *ins.node, backend->threads());
-      if (k.kernel) {
-        ins.kernel = std::move(k.kernel);
-        ins.backend = k.spec.str();
-        specs[i] = std::move(k.spec);
-        ++cp->kernel_choices;
-      }
-    }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    lower::Instruction& ins = cp->program.instructions[i];
+    const auto it = selected.find(ins.node);
+    if (it == selected.end()) continue;
+    ins.kernel = std::move(it->second.kernel);
+    ins.backend = it->second.spec.str();
+    specs[i] = std::move(it->second.spec);
+    ++cp->kernel_choices;
+  }
   cp->memory = plan::plan_memory(cp->program);
   cp->plan = plan::make_executable_plan(cp->program, cp->memory, specs, backend ? backend->name() : "reference",
                                         backend ? backend->threads() : 1,

@@ -73,6 +73,15 @@ std::unique_ptr<CompiledPlan> load_compiled_plan(std::unique_ptr<ir::Graph> lowe
       if (!k)
         throw Error(ins.node->describe() + ": the " + backend->name() + " backend cannot build the plan's kernel " +
                     spec.str());
+      // An output the plan writes over an input must be one this kernel can write there.
+      for (int out : ins.outputs) {
+        if (out < 0 || !cp->program.buffers[out].in_place) continue;
+        for (size_t j = 0; j < ins.inputs.size(); ++j)
+          if (ins.inputs[j] == cp->program.buffers[out].alias_of && !lower::elementwise_overwrites(*ins.node, static_cast<int>(j)) &&
+              !k->writes_over(static_cast<int>(j)))
+            throw Error(ins.node->describe() + ": the plan writes its output over input " + std::to_string(j) +
+                        ", which its kernel " + spec.str() + " cannot do");
+      }
       ins.kernel = std::move(k);
       ins.backend = spec.str();
     }

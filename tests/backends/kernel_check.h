@@ -30,6 +30,9 @@ struct Case {
   bool concurrent = false;
   // Also run with output 0 written over input 0 (elementwise ops the planner runs in place).
   bool in_place = false;
+  // Also run with output 0 written over input `written_over` (a residual the plan lets a conv
+  // overwrite), which the kernel must then accept (Kernel::writes_over); -1: not.
+  int written_over = -1;
   // Optional inputs left out (the node gets no value there, the kernel a null tensor).
   std::vector<size_t> unset_inputs = {};
   // Kernel implementations the backend may not use (the next one that takes the node runs).
@@ -115,6 +118,14 @@ inline bool check(const Case& c, bool expect_kernel = true) {
     in[0] = &x;
     kernel->run(in, {&x});
     compare({x});
+  }
+  if (c.written_over >= 0) {
+    EXPECT_TRUE(kernel->writes_over(c.written_over)) << c.op << " input " << c.written_over;
+    Tensor z = data[static_cast<size_t>(c.written_over)].clone();
+    std::vector<const Tensor*> in = ptrs;
+    in[static_cast<size_t>(c.written_over)] = &z;
+    kernel->run(in, {&z});
+    compare({z});
   }
   return true;
 }

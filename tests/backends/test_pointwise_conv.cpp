@@ -5,6 +5,7 @@
 #include "kernel_check.h"
 
 #include "backends/cpu/simd.h"
+#include "kernels/pointwise_rows.h"
 
 namespace kiln {
 namespace {
@@ -70,6 +71,7 @@ TEST(PointwiseConv, MatchesTheReference) {
           if (residual) {
             c.in_dims.push_back({2, s.h, s.w, s.n});
             c.constant.push_back(false);
+            c.written_over = 3;  // and with the output over the residual, across ranges of inputs
           }
           c.threads = threads;
           c.tol = 2e-4f;  // sums of up to 300 products in another order
@@ -104,6 +106,7 @@ TEST(PointwiseConv, StridedReadsThePixelsItsOutputsSitOn) {
           c.in_dims.push_back({2, oh, ow, s.n});
           c.constant.push_back(!residual);
           if (!residual) c.unset_inputs = {3};
+          else c.written_over = 3;
           if (scaled) {
             c.in_dims.push_back({2, 1, 1, s.k});
             c.constant.push_back(false);
@@ -138,6 +141,7 @@ TEST(PointwiseConv, ChannelScale) {
           c.threads = threads;
           c.tol = 2e-4f;
           if (!residual) c.unset_inputs = {3};
+          else c.written_over = 3;
           check(c);
         }
 }
@@ -165,6 +169,7 @@ TEST(PointwiseConv, SplitsOutputsWithWideWeights) {
         if (residual) {
           c.in_dims.push_back(y_dims);
           c.constant.push_back(false);
+          c.written_over = 3;
         }
         c.threads = 2;
         c.tol = 3e-4f;
@@ -177,6 +182,15 @@ TEST(PointwiseConv, SplitsOutputsWithWideWeights) {
   scaled.threads = 2;
   scaled.tol = 3e-4f;
   check(scaled);
+}
+
+// A range's weights for 64 outputs fill at most two thirds of the core's L1 data cache.
+TEST(PointwiseConv, RangeDepthFollowsTheL1) {
+  namespace pk = kiln_kernels::pointwise_detail;
+  EXPECT_EQ(pk::range_depth(48 << 10), 128);  // 32 KiB of weights
+  EXPECT_EQ(pk::range_depth(32 << 10), 80);   // 20 KiB
+  EXPECT_EQ(pk::range_depth(16 << 10), 32);   // no shallower
+  EXPECT_EQ(pk::range_depth(1 << 20), pk::kMaxRangeDepth);  // no deeper than a thread's scaled range
 }
 
 TEST(PointwiseConv, NoBias) {

@@ -1,17 +1,22 @@
 #include <gtest/gtest.h>
+#include <kiln/error.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
 #include "backends/backend.h"
+#include "backends/cpu/simd.h"
 #include "frontend/onnx/importer.h"
 #include "lower/program.h"
 #include "ops/core/infer_graph.h"
 #include "passes/pipelines.h"
 #include "plan/memory_plan.h"
 #include "runtime/compiled_plan.h"
+#include "runtime/plan_loader.h"
+#include "runtime/program_executor.h"
 
 namespace kiln::testing {
 
@@ -59,6 +64,99 @@ TEST(MemoryPlan, InPlaceChainNeedsOneBuffer) {
   plan::MemoryPlan m = plan::plan_memory(p);
   EXPECT_EQ(plan::check_plan(p, m), "");
   EXPECT_EQ(m.arena_bytes, 4096);
+}
+
+namespace {
+// r = Relu(x); c = FusedConv(x, W, B, Z = r), a channels-last 1x1 conv 64 -> 64 with r as its
+// residual; y = c + x, or (`reused`) y = Relu(c) + r, r read after the conv.
+std::unique_ptr<ir::Graph> residual_conv(bool reused) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets[""] = 17;
+  g->opsets["kiln"] = 1;
+  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {1, 7, 7, 64}));
+  Tensor w(DType::Float, {64, 64, 1, 1}), b(DType::Float, {64});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = static_cast<float>(i % 13) * 0.01f - 0.06f;
+  for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] = static_cast<float>(i % 5) * 0.1f;
+  ir::Value *r = g->add_value("r"), *c = g->add_value("c"), *y = g->add_value("y");
+  g->add_node("Relu", {x}, {r});
+  g->add_node("FusedConv", {x, g->add_constant("w", w), g->add_constant("b", b), r}, {c},
+              {{"channels_last", ir::Attribute::of_int(1)}}, "conv", "kiln");
+  if (reused) {
+    ir::Value* a = g->add_value("a");
+    g->add_node("Relu", {c}, {a});
+    g->add_node("Add", {a, r}, {y});
+  } else {
+    g->add_node("Add", {c, x}, {y});
+  }
+  g->add_output(y);
+  ops::ShapeInference().run(*g);
+  return g;
+}
+}  // namespace
+
+// A conv whose kernel may write its output over its residual (kiln's 1x1 kernel) gets the
+// residual's storage where the residual dies there, not where it is read later, and not on the
+// reference kernels; the results are the reference plan's.
+TEST(MemoryPlan, ConvWritesOverADyingResidual) {
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln's 1x1 kernel needs AVX-512";
+  Tensor x(DType::Float, {1, 7, 7, 64});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 17) * 0.1f - 0.8f;
+  for (bool reused : {false, true}) {
+    SCOPED_TRACE(reused ? "residual read after the conv" : "residual dies at the conv");
+    auto g = residual_conv(reused);
+    auto backend = backends::make_cpu_backend(1);
+    for (const backends::Backend* be : {static_cast<const backends::Backend*>(backend.get()),
+                                        static_cast<const backends::Backend*>(nullptr)}) {
+      auto cp = runtime::compile(*g, {{1, 7, 7, 64}}, {}, be);
+      EXPECT_EQ(plan::check_plan(cp->program, cp->memory), "");
+      const lower::Instruction* conv = nullptr;
+      for (const lower::Instruction& ins : cp->program.instructions)
+        if (ins.node->op_type() == "FusedConv") conv = &ins;
+      ASSERT_NE(conv, nullptr);
+      const lower::Buffer& out = cp->program.buffers[conv->outputs[0]];
+      const bool over = out.in_place && out.alias_of == conv->inputs[3];
+      EXPECT_EQ(over, be && !reused) << conv->backend;
+      if (be) EXPECT_NE(conv->backend.find("kiln_pointwise"), std::string::npos) << conv->backend;
+      runtime::Arena arena(cp->memory.arena_bytes);
+      const std::vector<Tensor> got = runtime::execute(cp->program, cp->memory, arena, {x}, nullptr, be);
+      auto ref = runtime::compile(*g, {{1, 7, 7, 64}});
+      runtime::Arena ref_arena(ref->memory.arena_bytes);
+      const std::vector<Tensor> want = runtime::execute(ref->program, ref->memory, ref_arena, {x});
+      ASSERT_EQ(got.size(), 1u);
+      ASSERT_EQ(got[0].numel(), want[0].numel());
+      for (int64_t i = 0; i < want[0].numel(); ++i)
+        ASSERT_NEAR(got[0].data<float>()[i], want[0].data<float>()[i], 1e-4f * std::max(1.f, std::fabs(want[0].data<float>()[i]))) << i;
+    }
+  }
+}
+
+// A plan (a .kiln file's, edited) that writes a conv's output over its residual but gives the
+// conv a kernel that cannot do that (oneDNN's) is refused when loaded, naming the node; one
+// whose in-place result is larger than the buffer it lives in fails the memory plan's check.
+TEST(MemoryPlan, APlanWritingOverAnInputItsKernelCannotIsRefused) {
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln's 1x1 kernel needs AVX-512";
+  auto g = residual_conv(false);
+  auto backend = backends::make_cpu_backend(1);
+  auto cp = runtime::compile(*g, {{1, 7, 7, 64}}, {}, backend.get());
+  size_t conv = 0;
+  while (cp->program.instructions[conv].node->op_type() != "FusedConv") ++conv;
+  const lower::Buffer& out = cp->program.buffers[cp->program.instructions[conv].outputs[0]];
+  ASSERT_TRUE(out.in_place);
+  plan::ExecutablePlan e = cp->plan;
+  bool swapped = false;
+  for (const auto& c : backend->candidates(*cp->program.instructions[conv].node))
+    if (c.spec.impl == "onednn") e.instructions[conv].spec = c.spec, swapped = true;
+  ASSERT_TRUE(swapped);
+  try {
+    runtime::load_compiled_plan(std::move(cp->graph), e, backend.get());
+    ADD_FAILURE() << "loaded a plan that writes oneDNN's conv output over its residual";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("cannot do"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("conv"), std::string::npos) << err.what();
+  }
+  lower::Program p = cp->program;
+  p.buffers[out.id].bytes = p.buffers[out.alias_of].bytes * 2;
+  EXPECT_NE(plan::check_plan(p, cp->memory).find("lives in buffer"), std::string::npos);
 }
 
 TEST(MemoryPlan, CheckerCatchesOverlap) {

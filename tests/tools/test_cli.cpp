@@ -83,6 +83,7 @@ TEST(Cli, MachineJsonHasTheCoresAndTheRoundTrip) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const nlohmann::json j = nlohmann::json::parse(r.output);
   EXPECT_GE(j.at("cores").get<int>(), 1);
+  EXPECT_GT(j.at("l1d_bytes").get<int64_t>(), 0);
   EXPECT_GT(j.at("l2_bytes").get<int64_t>(), 0);
   if (j.at("cores").get<int>() > 1) {
     EXPECT_GT(j.at("core_round_trip_ns").get<double>(), 0.0);

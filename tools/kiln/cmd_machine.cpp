@@ -25,15 +25,16 @@ void add_machine_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->callback([json, trips, &exit_code] {
     const int cores = omp_get_num_procs();
-    const int64_t l2 = backends::cpu::l2_cache_bytes();
+    const int64_t l1 = backends::cpu::l1d_cache_bytes(), l2 = backends::cpu::l2_cache_bytes();
     const std::optional<double> trip = backends::cpu::core_round_trip_ns(*trips);
     if (*json) {
-      nlohmann::json j = {{"cores", cores}, {"l2_bytes", l2}, {"version", version_text()}};
+      nlohmann::json j = {{"cores", cores}, {"l1d_bytes", l1}, {"l2_bytes", l2}, {"version", version_text()}};
       j["core_round_trip_ns"] = trip ? nlohmann::json(*trip) : nlohmann::json(nullptr);
       std::cout << j.dump() << "\n";
     } else {
       std::printf("kiln:            %s\n", version_text().c_str());
       std::printf("cores:           %d\n", cores);
+      std::printf("L1d per core:    %lld KiB\n", static_cast<long long>(l1 >> 10));
       std::printf("L2 per core:     %lld KiB\n", static_cast<long long>(l2 >> 10));
       if (trip) std::printf("core round trip: %.0f ns (a cache line between the first two cores and back)\n", *trip);
       else std::printf("core round trip: n/a (one core)\n");

@@ -21,6 +21,7 @@
 #include "backends/cpu/activation_apply.h"
 #include "backends/cpu/aligned_floats.h"
 #include "backends/cpu/avx512_activation.h"
+#include "backends/cpu/cache_size.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
@@ -38,7 +39,7 @@ namespace pk = kiln_kernels::pointwise_detail;
 
 PointwiseChoice pointwise_rule(int64_t K, int64_t N, int threads, int64_t split_min_bytes) {
   PointwiseChoice c;
-  c.depth = pk::range_depth(threads);
+  c.depth = pk::range_depth(l1d_cache_bytes());
   c.pair = pk::pair_allowed(K, N);
   c.split_outputs = K * N * 4 >= split_min_bytes && pk::parts_of(N, c.pair) >= 2 * std::max(1, threads);
   return c;
@@ -81,7 +82,7 @@ std::optional<PointwiseChoice> pointwise_choice_of(const plan::KernelSpec& s, in
   c.depth = s.get_int("depth");
   c.pair = s.get_int("pair") != 0;
   c.split_outputs = s.get_string("split") == "outputs";
-  if (c.depth < 16 || c.depth > 1024 || c.depth % 16 != 0) return std::nullopt;
+  if (c.depth < 16 || c.depth > pk::kMaxRangeDepth || c.depth % 16 != 0) return std::nullopt;
   if (s.get_int("pair") != 0 && s.get_int("pair") != 1) return std::nullopt;
   if (c.pair && !pk::pair_allowed(K, N)) return std::nullopt;
   if (s.get_string("split") != "outputs" && s.get_string("split") != "pixels") return std::nullopt;
@@ -125,6 +126,8 @@ namespace {
 class PointwiseConvKernel : public Kernel {
  public:
   bool runs_in_team() const override { return true; }
+  // The residual Z (rows N apart) is read tile by tile just before the tile's first store.
+  bool writes_over(int input) const override { return input == 3 && ldy_ == N_; }
   // `ldy` >= N: floats between output pixels (a channel slice of a wider tensor). Threads split
   // the outputs from `split_min_bytes` of weights.
   // `stride`: output pixel m of an image reads its input pixel stride.input_pixel(m), of

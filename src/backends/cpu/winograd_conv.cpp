@@ -368,6 +368,8 @@ int rule_tile(int64_t OH, int64_t OW) { return std::min(OH, OW) >= 20 ? 4 : 2; }
 class WinogradKernel : public Kernel {
  public:
   bool runs_in_team() const override { return true; }
+  // The output transform reads each residual element just before it stores that output.
+  bool writes_over(int input) const override { return input == 3 && ldc_ == conv_.shape().OC; }
   WinogradKernel(WinogradConv conv, int64_t images, int64_t ldc) : conv_(std::move(conv)), images_(images), ldc_(ldc) {}
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
     const WinogradShape& s = conv_.shape();

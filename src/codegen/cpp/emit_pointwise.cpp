@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "backends/cpu/cache_size.h"
 #include "codegen/cpp/code_text.h"
 #include "kernels/pointwise_rows.h"
 
@@ -12,15 +13,15 @@ PointwiseCall pointwise_call(EmitContext& ctx, const ir::Node& n, int64_t K, int
   namespace pd = kiln_kernels::pointwise_detail;
   const plan::KernelSpec& spec = ctx.step.instruction->spec;
   // The plan's choice where it ran this node on the kernel (its "depth", "pair", "split"),
-  // else the kernel's defaults for the plan's team.
-  int64_t depth = pd::range_depth(spec.threads);
+  // else the kernel's defaults for this machine's L1.
+  int64_t depth = pd::range_depth(backends::cpu::l1d_cache_bytes());
   bool pair = pd::pair_allowed(K, N), split = false;
   if (&n == &ctx.node && spec.params.count("depth") && spec.params.count("pair") && spec.params.count("split")) {
     depth = spec.get_int("depth");
     pair = spec.get_int("pair") != 0 && pd::pair_allowed(K, N);
     split = spec.get_string("split") == "outputs";
   }
-  if (depth < 16 || depth > 1024 || depth % 16) throw ctx.unsupported("the plan's pointwise depth " + i64(depth) + " is out of range");
+  if (depth < 16 || depth > pd::kMaxRangeDepth || depth % 16) throw ctx.unsupported("the plan's pointwise depth " + i64(depth) + " is out of range");
   const kiln_kernels::PointwiseLayout layout(K, N, pair, depth, N);
   std::vector<float> scaled;
   if (alpha != 1.f) {
