@@ -104,13 +104,13 @@ __attribute__((target("avx512f"), always_inline)) inline void tile_step(__m512 (
 // y[R rows][NV * 16 outputs from n0] (+)= x[R rows][k0, k0 + kc) * wk (y's rows `N` floats
 // apart: a channel slice of a wider tensor in a kiln.ConvConcat), wk being the range's weights
 // [kc][NV * 16] (rows k0 on of the block's), for `count` tiles of R rows one after another. The first range
-// of k starts from the bias, the others from the partial sums in y; the last applies the
-// residual and the activation. One function per shape (noinline) keeps the k loop's registers
-// to itself, and a run of tiles per call spreads its set-up, which a short k loop (few input
-// channels) cannot hide.
+// of k starts from the bias (and the residual, where there are others), the others from the
+// partial sums in y; the last applies the activation (after a one-range tile's residual). y is not __restrict: it may be the residual's own storage. One
+// function per shape (noinline) keeps the k loop's registers to itself, and a run of tiles per
+// call spreads its set-up, which a short k loop (few input channels) cannot hide.
 template <int R, int NV>
 __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x, int64_t K, int64_t k0, int64_t kc,
-                                                      const float* __restrict wk, float* __restrict y, int64_t N,
+                                                      const float* __restrict wk, float* y, int64_t N,
                                                       int64_t n0, const Epilogue& e, int64_t m, int64_t count,
                                                       const char* pf, int64_t pf_per_tile, int64_t pf_left,
                                                       __mmask16 tail) {
@@ -125,9 +125,10 @@ __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) acc[r][v] = b;
       }
-      // The residual joins with the bias, before any partial sum is stored: Y may be Z's own
-      // buffer (the plan writes a conv's output over a residual that dies there).
-      if (e.z) {
+      // Over several ranges the residual joins with the bias, before any partial sum is stored:
+      // Y may be Z's own buffer (the plan writes a conv's output over a residual that dies
+      // there). In one range it is added after the loop, whose FMAs then do not wait for it.
+      if (e.z && !last_range) {
         const float* z = e.z + m * e.N + n0;
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r)
@@ -155,6 +156,14 @@ __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x
     }
     for (; k < kc; ++k) tile_step<R, NV>(acc, xk, wk, K, k);
     if (last_range) {
+      if (e.z && k0 == 0) {
+        const float* z = e.z + m * e.N + n0;
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v)
+            acc[r][v] = _mm512_add_ps(acc[r][v], load_out<NV>(z + r * e.N + 16 * v, v, tail));
+      }
       if (e.act != Act::None) {
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r)
@@ -325,7 +334,7 @@ __attribute__((target("avx512f"), always_inline)) inline void pair_step(__m512 (
 // `count` pair tiles of R pixels from pixel m, one after another (a run per call, as tile()).
 template <int R, int NVP, bool Scaled>
 __attribute__((target("avx512f"), noinline)) void pair_tile(const float* __restrict x, int64_t K,
-                                                           const float* __restrict w, float* __restrict y,
+                                                           const float* __restrict w, float* y,
                                                            int64_t ldy, const Epilogue& e, int64_t m, int64_t count) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512 lo = activation_lo(e.act, e.a), hi = activation_hi(e.b);

@@ -116,7 +116,9 @@ TEST(MemoryPlan, ConvWritesOverADyingResidual) {
       const lower::Buffer& out = cp->program.buffers[conv->outputs[0]];
       const bool over = out.in_place && out.alias_of == conv->inputs[3];
       EXPECT_EQ(over, be && !reused) << conv->backend;
-      if (be) EXPECT_NE(conv->backend.find("kiln_pointwise"), std::string::npos) << conv->backend;
+      if (be) {
+        EXPECT_NE(conv->backend.find("kiln_pointwise"), std::string::npos) << conv->backend;
+      }
       runtime::Arena arena(cp->memory.arena_bytes);
       const std::vector<Tensor> got = runtime::execute(cp->program, cp->memory, arena, {x}, nullptr, be);
       auto ref = runtime::compile(*g, {{1, 7, 7, 64}});
