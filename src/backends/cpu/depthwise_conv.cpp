@@ -47,11 +47,22 @@ std::string depthwise_split(const ir::Node& node, int threads) {
   return act ? row_conv_split(node, threads, activation_in_registers(*act)) : "rows";
 }
 
+namespace {
+// Up to 5x5 (efficientnet_b0's), which row_kxk keeps in registers: taller kernels would take
+// the generic row loop, which is slower than oneDNN's.
+bool kiln_depthwise_takes(const DepthwiseShape* s) { return s && s->KH * s->KW <= 25; }
+}  // namespace
+
+std::optional<int> depthwise_channel_team(const ir::Node& node, int threads) {
+  if (!kiln_depthwise_takes(depthwise_shape(node).get()) || !epilogue_of(node) || !has_avx512() ||
+      depthwise_split(node, threads) != "channels")
+    return std::nullopt;
+  return channel_split_team(*row_conv_geometry(node), threads);
+}
+
 std::unique_ptr<Kernel> make_kiln_depthwise(const ir::Node& node, int threads, const std::string& split) {
   std::unique_ptr<DepthwiseShape> s = depthwise_shape(node);
-  // Up to 5x5 (efficientnet_b0's), which row_kxk keeps in registers: taller kernels would take
-  // the generic row loop, which is slower than oneDNN's.
-  if (!s || s->KH * s->KW > 25) return nullptr;
+  if (!kiln_depthwise_takes(s.get())) return nullptr;
   const ir::Value* b = node.input(2);
   const std::optional<ops::Activation> act = epilogue_of(node);
   if (!act) return nullptr;

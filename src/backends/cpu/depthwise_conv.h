@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,10 @@ std::unique_ptr<DepthwiseShape> depthwise_shape(const ir::Node& node);
 // How a team splits a depthwise conv on whole images: row_conv_split's rule (row_conv.h) for
 // its activation ("rows", or "channels" after a 1x1 conv whose team splits its outputs).
 std::string depthwise_split(const ir::Node& node, int threads);
+// Where kiln_depthwise takes `node` and its rule splits the channels: the team that splits them
+// (row_conv.h, channel_split_team), for a reader of its output to split the same way; else
+// nullopt.
+std::optional<int> depthwise_channel_team(const ir::Node& node, int threads);
 // kiln_depthwise for `node` with that split, or nullptr where it declines the node.
 std::unique_ptr<Kernel> make_kiln_depthwise(const ir::Node& node, int threads, const std::string& split);
 

@@ -56,6 +56,15 @@ class RowConvKernel : public Kernel {
   int threads_;
 };
 
+// The channel parts a ChannelSplitKernel's team splits (64 channels each), and that team for
+// geometry g: the kernels that read its output by the same parts (the global pools) take the
+// channels each thread wrote.
+constexpr int64_t kChannelSplitPart = 64;
+inline int channel_split_team(const RowConvGeometry& g, int threads) {
+  const int64_t outputs = g.OH * g.OW * g.OC;
+  return product_team(outputs, outputs * (g.KH * g.KW * g.C / std::max<int64_t>(1, g.G)), threads);
+}
+
 // The same conv on whole images, the team splitting the channels in parts of 64 (as
 // kiln_pointwise splits its outputs): each thread computes every output row of its parts.
 // Conv has channels(x, y, c0, c1), which applies the activation only where it is in registers;
@@ -63,7 +72,7 @@ class RowConvKernel : public Kernel {
 template <class Conv>
 class ChannelSplitKernel : public Kernel {
  public:
-  static constexpr int64_t kPart = 64;
+  static constexpr int64_t kPart = kChannelSplitPart;
   bool runs_in_team() const override { return true; }
   ChannelSplitKernel(Conv conv, const RowConvGeometry& g, ops::Activation act, bool act_in_registers, int64_t images,
                      int threads)
@@ -73,7 +82,7 @@ class ChannelSplitKernel : public Kernel {
     const float* x = inputs[0]->data<float>();
     float* y = outputs[0]->data<float>();
     const int64_t parts = (g_.OC + kPart - 1) / kPart, pixels = g_.OH * g_.OW;
-    const int threads = product_team(pixels * g_.OC, pixels * g_.OC * (g_.KH * g_.KW * g_.C / std::max<int64_t>(1, g_.G)), threads_);
+    const int threads = channel_split_team(g_, threads_);
     for (int64_t i = 0; i < images_; ++i)
       parallel_for(parts, threads, [&](int64_t p0, int64_t p1) {
         const int64_t c0 = p0 * kPart, c1 = std::min(g_.OC, p1 * kPart);
