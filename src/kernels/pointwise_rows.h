@@ -86,6 +86,16 @@ inline bool pair_allowed(int64_t K, int64_t N) { return N <= 24 && K <= kPointwi
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+// acc[r][v] += z[r][16 v...]: a tile's residual, its rows `ldz` floats apart.
+template <int R, int NV>
+__attribute__((target("avx512f"), always_inline)) inline void add_residual(__m512 (&acc)[R][NV], const float* z,
+                                                                          int64_t ldz, __mmask16 tail) {
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_add_ps(acc[r][v], load_out<NV>(z + r * ldz + 16 * v, v, tail));
+}
+
 // One input channel k of a tile: acc[r][v] += x[r][k] * w[k][v].
 template <int R, int NV>
 __attribute__((target("avx512f"), always_inline)) inline void tile_step(__m512 (&acc)[R][NV], const float* xk,
@@ -128,14 +138,7 @@ __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x
       // Over several ranges the residual joins with the bias, before any partial sum is stored:
       // Y may be Z's own buffer (the plan writes a conv's output over a residual that dies
       // there). In one range it is added after the loop, whose FMAs then do not wait for it.
-      if (e.z && !last_range) {
-        const float* z = e.z + m * e.N + n0;
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-          for (int v = 0; v < NV; ++v)
-            acc[r][v] = _mm512_add_ps(acc[r][v], load_out<NV>(z + r * e.N + 16 * v, v, tail));
-      }
+      if (e.z && !last_range) add_residual<R, NV>(acc, e.z + m * e.N + n0, e.N, tail);
     } else {
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r)
@@ -156,14 +159,7 @@ __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x
     }
     for (; k < kc; ++k) tile_step<R, NV>(acc, xk, wk, K, k);
     if (last_range) {
-      if (e.z && k0 == 0) {
-        const float* z = e.z + m * e.N + n0;
-#pragma GCC unroll 16
-        for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-          for (int v = 0; v < NV; ++v)
-            acc[r][v] = _mm512_add_ps(acc[r][v], load_out<NV>(z + r * e.N + 16 * v, v, tail));
-      }
+      if (e.z && k0 == 0) add_residual<R, NV>(acc, e.z + m * e.N + n0, e.N, tail);
       if (e.act != Act::None) {
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r)
