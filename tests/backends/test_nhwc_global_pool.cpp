@@ -1,9 +1,10 @@
 // kiln.NhwcGlobalAveragePool / NhwcGlobalMaxPool (nhwc_global_pool.cpp) against the reference
 // kernels: batches, odd pixel and channel counts (off the 4-pixel unroll and the vector width),
 // one pixel, and two threads splitting the pixels unevenly (images beyond one core's L2; the
-// smaller ones run on one thread), or the channels as a depthwise producer split them.
+// smaller ones run on one thread), or the pixels or channels as their producer split them.
 #include "kernel_check.h"
 
+#include "backends/cpu/cache_size.h"
 #include "backends/cpu/nhwc_global_pool.h"
 #include "backends/cpu/simd.h"
 
@@ -26,37 +27,59 @@ TEST(NhwcGlobalPool, AverageAndMaxOnOddShapes) {
       }
 }
 
-// After a depthwise conv whose team splits the channels (it reads a 1x1 conv whose team splits
-// its outputs), the pool's team splits the same 64-channel parts, so each thread reads what its
-// core wrote: the same averages and maxima, 1000 channels (the last part 40), at 2 threads;
-// after a depthwise conv that splits rows, and at 1 thread, it does not.
-TEST(NhwcGlobalPool, SplitsTheChannelsItsDepthwiseProducerSplit) {
-  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_depthwise's channel split runs on the AVX-512 rows";
+// The pool's team splits as the team of the kernel that wrote its input did (each thread then
+// reads what its core wrote): after a depthwise conv that splits the channels (it reads a 1x1
+// conv that splits its outputs) or a 1x1 conv that splits its outputs, the same 64-channel parts;
+// after a producer that splits pixels or rows, the pixels; after one too small for a team, one
+// thread; at 1 thread, never. Each way gives the reference's averages and maxima, 1000 channels
+// (the last part 40) at 2 threads.
+TEST(NhwcGlobalPool, SplitsAsItsProducerSplit) {
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_depthwise's and kiln_pointwise's splits run on AVX-512";
+  struct Producer {
+    int64_t expand_from, pixels_side, channels;
+    bool depthwise;
+    int team;
+    bool channels_split;
+  };
+  // 192 x 1000 weights: the 1x1 conv splits its outputs; 40 x 1000 its pixels. A 2x2x8 image
+  // (32 outputs) is below kParallelMinElements.
+  const Producer producers[] = {{192, 7, 1000, true, 2, true},
+                                {40, 7, 1000, true, 2, false},
+                                {192, 7, 1000, false, 2, true},
+                                {40, 7, 1000, false, 2, false},
+                                {16, 2, 8, false, 1, false}};
   for (const char* op : {"NhwcGlobalAveragePool", "NhwcGlobalMaxPool"})
-    for (int64_t expand_from : {192, 40}) {  // 192 x 1000 weights: the 1x1 conv splits its outputs; 40 x 1000 not
-      SCOPED_TRACE(std::string(op) + " after a 1x1 conv from " + std::to_string(expand_from) + " channels");
+    for (const Producer& pr : producers) {
+      SCOPED_TRACE(std::string(op) + (pr.depthwise ? " after a depthwise conv after" : " after") +
+                   " a 1x1 conv from " + std::to_string(pr.expand_from) + " to " + std::to_string(pr.channels) +
+                   " channels on " + std::to_string(pr.pixels_side) + "x" + std::to_string(pr.pixels_side));
       ir::Graph g;
       g.opsets[""] = 17;
       g.opsets["kiln"] = 1;
-      const int64_t C = 1000;
-      ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {2, 7, 7, expand_from}));
-      ir::Value *e = g.add_value("e"), *d = g.add_value("d"), *y = g.add_value("y");
-      g.add_node("FusedConv", {x, g.add_constant("we", Tensor(DType::Float, {C, expand_from, 1, 1}))}, {e},
+      const int64_t C = pr.channels, S = pr.pixels_side;
+      ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {2, S, S, pr.expand_from}));
+      ir::Value *e = g.add_value("e"), *y = g.add_value("y");
+      g.add_node("FusedConv", {x, g.add_constant("we", Tensor(DType::Float, {C, pr.expand_from, 1, 1}))}, {e},
                  {{"channels_last", ir::Attribute::of_int(1)}}, "expand", "kiln");
-      g.add_node("FusedConv", {e, g.add_constant("wd", Tensor(DType::Float, {C, 1, 3, 3}))}, {d},
-                 {{"channels_last", ir::Attribute::of_int(1)},
-                  {"group", ir::Attribute::of_int(C)},
-                  {"pads", ir::Attribute::of_ints({1, 1, 1, 1})},
-                  {"activation", ir::Attribute::of_string("Relu")}},
-                 "dw", "kiln");
-      ir::Node* pool = g.add_node(op, {d}, {y}, {}, "pool", "kiln");
+      ir::Value* pooled = e;
+      if (pr.depthwise) {
+        pooled = g.add_value("d");
+        g.add_node("FusedConv", {e, g.add_constant("wd", Tensor(DType::Float, {C, 1, 3, 3}))}, {pooled},
+                   {{"channels_last", ir::Attribute::of_int(1)},
+                    {"group", ir::Attribute::of_int(C)},
+                    {"pads", ir::Attribute::of_ints({1, 1, 1, 1})},
+                    {"activation", ir::Attribute::of_string("Relu")}},
+                   "dw", "kiln");
+      }
+      ir::Node* pool = g.add_node(op, {pooled}, {y}, {}, "pool", "kiln");
       g.add_output(y);
       ops::ShapeInference().run(g);
-      const std::optional<int> team = backends::cpu::global_pool_channel_team(*pool, 2);
-      EXPECT_EQ(team.has_value(), expand_from == 192);
-      EXPECT_FALSE(backends::cpu::global_pool_channel_team(*pool, 1).has_value());
+      const backends::cpu::GlobalPoolSplit split = backends::cpu::global_pool_split(*pool, 2);
+      EXPECT_EQ(split.team, pr.team);
+      EXPECT_EQ(split.channels, pr.channels_split);
+      EXPECT_EQ(backends::cpu::global_pool_split(*pool, 1).team, 1);
       std::mt19937 rng(7);
-      const Tensor in = kernel_check::random_tensor({2, 7, 7, C}, rng);
+      const Tensor in = kernel_check::random_tensor({2, S, S, C}, rng);
       const std::vector<Tensor> want = ops::run_reference(*pool, {&in});
       auto backend = backends::make_cpu_backend(2);
       auto kernel = backend->create(*pool);
@@ -66,6 +89,24 @@ TEST(NhwcGlobalPool, SplitsTheChannelsItsDepthwiseProducerSplit) {
       for (int64_t i = 0; i < got.numel(); ++i)
         ASSERT_NEAR(got.data<float>()[i], want[0].data<float>()[i], 1e-5f) << i;
     }
+}
+
+// Without a producer (a graph input), an image beyond one core's L2 is split by pixels, a
+// smaller one pooled by one thread.
+TEST(NhwcGlobalPool, SplitsAGraphInputBeyondOneCoresL2) {
+  for (const int64_t side : {7, 1024}) {
+    ir::Graph g;
+    g.opsets[""] = 17;
+    g.opsets["kiln"] = 1;
+    ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {1, side, side, 16}));
+    ir::Value* y = g.add_value("y");
+    ir::Node* pool = g.add_node("NhwcGlobalAveragePool", {x}, {y}, {}, "pool", "kiln");
+    g.add_output(y);
+    ops::ShapeInference().run(g);
+    const bool beyond_l2 = side * side * 16 * 4 > backends::cpu::l2_cache_bytes();
+    EXPECT_EQ(backends::cpu::global_pool_split(*pool, 2).team, beyond_l2 ? 2 : 1) << side;
+    EXPECT_FALSE(backends::cpu::global_pool_split(*pool, 2).channels);
+  }
 }
 
 TEST(NhwcGlobalPool, IsTheFirstCandidate) {

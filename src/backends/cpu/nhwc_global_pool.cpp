@@ -1,14 +1,13 @@
-// kiln.NhwcGlobalAveragePool / NhwcGlobalMaxPool: [N, H, W, C] -> [N, 1, 1, C]. A conv that ran
-// on two threads left each part of its output in the cache of the core that wrote it, and the
-// pool reads those parts where they are (reading the other core's freshly written lines costs
-// several times reading one's own, parallel.h). After a kiln_depthwise whose team split the
-// channels (a squeeze-excitation's pool after a depthwise conv after a 1x1 conv that split its
-// outputs), the pool's team splits the same 64-channel parts. Otherwise an image that fits one
-// core's L2 (a network's last feature map) is pooled by one thread: there the hand-off, the
-// partials and their combining cost more than the read they would share. A larger one is split
-// by pixels: each thread sums (or maxes) a contiguous run of pixels into its own row of
-// partials, and the partials are combined after (oneDNN's pooling splits channels, which reads
-// every pixel from both cores).
+// kiln.NhwcGlobalAveragePool / NhwcGlobalMaxPool: [N, H, W, C] -> [N, 1, 1, C]. A kernel that
+// ran on two threads left each part of its output in the cache of the core that wrote it, and
+// the pool reads those parts where they are: reading lines the other core has just written
+// costs several times reading one's own (parallel.h), more than the hand-off to the team and the
+// combining of partial sums cost even on a 7x7 image. So the pool's team splits as its
+// producer's did (global_pool_split): the same 64-channel parts after a depthwise conv that
+// split its channels or a 1x1 conv that split its outputs (a squeeze-excitation's pool, a
+// network's last feature map), else the pixels, each thread summing (or maxing) a contiguous run
+// into its own row of partials, combined after (oneDNN's pooling splits channels, which reads
+// every pixel from both cores). After a producer too small for a team, one thread pools.
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -21,6 +20,7 @@
 #include "backends/cpu/nhwc_global_pool.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/row_conv.h"
 #include "backends/cpu/simd.h"
 
@@ -56,12 +56,9 @@ namespace {
 class NhwcGlobalPoolKernel : public Kernel {
  public:
   bool runs_in_team() const override { return true; }
-  // `channel_team` > 0: that team splits the channels in parts of kChannelSplitPart, as the
-  // producer's did; else pixels as above.
-  NhwcGlobalPoolKernel(int64_t n, int64_t pixels, int64_t c, bool is_max, int threads, int channel_team)
-      : n_(n), pixels_(pixels), c_(c), is_max_(is_max), channel_team_(channel_team),
-        team_(static_cast<int>(std::min<int64_t>(
-            pixels * c * static_cast<int64_t>(sizeof(float)) > l2_cache_bytes() ? threads : 1, pixels))) {}
+  NhwcGlobalPoolKernel(int64_t n, int64_t pixels, int64_t c, bool is_max, const GlobalPoolSplit& split)
+      : n_(n), pixels_(pixels), c_(c), is_max_(is_max), channel_team_(split.channels ? split.team : 0),
+        team_(split.channels ? 1 : static_cast<int>(std::min<int64_t>(split.team, pixels))) {}
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
     const float* x = inputs[0]->data<float>();
@@ -111,15 +108,23 @@ class NhwcGlobalPoolKernel : public Kernel {
 
   int64_t n_, pixels_, c_;
   bool is_max_;
-  int channel_team_;  // > 0: the threads that split the channels as the producer did
-  int team_;          // else the threads that split the pixels: 1 below a core's L2
+  int channel_team_;  // > 0: the threads that split the channels in parts of kChannelSplitPart
+  int team_;          // else the threads that split the pixels
 };
 
 }  // namespace
 
-std::optional<int> global_pool_channel_team(const ir::Node& pool, int threads) {
-  const ir::Node* producer = pool.num_inputs() == 1 && pool.input(0) ? pool.input(0)->producer() : nullptr;
-  return producer && threads > 1 ? depthwise_channel_team(*producer, threads) : std::nullopt;
+GlobalPoolSplit global_pool_split(const ir::Node& pool, int threads) {
+  const ir::Value* x = pool.num_inputs() == 1 ? pool.input(0) : nullptr;
+  if (threads < 2 || !x || !x->type.is_static()) return {};
+  int64_t elements = 1;
+  for (int64_t d : x->type.static_dims()) elements *= d;
+  const ir::Node* producer = x->producer();
+  if (!producer)
+    return {elements * static_cast<int64_t>(sizeof(float)) > l2_cache_bytes() ? threads : 1, false};
+  if (std::optional<int> team = depthwise_channel_team(*producer, threads)) return {*team, true};
+  if (std::optional<int> team = pointwise_output_team(*producer, threads)) return {*team, true};
+  return {elements >= kParallelMinElements ? threads : 1, false};
 }
 
 namespace {
@@ -134,7 +139,7 @@ std::unique_ptr<Kernel> make_nhwc_global_pool(const ir::Node& node, int threads)
   for (size_t i = 1; i + 1 < d.size(); ++i) pixels *= d[i];
   if (pixels < 1 || d.back() < 1) return nullptr;
   return std::make_unique<NhwcGlobalPoolKernel>(d[0], pixels, d.back(), node.op_type() == "NhwcGlobalMaxPool",
-                                                threads, global_pool_channel_team(node, threads).value_or(0));
+                                                global_pool_split(node, threads));
 }
 
 }  // namespace

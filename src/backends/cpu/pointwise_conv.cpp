@@ -263,6 +263,16 @@ std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, i
       choice ? *choice : pointwise_rule(s->K, s->N, threads, kSplitOutputsMinWeightBytes), s->stride, s->in_pixels);
 }
 
+std::optional<int> pointwise_output_team(const ir::Node& node, int threads) {
+  const std::optional<PointwiseConvShape> s = pointwise_conv_shape(node, /*strided=*/true);
+  const bool scaled = node.num_inputs() > 4 && node.input(4);
+  if (threads < 2 || !s || (!scaled && s->pixels > kMaxPixels)) return std::nullopt;
+  if (!pointwise_rule(s->K, s->N, threads, kSplitOutputsMinWeightBytes).split_outputs) return std::nullopt;
+  const int64_t outputs = s->images * s->pixels * s->N;
+  const int team = product_team(outputs, outputs * s->K, threads);
+  return team > 1 ? std::optional<int>(team) : std::nullopt;
+}
+
 void add_pointwise_conv_kernels(std::vector<KernelFactory>& table) {
   // Two names, so that `--pair-disable` can measure the scaled form (efficientnet's
   // squeeze-excitation folded into its project convs, src/lower/fold_channel_scale.cpp) apart.

@@ -133,6 +133,10 @@ std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, i
 // the 7x7 layers of mobilenet_v2 and efficientnet_b0) instead of all of them. Below it, reading
 // the other core's pixels costs more than the weights save (bench/results/history-code-comments.md).
 constexpr int64_t kSplitOutputsMinWeightBytes = 512 << 10;
+// Where kiln_pointwise takes `node` and its rule splits the output blocks (parts of 64 outputs,
+// as kChannelSplitPart): the team that splits them, for a reader of its output to split the
+// channels the same way; else nullopt.
+std::optional<int> pointwise_output_team(const ir::Node& node, int threads);
 // K and N of a 1x1 FusedConv's weights ([N, K, 1, 1]); nullopt for another form.
 std::optional<std::pair<int64_t, int64_t>> pointwise_dims(const ir::Node& node);
 
