@@ -219,9 +219,6 @@ WinogradConv::WinogradConv(const WinogradShape& s, const float* weights, const f
   });
   bias_.assign(static_cast<size_t>(OC16_), 0.f);
   if (bias) std::copy(bias, bias + s.OC, bias_.begin());
-  // The part of the weights one thread reads: all of them, or its share of the outputs'.
-  prefetch_weights_ = static_cast<double>(floats) * sizeof(float) / (split_outputs_ ? threads_ : 1) >
-                      static_cast<double>(l2_cache_bytes());
 }
 
 size_t WinogradConv::scratch_floats() const {
@@ -259,8 +256,10 @@ __attribute__((target("avx512f"))) void WinogradConv::block(const float* x, floa
     }
   }
   // The GEMMs, one per position: m[pos][t][OC16] = v[pos][t][:] * u[pos]. Each reads panels of
-  // the weights, 64 outputs wide, in the order they lie in u (outputs within a position);
-  // where the weights do not stay in L2 each fetches the next one (gemm_block).
+  // the weights, 64 outputs wide, in the order they lie in u (outputs within a position), and
+  // fetches the next one as it goes (gemm_block): at the conv's start the weights come from
+  // beyond the L2 even where a thread's share would fit it, since the network's other layers ran
+  // since the last run (a block of 25 tiles on a 10x10 image reads each panel once).
   auto panel = [&](int p, int64_t n0) { return u_.get() + p * C16_ * OC16_ + n0 * C16_; };
   auto width = [&](int64_t n0) { return std::min<int64_t>(64, OC16_ - n0); };
   for (int p = 0; p < P; ++p)
@@ -271,10 +270,8 @@ __attribute__((target("avx512f"))) void WinogradConv::block(const float* x, floa
       float* mp = m + p * T * OC16_ + n0;
       const float* next = nullptr;
       int64_t next_bytes = 0;
-      if (prefetch_weights_) {
-        if (n0 + 64 < n_end) next = panel(p, n0 + 64), next_bytes = C16_ * width(n0 + 64) * 4;
-        else if (p + 1 < P) next = panel(p + 1, n_begin), next_bytes = C16_ * width(n_begin) * 4;
-      }
+      if (n0 + 64 < n_end) next = panel(p, n0 + 64), next_bytes = C16_ * width(n0 + 64) * 4;
+      else if (p + 1 < P) next = panel(p + 1, n_begin), next_bytes = C16_ * width(n_begin) * 4;
       switch (nv) {
         case 4: gemm_block<4>(vp, T, C16_, up, mp, OC16_, next, next_bytes); break;
         case 3: gemm_block<3>(vp, T, C16_, up, mp, OC16_, next, next_bytes); break;

@@ -54,7 +54,6 @@ class WinogradConv {
   ops::Activation act_;
   int threads_;
   bool split_outputs_ = false;
-  bool prefetch_weights_ = false;  // the weights a thread reads exceed its L2: fetch ahead
   int n_ = 4, positions_ = 36;
   int64_t C16_ = 0, OC16_ = 0, tiles_w_ = 1, tiles_ = 1, blocks_ = 1, max_block_tiles_ = 1;
   AlignedFloats u_;  // transformed weights [positions][OC16 / 64][C16][64] (last block narrower), aligned
