@@ -175,6 +175,36 @@ TEST(HeldTeam, PersistentTeamServesHoldsAcrossIdleTimes) {
   hold_team(2, [&] { EXPECT_EQ(visits(10, 2), std::vector<int>(10, 1)); }, nullptr, &persistent);
 }
 
+// workers_waiting (a global pool's split asks it): not at a hold's first job (an OpenMP region's
+// workers are still starting), nor after a PersistentTeam's workers blocked while idle; after a
+// job they answered, yes.
+TEST(HeldTeam, WorkersWaitOnlyOnceTheyAnsweredAJob) {
+  if (omp_get_num_procs() < 2) GTEST_SKIP() << "no team is held on one core";
+  hold_team(2, [&] {
+    ASSERT_NE(HeldTeam::current(), nullptr);
+    EXPECT_FALSE(HeldTeam::current()->workers_waiting());
+    EXPECT_EQ(visits(10, 2), std::vector<int>(10, 1));
+    EXPECT_TRUE(HeldTeam::current()->workers_waiting());
+  });
+  PersistentTeam persistent(2);
+  hold_team(2, [&] {
+    EXPECT_EQ(visits(10, 2), std::vector<int>(10, 1));
+    EXPECT_TRUE(HeldTeam::current()->workers_waiting());
+  }, nullptr, &persistent);
+  // Idle well past the workers' spin (they block; a busy machine may keep one from getting
+  // there in one try), then hold again: blocked workers are not waiting until a job woke them.
+  bool saw_blocked = false;
+  for (int attempt = 0; attempt < 5 && !saw_blocked; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    hold_team(2, [&] {
+      saw_blocked = !HeldTeam::current()->workers_waiting();
+      EXPECT_EQ(visits(10, 2), std::vector<int>(10, 1));
+      EXPECT_TRUE(HeldTeam::current()->workers_waiting());
+    }, nullptr, &persistent);
+  }
+  EXPECT_TRUE(saw_blocked);
+}
+
 TEST(HeldTeam, PersistentTeamHasOneHolderAtATime) {
   if (omp_get_num_procs() < 2) GTEST_SKIP() << "no team is held on one core";
   PersistentTeam persistent(2);

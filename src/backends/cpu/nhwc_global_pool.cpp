@@ -7,7 +7,9 @@
 // split its channels or a 1x1 conv that split its outputs (a squeeze-excitation's pool, a
 // network's last feature map), else the pixels, each thread summing (or maxing) a contiguous run
 // into its own row of partials, combined after (oneDNN's pooling splits channels, which reads
-// every pixel from both cores). After a producer too small for a team, one thread pools.
+// every pixel from both cores). After a producer too small for a team, one thread pools, and so
+// it does an image within one core's L2 where the workers are not waiting for a job now (the
+// first job of a team held after an OpenMP kernel: the hand-off would wait for them to start).
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -58,7 +60,8 @@ class NhwcGlobalPoolKernel : public Kernel {
   bool runs_in_team() const override { return true; }
   NhwcGlobalPoolKernel(int64_t n, int64_t pixels, int64_t c, bool is_max, const GlobalPoolSplit& split)
       : n_(n), pixels_(pixels), c_(c), is_max_(is_max), channel_team_(split.channels ? split.team : 0),
-        team_(split.channels ? 1 : static_cast<int>(std::min<int64_t>(split.team, pixels))) {}
+        team_(split.channels ? 1 : static_cast<int>(std::min<int64_t>(split.team, pixels))),
+        big_(pixels * c * static_cast<int64_t>(sizeof(float)) > l2_cache_bytes()) {}
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
     const float* x = inputs[0]->data<float>();
@@ -81,7 +84,10 @@ class NhwcGlobalPoolKernel : public Kernel {
         });
         continue;
       }
-      if (team <= 1) {
+      // A split whose hand-off would wait for workers still starting or blocked costs more than
+      // the pool itself, unless the image is beyond one core's L2.
+      const HeldTeam* held = HeldTeam::current();
+      if (team <= 1 || (!big_ && !(held && held->workers_waiting()))) {
         std::fill(yb, yb + c_, init);
         reduce(xb, 0, pixels_, yb);
       } else {
@@ -110,6 +116,7 @@ class NhwcGlobalPoolKernel : public Kernel {
   bool is_max_;
   int channel_team_;  // > 0: the threads that split the channels in parts of kChannelSplitPart
   int team_;          // else the threads that split the pixels
+  bool big_;          // an image beyond one core's L2
 };
 
 }  // namespace
