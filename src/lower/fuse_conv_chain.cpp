@@ -151,16 +151,58 @@ double chain_share_efficiency(const std::vector<ir::Node*>& chain, int threads) 
   return largest > 0 ? total / threads / largest : 1.0;
 }
 
+// An inverted-residual block: a 1x1 conv, a depthwise conv, a 1x1 conv (stride 1, no pads),
+// the last one's residual optional, no global pool after it.
+bool pointwise(const ir::Node* n) {
+  const auto wd = n->input(1)->type.static_dims();
+  return n->attr_int("group", 1) == 1 && wd[2] == 1 && wd[3] == 1 &&
+         n->attr_ints("strides", {1, 1}) == std::vector<int64_t>{1, 1} &&
+         n->attr_ints("pads", {0, 0, 0, 0}) == std::vector<int64_t>{0, 0, 0, 0};
+}
+
+bool inverted_residual(const std::vector<ir::Node*>& chain) {
+  if (chain.size() != 3 || pool_member(chain[1]) || pool_member(chain[2]) || pool_of(chain[2]->output(0))) return false;
+  const auto wd = chain[1]->input(1)->type.static_dims();
+  const bool depthwise = wd[1] == 1 && chain[1]->attr_int("group", 1) == wd[0] && wd[0] > 1;
+  return pointwise(chain[0]) && depthwise && pointwise(chain[2]) && !(chain[0]->num_inputs() > 3 && chain[0]->input(3));
+}
+
+// How evenly `threads` share an inverted-residual block split by its middle channels
+// (backends/cpu/conv_chain_channels.cpp), as chain_share_efficiency for the row split: each
+// thread's share of the multiply-adds is even, but it reads the other threads' part of the
+// block's input (K channels a pixel) and of their partial sums for its pixels (OC channels),
+// each float costing kCrossCoreMacsPerFloat multiply-adds.
+double channel_share_efficiency(const std::vector<ir::Node*>& chain, int threads) {
+  const int64_t K = chain[0]->input(1)->type.static_dims()[1], C = chain[0]->input(1)->type.static_dims()[0];
+  const auto dwd = chain[1]->input(1)->type.static_dims();
+  const int64_t OC = chain[2]->input(1)->type.static_dims()[0], taps = dwd[2] * dwd[3];
+  // Per pixel, over a thread's share of the multiply-adds (the depthwise conv's pixels taken as
+  // the block's input's: an upper bound of its share where it has a stride).
+  const double exchanged = static_cast<double>(threads - 1) * static_cast<double>(K + OC);
+  const double macs = static_cast<double>(C) * static_cast<double>(K + OC + taps);
+  return 1.0 / (1.0 + kCrossCoreMacsPerFloat * exchanged / macs);
+}
+
 }  // namespace
 
 int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, bool pools, int threads,
                      bool input_transpose) {
   std::vector<std::vector<ir::Node*>> chains;
-  std::unordered_set<const ir::Node*> taken;
+  std::unordered_set<const ir::Node*> taken, split_channels;
   for (ir::Node* n : g.nodes()) {  // topological order: a chain is met at its first conv
     if (taken.count(n) || !member(n)) continue;  // (a pool joins after a conv, never first)
     std::vector<ir::Node*> chain{n};
     while (ir::Node* next = next_link(g, chain.back(), min_bytes, light_min_bytes, pools)) chain.push_back(next);
+    // With a team, an inverted-residual block is one chain whatever its links' size: split by
+    // its channels, its threads then meet once (for the partial sums), not after every conv.
+    if (threads > 1 && chain.size() < 3) {
+      std::vector<ir::Node*> block{n};
+      while (block.size() < 3)
+        if (ir::Node* next = next_link(g, block.back(), 0, 0, false); next && !taken.count(next)) block.push_back(next);
+        else break;
+      if (inverted_residual(block) && channel_share_efficiency(block, threads) > chain_share_efficiency(block, threads))
+        chain = block;
+    }
     // A global average pool of the last output joins (efficientnet's squeeze-excitation): the
     // kernel sums each band while it is in cache instead of reading the tensor again. Then one
     // conv with a big output is a chain too.
@@ -175,8 +217,11 @@ int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, b
     // The kernel splits the last output's rows between the threads; where the shares are
     // uneven (7 rows: 4 and 3) or overlap much in the layers before (inception's 7x1 convs on
     // 17 rows), separate convs, which split pixels, keep both cores busier.
-    if (threads > 1 && chain_share_efficiency(chain, threads) < 0.9) continue;
+    const double rows = threads > 1 ? chain_share_efficiency(chain, threads) : 1.0;
+    const bool by_channels = threads > 1 && inverted_residual(chain) && channel_share_efficiency(chain, threads) > rows;
+    if ((by_channels ? channel_share_efficiency(chain, threads) : rows) < 0.9) continue;
     taken.insert(chain.begin(), chain.end());
+    if (by_channels) split_channels.insert(chain.front());
     if (pool) chain.push_back(pool);
     if (ir::Node* t = input_transpose ? transpose_into(g, n) : nullptr) chain.insert(chain.begin(), t);
     chains.push_back(std::move(chain));
@@ -186,7 +231,8 @@ int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, b
     std::vector<ir::Value*> results{c[c.size() - (pooled ? 2 : 1)]->output(0)};
     if (pooled) results.push_back(c.back()->output(0));
     const ir::Node* first_conv = c.front()->op_type() == "Transpose" ? c[1] : c.front();
-    outline(g, c, results, "ConvChain", "conv_chain_" + first_conv->name());
+    ir::Node* chain = outline(g, c, results, "ConvChain", "conv_chain_" + first_conv->name());
+    if (split_channels.count(c.front())) chain->attrs["split_channels"] = ir::Attribute::of_int(1);
   }
   if (!chains.empty()) g.topological_sort();
   return static_cast<int>(chains.size());

@@ -30,6 +30,14 @@ constexpr int64_t kConvChainMinBytes = 1 << 20;
 // models: bench/results/history-code-comments.md.
 constexpr int64_t kConvChainLightMinBytes = 128 * 1024;
 
+// What a float one core reads of another's writes costs, in multiply-adds of a thread's share:
+// an inverted-residual chain (1x1 -> depthwise -> 1x1) is marked `split_channels` where its
+// team, splitting the middle channels instead of rows (backends/cpu/conv_chain_channels.cpp),
+// shares the work more evenly with that exchange counted. Measured on mobilenet_v2's blocks at
+// 2 threads on a 2-vCPU Xeon: the channel split's time over its even share fitted 29 (a 64-byte
+// line ~460 multiply-adds, ~7 ns; bench/results/experiments-20261206-session38.md).
+constexpr double kCrossCoreMacsPerFloat = 29.0;
+
 // Rewrites a channels-last graph with static types; returns how many chains were formed.
 // `pools`: max and average pools may join. Sessions let them at any thread count: with a 1 MiB
 // L2 squeezenet1_1's stem -> pool -> squeeze chain beats a 2-thread stem, pool and squeeze, and
@@ -37,7 +45,9 @@ constexpr int64_t kConvChainLightMinBytes = 128 * 1024;
 // bench/results/history-code-comments.md).
 // `threads`: the team the kernel will split rows across; chains whose work splits unevenly (an
 // even share under 90% of the largest, counting the rows around each share's edges that both
-// neighbours compute in the layers before a taller kernel) are not formed.
+// neighbours compute in the layers before a taller kernel) are not formed, but for the
+// inverted-residual ones that split more evenly by their middle channels (kCrossCoreMacsPerFloat),
+// which are marked `split_channels`; with a team such a block is a chain whatever its links' size.
 // `input_transpose`: the layout's Transpose of an NCHW input that only a chain's stem (a conv on
 // at most 8 channels, at most 3x3) reads joins the chain in front, and the stem reads the NCHW
 // planes.

@@ -60,6 +60,33 @@ TEST(FuseConvChain, UnevenRowSplitsStaySeparate) {
   fuse_and_compare(block(9), 1, 0, 0, 3);
 }
 
+// A wide block (64 -> 384 -> 64) on 7 rows: its rows split 4 and 3, its middle channels evenly,
+// so with two threads it is a chain marked to split its channels, even where its links are under
+// the chain thresholds (7x7x384: 75 KiB); at one thread those links leave it separate convs.
+TEST(FuseConvChain, WideBlocksOnFewRowsSplitTheirChannels) {
+  auto block = [](Builder& b) {
+    ir::Value* x = b.in("x", {1, 7, 7, 64});
+    ir::Value* e = b.op("FusedConv", {x, b.rand({384, 64, 1, 1}), b.rand({384})}, conv(1), "kiln");
+    ir::Value* d = b.op("FusedConv", {e, b.rand({384, 1, 3, 3}), b.rand({384})}, conv(3, 1, 384), "kiln");
+    b.out(b.op("FusedConv", {d, b.rand({64, 384, 1, 1}), b.rand({64}), x}, conv(1, 1, 1, ""), "kiln"));
+  };
+  for (int threads : {1, 2}) {
+    Builder b;
+    b.g->opsets["kiln"] = 1;
+    block(b);
+    ops::ShapeInference().run(*b.g);
+    EXPECT_EQ(lower::fuse_conv_chains(*b.g, lower::kConvChainMinBytes, lower::kConvChainLightMinBytes, true, threads),
+              threads == 2 ? 1 : 0);
+    for (const ir::Node* n : b.g->nodes()) {
+      if (n->op_type() == "ConvChain") {
+        EXPECT_EQ(n->attr_int("split_channels", 0), 1);
+      }
+    }
+  }
+  fuse_and_compare(block, 1, 0, 0, 2);  // the same numbers
+  fuse_and_compare(block, 1, 0, 0, 1);
+}
+
 // The rows around a share's edges are computed by both threads: inception's 1x1 -> 7x1 -> 1x7
 // -> 7x1 -> 1x7 branch on 17 rows would have each of two threads compute 14-15 of the first
 // layers' rows (an even share's work over the largest: 0.79), so only its last 7x1 -> 1x7 pair

@@ -1,0 +1,133 @@
+// kiln.ConvChain of an inverted-residual block split by its middle channels
+// (src/backends/cpu/conv_chain_channels.cpp): values against the reference kernels at 2 and 3
+// threads, odd channel counts, strides, activations, the residual added in place; and where the
+// banded kernel runs instead.
+#include <gtest/gtest.h>
+#include <kiln/tensor.h>
+
+#include <cmath>
+#include <random>
+
+#include "backends/backend.h"
+#include "backends/cpu/simd.h"
+#include "backends/kernel_selection.h"
+#include "kernel_check.h"
+#include "lower/fuse_conv_chain.h"
+#include "ops/core/infer_graph.h"
+
+namespace kiln::testing {
+namespace {
+
+using kernel_check::random_tensor;
+
+struct Block {
+  int64_t H, W, K, C, OC, taps, stride;
+  const char* expand_act;
+  const char* dw_act;
+  const char* project_act;
+  bool residual;
+};
+
+// The block as one ConvChain marked `split_channels`, its inputs and the reference's output.
+struct BlockCase {
+  ir::Graph g;
+  ir::Node* node = nullptr;
+  Tensor x;
+  std::vector<Tensor> expected;
+
+  explicit BlockCase(const Block& b) {
+    std::mt19937 rng(static_cast<uint32_t>(b.C * 31 + b.H));
+    g.opsets[""] = 17;
+    g.opsets["kiln"] = 1;
+    ir::Value* in = g.add_input("x", ir::TensorType::from_dims(DType::Float, {1, b.H, b.W, b.K}));
+    auto conv = [&](ir::Value* v, const std::string& name, int64_t oc, int64_t c_per_group, int64_t k, int64_t stride,
+                    const char* act, ir::Value* z) {
+      const int64_t p = k / 2;
+      ir::Attributes a{{"pads", ir::Attribute::of_ints({p, p, p, p})},
+                       {"strides", ir::Attribute::of_ints({stride, stride})},
+                       {"channels_last", ir::Attribute::of_int(1)}};
+      if (c_per_group == 1) a["group"] = ir::Attribute::of_int(oc);
+      if (*act) a["activation"] = ir::Attribute::of_string(act);
+      if (std::string(act) == "Clip") a["activation_params"] = ir::Attribute::of_floats({0.f, 6.f});
+      std::vector<ir::Value*> ins{v, g.add_constant(name + "_w", random_tensor({oc, c_per_group, k, k}, rng)),
+                                  g.add_constant(name + "_b", random_tensor({oc}, rng))};
+      if (z) ins.push_back(z);
+      ir::Value* y = g.add_value(name);
+      g.add_node("FusedConv", ins, {y}, a, name, "kiln");
+      return y;
+    };
+    ir::Value* v = conv(in, "expand", b.C, b.K, 1, 1, b.expand_act, nullptr);
+    v = conv(v, "dw", b.C, 1, b.taps, b.stride, b.dw_act, nullptr);
+    v = conv(v, "project", b.OC, b.C, 1, 1, b.project_act, b.residual ? in : nullptr);
+    g.add_output(v);
+    ops::ShapeInference().run(g);
+    EXPECT_EQ(lower::fuse_conv_chains(g, 0), 1);
+    ops::ShapeInference().run(g);
+    node = g.nodes().back();
+    EXPECT_EQ(node->op_type(), "ConvChain");
+    node->attrs["split_channels"] = ir::Attribute::of_int(1);
+    x = random_tensor({1, b.H, b.W, b.K}, rng);
+    expected = ops::run_reference(*node, {&x});
+  }
+};
+
+void expect_near(const Tensor& actual, const Tensor& expected, const std::string& what) {
+  ASSERT_EQ(actual.dims(), expected.dims()) << what;
+  for (int64_t i = 0; i < actual.numel(); ++i) {
+    const float e = expected.data<float>()[i];
+    ASSERT_NEAR(actual.data<float>()[i], e, 1e-4 * std::max(1.f, std::fabs(e))) << what << " at " << i;
+  }
+}
+
+// Middle channels not a multiple of 16 or of the team (slices of 16-channel vectors, the last one
+// short), 3x3 and 5x5 taps at strides 1 and 2, activations on every layer (the project's after
+// the partial sums are added), with and without the residual, at 2 and 3 threads.
+TEST(ConvChainChannels, MatchesTheReference) {
+  const Block blocks[] = {
+      {7, 7, 24, 150, 24, 3, 1, "Clip", "Clip", "", true},
+      {9, 6, 16, 96, 40, 5, 2, "SiLU", "SiLU", "Relu", false},
+      {5, 11, 33, 200, 33, 3, 1, "Relu", "", "", true},
+      {14, 14, 20, 64, 12, 3, 2, "HardSwish", "Relu", "", false},
+  };
+  for (const Block& b : blocks) {
+    BlockCase c(b);
+    for (int threads : {2, 3}) {
+      const std::string what = "C " + std::to_string(b.C) + " threads " + std::to_string(threads);
+      auto backend = backends::make_cpu_backend(threads);
+      const backends::SelectedKernel sel = backends::select_kernel(*backend, *c.node, threads);
+      ASSERT_TRUE(sel.kernel) << what;
+      if (!backends::cpu::has_avx512()) continue;  // the banded kernel runs it elsewhere
+      EXPECT_EQ(sel.name, "kiln_chain_channels") << what;
+      Tensor y(DType::Float, c.expected[0].dims());
+      sel.kernel->run({&c.x}, {&y});
+      expect_near(y, c.expected[0], what);
+      sel.kernel->run({&c.x}, {&y});  // again: the buffers of one run do not leak into the next
+      expect_near(y, c.expected[0], what + ", second run");
+      if (b.residual) {  // the output written over the residual, as the memory plan may place it
+        EXPECT_TRUE(sel.kernel->writes_over(0));
+        Tensor inout = c.x.clone();
+        sel.kernel->run({&inout}, {&inout});
+        expect_near(inout, c.expected[0], what + ", in place");
+      }
+    }
+  }
+}
+
+// One thread, or a chain the lowering did not mark, runs banded; fewer middle channels than a
+// vector per thread too.
+TEST(ConvChainChannels, DeclinesWhereTheBandedChainRuns) {
+  BlockCase c({7, 7, 8, 24, 8, 3, 1, "Relu", "Relu", "", false});
+  auto name = [&](int threads) {
+    auto backend = backends::make_cpu_backend(threads);
+    return backends::select_kernel(*backend, *c.node, threads).name;
+  };
+  EXPECT_EQ(name(1), "onednn_bands");
+  EXPECT_EQ(name(2), "onednn_bands");  // 24 channels: under 16 a thread
+  BlockCase wide({7, 7, 8, 64, 8, 3, 1, "Relu", "Relu", "", false});
+  wide.node->attrs.erase("split_channels");
+  auto backend = backends::make_cpu_backend(2);
+  EXPECT_EQ(backends::select_kernel(*backend, *wide.node, 2).name, "onednn_bands");
+}
+
+}  // namespace
+}  // namespace kiln::testing
