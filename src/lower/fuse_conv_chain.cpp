@@ -183,19 +183,85 @@ double channel_share_efficiency(const std::vector<ir::Node*>& chain, int threads
   return 1.0 / (1.0 + kCrossCoreMacsPerFloat * exchanged / macs);
 }
 
+// The only reader of v, as input `index` of a kiln `op`; null if v has another reader or is an
+// output of the graph.
+ir::Node* sole_reader(const ir::Graph& g, const ir::Value* v, const char* op, int index) {
+  if (v->uses().size() != 1 || ir::is_graph_output(g, v)) return nullptr;
+  const ir::Use& u = v->uses()[0];
+  return u.input_index == index && u.node->domain() == "kiln" && u.node->op_type() == op ? u.node : nullptr;
+}
+
+// A 1x1 FusedConv of a pooled vector: constant weights, no residual or scale.
+bool squeeze_conv(const ir::Node* n) {
+  if (!n || n->num_inputs() < 2 || n->num_outputs() != 1 || !n->input(1)->is_constant() || !static_float4(n->output(0)))
+    return false;
+  if (n->num_inputs() > 2 && n->input(2) && !n->input(2)->is_constant()) return false;
+  if (n->num_inputs() > 3 && (n->input(3) || (n->num_inputs() > 4 && n->input(4)))) return false;
+  const auto wd = n->input(1)->type.static_dims();
+  return wd.size() == 4 && wd[2] == 1 && wd[3] == 1 && n->attr_int("group", 1) == 1;
+}
+
+// An inverted-residual block with a squeeze-excitation (efficientnet's, mobilenet_v3's), as
+// [expand, depthwise, pool, fc1, fc2, project]: the depthwise output's global average pool ->
+// fc1 -> fc2 gives the channel scale S of the project, which also reads the depthwise output.
+// Empty where `e` does not start one.
+std::vector<ir::Node*> squeeze_excitation_block(const ir::Graph& g, ir::Node* e) {
+  if (!member(e) || !pointwise(e) || (e->num_inputs() > 3 && e->input(3))) return {};
+  ir::Node* d = sole_reader(g, e->output(0), "FusedConv", 0);
+  if (!member(d)) return {};
+  const auto dwd = d->input(1)->type.static_dims();
+  if (!(dwd[1] == 1 && d->attr_int("group", 1) == dwd[0] && dwd[0] > 1)) return {};
+  const ir::Value* y = d->output(0);
+  if (y->uses().size() != 2 || ir::is_graph_output(g, y)) return {};
+  ir::Node *pool = nullptr, *q = nullptr;
+  for (const ir::Use& u : y->uses()) {
+    if (u.input_index != 0 || u.node->domain() != "kiln") return {};
+    if (u.node->op_type() == "NhwcGlobalAveragePool") pool = u.node;
+    else if (u.node->op_type() == "FusedConv") q = u.node;
+  }
+  if (!pool || !q || !static_float4(pool->output(0))) return {};
+  ir::Node* fc1 = sole_reader(g, pool->output(0), "FusedConv", 0);
+  ir::Node* fc2 = fc1 ? sole_reader(g, fc1->output(0), "FusedConv", 0) : nullptr;
+  if (!squeeze_conv(fc1) || !squeeze_conv(fc2) || sole_reader(g, fc2->output(0), "FusedConv", 4) != q) return {};
+  // The project as a chain member but for its scale.
+  if (!q->attr_int("channels_last", 0) || q->num_outputs() != 1 || !static_float4(q->output(0)) ||
+      !q->input(1)->is_constant() || (q->input(2) && !q->input(2)->is_constant()) ||
+      (q->input(3) && (q->input(3)->is_constant() || !static_float4(q->input(3)))) ||
+      q->attr_int("x_blocked", 0) || q->attr_int("y_blocked", 0) || q->attr_int("z_blocked", 0) || !pointwise(q))
+    return {};
+  return {e, d, pool, fc1, fc2, q};
+}
+
 }  // namespace
 
 int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, bool pools, int threads,
-                     bool input_transpose) {
+                     bool input_transpose, bool channels) {
+  const bool split = channels && threads > 1;
   std::vector<std::vector<ir::Node*>> chains;
   std::unordered_set<const ir::Node*> taken, split_channels;
+  // Squeeze-excitation blocks first: split by channels their threads meet three times (the
+  // squeeze, the project, the partial sums), where as separate ops they meet at each of six.
+  if (split)
+    for (ir::Node* n : g.nodes()) {
+      if (taken.count(n)) continue;
+      std::vector<ir::Node*> block = squeeze_excitation_block(g, n);
+      if (block.empty()) continue;
+      const std::vector<ir::Node*> convs{block[0], block[1], block[5]};
+      if (std::any_of(block.begin(), block.end(), [&](const ir::Node* m) { return taken.count(m) > 0; }) ||
+          channel_share_efficiency(convs, threads) < 0.9)
+        continue;
+      taken.insert(block.begin(), block.end());
+      split_channels.insert(block.front());
+      chains.push_back(std::move(block));
+    }
   for (ir::Node* n : g.nodes()) {  // topological order: a chain is met at its first conv
     if (taken.count(n) || !member(n)) continue;  // (a pool joins after a conv, never first)
     std::vector<ir::Node*> chain{n};
-    while (ir::Node* next = next_link(g, chain.back(), min_bytes, light_min_bytes, pools)) chain.push_back(next);
+    for (ir::Node* next; (next = next_link(g, chain.back(), min_bytes, light_min_bytes, pools)) && !taken.count(next);)
+      chain.push_back(next);
     // With a team, an inverted-residual block is one chain whatever its links' size: split by
     // its channels, its threads then meet once (for the partial sums), not after every conv.
-    if (threads > 1 && chain.size() < 3) {
+    if (split && chain.size() < 3) {
       std::vector<ir::Node*> block{n};
       while (block.size() < 3)
         if (ir::Node* next = next_link(g, block.back(), 0, 0, false); next && !taken.count(next)) block.push_back(next);
@@ -218,7 +284,7 @@ int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, b
     // uneven (7 rows: 4 and 3) or overlap much in the layers before (inception's 7x1 convs on
     // 17 rows), separate convs, which split pixels, keep both cores busier.
     const double rows = threads > 1 ? chain_share_efficiency(chain, threads) : 1.0;
-    const bool by_channels = threads > 1 && inverted_residual(chain) && channel_share_efficiency(chain, threads) > rows;
+    const bool by_channels = split && inverted_residual(chain) && channel_share_efficiency(chain, threads) > rows;
     if ((by_channels ? channel_share_efficiency(chain, threads) : rows) < 0.9) continue;
     taken.insert(chain.begin(), chain.end());
     if (by_channels) split_channels.insert(chain.front());
@@ -238,9 +304,10 @@ int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, b
   return static_cast<int>(chains.size());
 }
 
-std::unique_ptr<passes::Pass> make_conv_chain_pass(int threads, bool input_transpose, int* chains) {
+std::unique_ptr<passes::Pass> make_conv_chain_pass(int threads, bool input_transpose, bool channels, int* chains) {
   return std::make_unique<passes::FunctionPass>("conv_chain", [=](ir::Graph& g) {
-    *chains = fuse_conv_chains(g, kConvChainMinBytes, kConvChainLightMinBytes, /*pools=*/true, threads, input_transpose);
+    *chains = fuse_conv_chains(g, kConvChainMinBytes, kConvChainLightMinBytes, /*pools=*/true, threads, input_transpose,
+                               channels);
     return *chains > 0;
   });
 }

@@ -9,6 +9,10 @@
 // and resnet18's stem -> max pool: the 3 MB stem output stays in bands), never start one. A
 // channels-last global average pool of the last output joins the chain as its second output
 // (summed band by band), and then a single conv with a big output forms a chain as well.
+// With a team whose backend splits chains by channels (backends/cpu/conv_chain_channels.cpp),
+// inverted-residual blocks (1x1 -> depthwise -> 1x1) may form chains marked `split_channels`,
+// squeeze-excitation blocks included (the depthwise output's global pool -> fc1 -> fc2 giving
+// the project's channel scale: the six nodes one chain, whose reference kernel runs them in turn).
 #pragma once
 #include <cstdint>
 
@@ -51,11 +55,13 @@ constexpr double kCrossCoreMacsPerFloat = 29.0;
 // `input_transpose`: the layout's Transpose of an NCHW input that only a chain's stem (a conv on
 // at most 8 channels, at most 3x3) reads joins the chain in front, and the stem reads the NCHW
 // planes.
+// `channels`: the backend splits inverted-residual chains by channels (else none is marked and
+// every chain must split its rows evenly enough).
 int fuse_conv_chains(ir::Graph& g, int64_t min_bytes = kConvChainMinBytes,
                      int64_t light_min_bytes = kConvChainMinBytes, bool pools = true, int threads = 1,
-                     bool input_transpose = true);
+                     bool input_transpose = true, bool channels = false);
 // As a lowering pass: "conv_chain" with the default link sizes and pools; *chains = how many it
 // formed.
-std::unique_ptr<passes::Pass> make_conv_chain_pass(int threads, bool input_transpose, int* chains);
+std::unique_ptr<passes::Pass> make_conv_chain_pass(int threads, bool input_transpose, bool channels, int* chains);
 
 }  // namespace kiln::lower

@@ -17,7 +17,7 @@ namespace kiln::lower {
 
 const std::vector<std::string>& lowering_pass_names() {
   static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "channel_scale", "conv_concat",
-                                                 "concat_elementwise", "conv_chain", "conv_chain_input",
+                                                 "concat_elementwise", "conv_chain", "conv_chain_input", "conv_chain_channels",
                                                  "conv_prologue", "blocked_layout"};
   return names;
 }
@@ -49,7 +49,8 @@ passes::PassManager make_lowering_pipeline(const LoweringTarget& t, LoweringStat
     if (t.fusion_level > 0 && on("concat_elementwise"))
       pm.add(make_concat_elementwise_pass(&st->layout.concat_readers));
     if (t.fusion_level > 0 && on("conv_chain"))
-      pm.add(make_conv_chain_pass(t.threads, on("conv_chain_input"), &st->layout.conv_chains));
+      pm.add(make_conv_chain_pass(t.threads, on("conv_chain_input"), t.chain_channels && on("conv_chain_channels"),
+                                  &st->layout.conv_chains));
     // After the chains, which take 1x1 convs of their own, and the Concats' readers, whose
     // gathers a prologue keeps.
     if (t.fusion_level > 0 && t.takes_conv_prologue && on("conv_prologue"))

@@ -35,6 +35,9 @@ struct LoweringTarget {
   // Which channels-last FusedConvs the backend runs with their elementwise input computed
   // inside (Backend::takes_conv_prologue, kiln.PrologueConv); empty: none.
   std::function<bool(const ir::Node&)> takes_conv_prologue;
+  // Whether the backend runs inverted-residual conv chains split by their middle channels
+  // (Backend::splits_chain_channels; the pass option "conv_chain_channels" turns it off).
+  bool chain_channels = false;
   // Passes (and pass options: "conv_chain_input") to skip, by name (lowering_pass_names()).
   std::vector<std::string> disabled;
 };

@@ -98,6 +98,7 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     target.can_fuse = [backend](const ir::Node& n) { return backend->can_fuse(n); };
     target.runs_blocked = [backend](const ir::Node& n) { return backend->runs_blocked(n); };
     target.takes_conv_prologue = [backend](const ir::Node& n) { return backend->takes_conv_prologue(n); };
+    target.chain_channels = backend->splits_chain_channels();
     target.disabled = disabled;
     lower::LoweringStats st = lower::run_lowering(sg, target);
     cp->layout = st.layout;

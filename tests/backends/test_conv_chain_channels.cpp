@@ -1,7 +1,7 @@
 // kiln.ConvChain of an inverted-residual block split by its middle channels
-// (src/backends/cpu/conv_chain_channels.cpp): values against the reference kernels at 2 and 3
-// threads, odd channel counts, strides, activations, the residual added in place; and where the
-// banded kernel runs instead.
+// (src/backends/cpu/conv_chain_channels.cpp), with and without a squeeze-excitation: values
+// against the reference kernels at 2 and 3 threads, odd channel counts, strides, activations,
+// the residual added in place; and where the banded kernel runs instead.
 #include <gtest/gtest.h>
 #include <kiln/tensor.h>
 
@@ -108,6 +108,73 @@ TEST(ConvChainChannels, MatchesTheReference) {
         Tensor inout = c.x.clone();
         sel.kernel->run({&inout}, {&inout});
         expect_near(inout, c.expected[0], what + ", in place");
+      }
+    }
+  }
+}
+
+// An inverted-residual block with a squeeze-excitation (efficientnet's, mobilenet_v3's): the
+// depthwise output's global average pool -> fc1 -> fc2 is the project's channel scale S. The
+// lowering (2 threads, a backend that splits channels) makes it one chain; values against the
+// reference at 2 and 3 threads, the residual added in place.
+TEST(ConvChainChannels, SqueezeExcitationBlocks) {
+  struct SeBlock {
+    int64_t H, K, C, S, OC, taps;
+    const char *act, *fc1_act, *fc2_act;
+    bool residual;
+  };
+  for (const SeBlock& b : {SeBlock{7, 40, 240, 10, 40, 5, "SiLU", "SiLU", "Sigmoid", true},
+                           SeBlock{9, 24, 376, 40, 32, 3, "HardSwish", "Relu", "HardSigmoid", false}}) {
+    std::mt19937 rng(static_cast<uint32_t>(b.C));
+    ir::Graph g;
+    g.opsets[""] = 17;
+    g.opsets["kiln"] = 1;
+    ir::Value* in = g.add_input("x", ir::TensorType::from_dims(DType::Float, {1, b.H, b.H, b.K}));
+    auto conv = [&](ir::Value* v, const std::string& name, int64_t oc, int64_t c_per_group, int64_t k, const char* act,
+                    std::vector<ir::Value*> extra) {
+      ir::Attributes a{{"pads", ir::Attribute::of_ints({k / 2, k / 2, k / 2, k / 2})},
+                       {"strides", ir::Attribute::of_ints({1, 1})},
+                       {"channels_last", ir::Attribute::of_int(1)}};
+      if (c_per_group == 1) a["group"] = ir::Attribute::of_int(oc);
+      if (*act) a["activation"] = ir::Attribute::of_string(act);
+      if (std::string(act) == "HardSigmoid") a["activation_params"] = ir::Attribute::of_floats({1.f / 6, 0.5f});
+      std::vector<ir::Value*> ins{v, g.add_constant(name + "_w", random_tensor({oc, c_per_group, k, k}, rng)),
+                                  g.add_constant(name + "_b", random_tensor({oc}, rng))};
+      ins.insert(ins.end(), extra.begin(), extra.end());
+      ir::Value* y = g.add_value(name);
+      g.add_node("FusedConv", ins, {y}, a, name, "kiln");
+      return y;
+    };
+    ir::Value* e = conv(in, "expand", b.C, b.K, 1, b.act, {});
+    ir::Value* d = conv(e, "dw", b.C, 1, b.taps, b.act, {});
+    ir::Value* pooled = g.add_value("pooled");
+    g.add_node("NhwcGlobalAveragePool", {d}, {pooled}, {}, "pool", "kiln");
+    ir::Value* h = conv(pooled, "fc1", b.S, b.C, 1, b.fc1_act, {});
+    ir::Value* scale = conv(h, "fc2", b.C, b.S, 1, b.fc2_act, {});
+    g.add_output(conv(d, "project", b.OC, b.C, 1, "", {b.residual ? in : nullptr, scale}));
+    ops::ShapeInference().run(g);
+    ASSERT_EQ(lower::fuse_conv_chains(g, 0, 0, true, 2, true, /*channels=*/true), 1);
+    ops::ShapeInference().run(g);
+    ir::Node* node = g.nodes().back();
+    ASSERT_EQ(node->op_type(), "ConvChain");
+    EXPECT_EQ(node->attr_int("split_channels", 0), 1);
+    EXPECT_EQ(node->attrs.at("body").g->nodes().size(), 6u);
+    const Tensor x = random_tensor({1, b.H, b.H, b.K}, rng);
+    const std::vector<Tensor> expected = ops::run_reference(*node, {&x});
+    if (!backends::cpu::has_avx512()) continue;
+    for (int threads : {2, 3}) {
+      const std::string what = "C " + std::to_string(b.C) + " threads " + std::to_string(threads);
+      auto backend = backends::make_cpu_backend(threads);
+      const backends::SelectedKernel sel = backends::select_kernel(*backend, *node, threads);
+      ASSERT_TRUE(sel.kernel) << what;
+      EXPECT_EQ(sel.name, "kiln_chain_channels") << what;
+      Tensor y(DType::Float, expected[0].dims());
+      sel.kernel->run({&x}, {&y});
+      expect_near(y, expected[0], what);
+      if (b.residual) {
+        Tensor inout = x.clone();
+        sel.kernel->run({&inout}, {&inout});
+        expect_near(inout, expected[0], what + ", in place");
       }
     }
   }

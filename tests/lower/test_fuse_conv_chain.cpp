@@ -19,10 +19,12 @@ ir::Attributes conv(int64_t k, int64_t stride = 1, int64_t group = 1, const char
 }
 
 void fuse_and_compare(const std::function<void(Builder&)>& build, int expect_chains, int64_t min_bytes = 0,
-                      int64_t light_min_bytes = 0, int threads = 1) {
+                      int64_t light_min_bytes = 0, int threads = 1, bool channels = false) {
   auto g = check_lowering(
       build,
-      [&](ir::Graph& graph) { return lower::fuse_conv_chains(graph, min_bytes, light_min_bytes, true, threads); },
+      [&](ir::Graph& graph) {
+        return lower::fuse_conv_chains(graph, min_bytes, light_min_bytes, true, threads, true, channels);
+      },
       expect_chains);
   EXPECT_EQ(count(*g, "ConvChain"), expect_chains);
 }
@@ -61,8 +63,9 @@ TEST(FuseConvChain, UnevenRowSplitsStaySeparate) {
 }
 
 // A wide block (64 -> 384 -> 64) on 7 rows: its rows split 4 and 3, its middle channels evenly,
-// so with two threads it is a chain marked to split its channels, even where its links are under
-// the chain thresholds (7x7x384: 75 KiB); at one thread those links leave it separate convs.
+// so with two threads (and a backend that splits channels) it is a chain marked to split its
+// channels, even where its links are under the chain thresholds (7x7x384: 75 KiB); at one thread
+// those links leave it separate convs.
 TEST(FuseConvChain, WideBlocksOnFewRowsSplitTheirChannels) {
   auto block = [](Builder& b) {
     ir::Value* x = b.in("x", {1, 7, 7, 64});
@@ -75,7 +78,8 @@ TEST(FuseConvChain, WideBlocksOnFewRowsSplitTheirChannels) {
     b.g->opsets["kiln"] = 1;
     block(b);
     ops::ShapeInference().run(*b.g);
-    EXPECT_EQ(lower::fuse_conv_chains(*b.g, lower::kConvChainMinBytes, lower::kConvChainLightMinBytes, true, threads),
+    EXPECT_EQ(lower::fuse_conv_chains(*b.g, lower::kConvChainMinBytes, lower::kConvChainLightMinBytes, true, threads,
+                                      true, /*channels=*/true),
               threads == 2 ? 1 : 0);
     for (const ir::Node* n : b.g->nodes()) {
       if (n->op_type() == "ConvChain") {
@@ -83,8 +87,34 @@ TEST(FuseConvChain, WideBlocksOnFewRowsSplitTheirChannels) {
       }
     }
   }
-  fuse_and_compare(block, 1, 0, 0, 2);  // the same numbers
-  fuse_and_compare(block, 1, 0, 0, 1);
+  fuse_and_compare(block, 1, 0, 0, 2, true);  // the same numbers
+  fuse_and_compare(block, 1, 0, 0, 1, true);
+  fuse_and_compare(block, 0, 0, 0, 2, false);  // a backend without the channel split: rows split 4 and 3
+}
+
+// efficientnet's block: expand -> depthwise, whose output a global average pool -> fc1 -> fc2
+// turns into the project's channel scale. With a team and a backend that splits channels the six
+// nodes are one chain marked `split_channels`.
+TEST(FuseConvChain, SqueezeExcitationBlocksWithAChannelSplit) {
+  auto block = [](Builder& b) {
+    ir::Value* x = b.in("x", {1, 7, 7, 64});
+    ir::Value* e = b.op("FusedConv", {x, b.rand({384, 64, 1, 1}), b.rand({384})}, conv(1, 1, 1, "SiLU"), "kiln");
+    ir::Value* d = b.op("FusedConv", {e, b.rand({384, 1, 5, 5}), b.rand({384})}, conv(5, 1, 384, "SiLU"), "kiln");
+    ir::Value* p = b.op("NhwcGlobalAveragePool", {d}, {}, "kiln");
+    ir::Value* h = b.op("FusedConv", {p, b.rand({16, 384, 1, 1}), b.rand({16})}, conv(1, 1, 1, "SiLU"), "kiln");
+    ir::Value* s = b.op("FusedConv", {h, b.rand({384, 16, 1, 1}), b.rand({384})}, conv(1, 1, 1, "Sigmoid"), "kiln");
+    b.out(b.op("FusedConv", {d, b.rand({64, 384, 1, 1}), b.rand({64}), x, s}, conv(1, 1, 1, ""), "kiln"));
+  };
+  auto g = check_lowering(
+      block, [](ir::Graph& graph) { return lower::fuse_conv_chains(graph, 0, 0, true, 2, true, true); }, 1);
+  EXPECT_EQ(count(*g, "ConvChain"), 1);
+  EXPECT_EQ(count(*g, "FusedConv"), 0);
+  // One thread: [expand, depthwise] + pool and [fc1, fc2] (every link chains at threshold 0), the
+  // project separate, nothing marked.
+  auto separate = check_lowering(
+      block, [](ir::Graph& graph) { return lower::fuse_conv_chains(graph, 0, 0, true, 1, true, true); }, 2);
+  EXPECT_EQ(count(*separate, "FusedConv"), 1);
+  for (const ir::Node* n : separate->nodes()) EXPECT_EQ(n->attr_int("split_channels", 0), 0);
 }
 
 // The rows around a share's edges are computed by both threads: inception's 1x1 -> 7x1 -> 1x7

@@ -1,11 +1,17 @@
 // kiln.ConvChain of an inverted-residual block (1x1 expand -> depthwise -> 1x1 project, the
-// project's residual optional) split by the block's wide middle channels instead of by rows.
+// project's residual optional; or with a squeeze-excitation: the depthwise output's global
+// average pool -> fc1 -> fc2 scaling the project's input channels) split by the block's wide
+// middle channels instead of by rows.
 // Each thread of the team computes its slice of the expanded channels for the whole image, the
 // depthwise conv of those channels and the project's partial sums over them, all in its own
 // buffer (a core's cache): no row is computed twice, where a split by rows recomputes the rows
 // around each share's edge in the layers before the depthwise (an eighth of the expand at 14
 // rows and two threads) and on a 7-row image cannot split evenly. A second job adds the partial
-// sums, bias and residual a share of the pixels each, then the project's activation: what
+// sums, bias and residual a share of the pixels each, then the project's activation. With a
+// squeeze-excitation each thread pools its channels and multiplies them by fc1's columns for
+// them in the first job; in a job between, each adds those parts up (fc1's sums: a few dozen
+// floats), computes fc2 for its own channels and then the project's partial sums scaled by them.
+// What
 // crosses between cores is the block's narrow ends, its input (every thread reads all of it)
 // and those partials (as a tensor-parallel transformer layer splits its MLP: columns, then rows,
 // then one reduction). The lowering marks the chains where that beats the row split
@@ -17,7 +23,6 @@
 #include <vector>
 
 #include "backends/cpu/activation_apply.h"
-#include "backends/cpu/cache_size.h"
 #include "backends/cpu/depthwise_conv.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
@@ -29,22 +34,53 @@ namespace kiln::backends::cpu {
 
 namespace {
 
-// The three convs of a chain's body, or nullopt where it is not expand -> depthwise -> project
-// (with kiln's kernels for each: stride-1 1x1 convs, a depthwise conv of at most 5x5 taps).
+// The convs of a chain's body: expand -> depthwise -> project (kiln's kernels for each:
+// stride-1 1x1 convs, a depthwise conv of at most 5x5 taps), or with a squeeze-excitation
+// between: the depthwise output's global average pool -> fc1 -> fc2 (1x1 convs on the pooled
+// vector) scaling the project's input channels (its channel scale S).
 struct Block {
-  const ir::Node *expand, *depthwise, *project;
-  PointwiseConvShape e, p;
-  DepthwiseShape d;
-  int z_input = -1;  // the chain input that is the project's residual
+  const ir::Node *expand = nullptr, *depthwise = nullptr, *project = nullptr;
+  const ir::Node *fc1 = nullptr, *fc2 = nullptr;  // both or neither
+  PointwiseConvShape e{}, p{};
+  DepthwiseShape d{};
+  int64_t squeezed = 0;  // fc1's outputs
+  int z_input = -1;      // the chain input that is the project's residual
 };
+
+// fc: a 1x1 FusedConv of an [1, 1, 1, K] value into N channels (no residual or scale), whose
+// epilogue kiln applies; its N, or 0.
+int64_t squeeze_conv(const ir::Node* fc, const ir::Value* x, int64_t K) {
+  if (!fc || fc->domain() != "kiln" || fc->op_type() != "FusedConv" || fc->input(0) != x) return 0;
+  if (fc->num_inputs() > 3 && (fc->input(3) || (fc->num_inputs() > 4 && fc->input(4)))) return 0;
+  const auto s = pointwise_conv_shape(*fc);
+  if (!s || s->pixels != 1 || s->images != 1 || s->K != K || !fc->input(1)->is_constant()) return 0;
+  if (fc->num_inputs() > 2 && fc->input(2) && !fc->input(2)->is_constant()) return 0;
+  return s->N;
+}
 
 std::optional<Block> block_of(const ir::Node& node) {
   auto it = node.attrs.find("body");
   if (it == node.attrs.end() || !it->second.g || node.num_outputs() != 1) return std::nullopt;
   const ir::Graph& body = *it->second.g;
   const std::vector<ir::Node*> nodes = body.nodes();
-  if (nodes.size() != 3 || body.outputs().size() != 1 || body.outputs()[0] != nodes[2]->output(0)) return std::nullopt;
-  Block b{nodes[0], nodes[1], nodes[2], {}, {}, {}};
+  if ((nodes.size() != 3 && nodes.size() != 6) || body.outputs().size() != 1 ||
+      body.outputs()[0] != nodes.back()->output(0))
+    return std::nullopt;
+  Block b;
+  b.expand = nodes[0], b.depthwise = nodes[1], b.project = nodes.back();
+  if (nodes.size() == 6) {
+    const ir::Node* pool = nodes[2];
+    b.fc1 = nodes[3], b.fc2 = nodes[4];
+    if (pool->domain() != "kiln" || pool->op_type() != "NhwcGlobalAveragePool" || pool->num_inputs() != 1 ||
+        pool->input(0) != b.depthwise->output(0))
+      return std::nullopt;
+    const int64_t C = b.depthwise->output(0)->type.static_dims().back();
+    b.squeezed = squeeze_conv(b.fc1, pool->output(0), C);
+    if (b.squeezed < 1 || squeeze_conv(b.fc2, b.fc1->output(0), b.squeezed) != C) return std::nullopt;
+    if (b.project->num_inputs() < 5 || b.project->input(4) != b.fc2->output(0)) return std::nullopt;
+  } else if (b.project->num_inputs() > 4 && b.project->input(4)) {
+    return std::nullopt;
+  }
   const auto e = pointwise_conv_shape(*b.expand), p = pointwise_conv_shape(*b.project);
   const std::unique_ptr<DepthwiseShape> d = depthwise_shape(*b.depthwise);
   if (!e || !p || !d || d->KH * d->KW > 25 || e->images != 1 || p->images != 1) return std::nullopt;
@@ -69,16 +105,23 @@ int64_t slice_start(int64_t C, int t, int threads) {
   return std::min(C, (C * t / threads + 8) / 16 * 16);
 }
 
-// Floats of each thread's buffers: its expanded and depthwise slices and its partial sums.
+// Floats of each thread's buffers: its expanded and depthwise slices, its partial sums, and
+// with a squeeze-excitation its slice's part of fc1's sums and its channels' scales.
 struct Buffers {
-  int64_t expanded, filtered, partial;
-  int64_t floats() const { return expanded + filtered + partial; }
+  int64_t expanded, filtered, partial, squeezed, scales;
+  int64_t floats() const { return expanded + filtered + partial + squeezed + scales; }
 };
 
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
 Buffers buffers_of(const Block& b, int64_t slice) {
-  return {round16(b.e.pixels * slice), round16(b.p.pixels * slice), round16(b.p.pixels * b.p.N)};
+  const bool se = b.fc1 != nullptr;
+  return {round16(b.e.pixels * slice), round16(b.p.pixels * slice), round16(b.p.pixels * b.p.N),
+          se ? round16(b.squeezed) : 0, se ? round16(slice) : 0};
+}
+
+const float* constant_or_null(const ir::Node* n, int input) {
+  return n->num_inputs() > input && n->input(input) ? n->input(input)->constant().data<float>() : nullptr;
 }
 
 // y = p + q + b + z (b, z: or nullptr; z may be y, the residual added in place).
@@ -88,6 +131,11 @@ KILN_SIMD void add_partials(const float* p, const float* q, const float* b, cons
 
 KILN_SIMD void add_partial(const float* p, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += p[i];
+}
+
+// y += a * x (n floats).
+KILN_SIMD void add_scaled(float a, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
 class ChannelSplitChainKernel : public Kernel {
@@ -113,6 +161,11 @@ class ChannelSplitChainKernel : public Kernel {
       bias_.assign(bp, bp + OC);
     }
     const ops::Activation dw_act = ops::activation_of(*b.depthwise);
+    if (b.fc1) {
+      fc1_act_ = *epilogue_of(*b.fc1), fc2_act_ = *epilogue_of(*b.fc2);
+      if (const float* b1 = constant_or_null(b.fc1, 2)) fc1_bias_.assign(b1, b1 + b.squeezed);
+      fc1_bias_.resize(static_cast<size_t>(b.squeezed), 0.f);
+    }
     for (int t = 0; t < threads; ++t) {
       const int64_t c0 = slice_start(C, t, threads), c1 = slice_start(C, t + 1, threads), n = c1 - c0;
       Slice s;
@@ -126,6 +179,17 @@ class ChannelSplitChainKernel : public Kernel {
       for (int64_t o = 0; o < OC; ++o) std::memcpy(&cols[o * n], wp + o * C + c0, n * sizeof(float));
       s.project = std::make_unique<PointwiseRows>(n, OC, RowWeights(cols.data()), nullptr,
                                                   ops::Activation{ops::Activation::None}, OC, 1);
+      if (b.fc1) {  // fc1's weights of channels [c0, c1), fc2's for them, both transposed
+        const int64_t S = b.squeezed;
+        const float* w1 = b.fc1->input(1)->constant().data<float>();
+        const float* w2 = b.fc2->input(1)->constant().data<float>();
+        s.fc1.resize(static_cast<size_t>(n * S));
+        s.fc2.resize(static_cast<size_t>(S * n));
+        for (int64_t c = 0; c < n; ++c)
+          for (int64_t j = 0; j < S; ++j) s.fc1[c * S + j] = w1[j * C + c0 + c], s.fc2[j * n + c] = w2[(c0 + c) * S + j];
+        s.fc2_bias.assign(static_cast<size_t>(n), 0.f);
+        if (const float* b2 = constant_or_null(b.fc2, 2)) std::copy(b2 + c0, b2 + c1, s.fc2_bias.begin());
+      }
       slices_.push_back(std::move(s));
     }
   }
@@ -141,10 +205,16 @@ class ChannelSplitChainKernel : public Kernel {
     // run (a thread's own scratch would not do: a thread may run several slices).
     float* buf = static_cast<float*>(kiln_kernels::thread_scratch(total_floats_ * sizeof(float)));
     if (!buf) throw Error("kiln.ConvChain: out of memory for the channel slices' buffers");
-    // Each thread its slice of the middle channels through the block.
+    // Each thread its slice of the middle channels through the block (with a squeeze-excitation,
+    // up to its slice's part of fc1's sums; the project once every slice's part is there).
     parallel_for(T, T, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) partials[t] = run_slice(slices_[t], x, buf + slices_[t].offset);
+      for (int64_t t = t0; t < t1; ++t) partials[t] = run_slice(slices_[t], x, buf);
     });
+    if (b_.fc1) {
+      parallel_for(T, T, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) excite_and_project(slices_[t], buf);
+      });
+    }
     // Then each thread a share of the pixels: the partial sums added, with bias and residual,
     // and the project's activation.
     const int64_t pixels = b_.p.pixels, OC = b_.p.N;
@@ -166,32 +236,68 @@ class ChannelSplitChainKernel : public Kernel {
     int64_t offset = 0;  // of its buffers in the run's, in floats
     std::unique_ptr<PointwiseRows> expand, project;
     std::unique_ptr<DepthwiseConv> depthwise;
+    // fc1's weights of the slice's channels [slice][squeezed], fc2's [squeezed][slice] (each
+    // product a sum of scaled rows, which vectorizes), fc2's bias [slice].
+    std::vector<float> fc1, fc2, fc2_bias;
+    float* filtered(float* run) const { return run + offset + buffers.expanded; }
+    float* partial(float* run) const { return filtered(run) + buffers.filtered; }
+    float* squeezed(float* run) const { return partial(run) + buffers.partial; }
+    float* scales(float* run) const { return squeezed(run) + buffers.squeezed; }
   };
 
-  // The slice through the block in `buf` (its buffers' floats): returns its partial sums of
-  // the project (pixels x OC floats).
-  const float* run_slice(const Slice& s, const float* x, float* buf) const {
-    float *expanded = buf, *filtered = buf + s.buffers.expanded, *partial = filtered + s.buffers.filtered;
+  // The slice through the block in the run's buffer `run`: returns its partial sums of the
+  // project (pixels x OC floats), which with a squeeze-excitation excite_and_project computes.
+  const float* run_slice(const Slice& s, const float* x, float* run) const {
+    float *expanded = run + s.offset, *filtered = s.filtered(run), *partial = s.partial(run);
     s.expand->rows(x, 0, b_.e.pixels, expanded, nullptr, nullptr);
     s.depthwise->rows(expanded, 0, filtered, 0, b_.d.OH);
+    if (b_.fc1) {
+      squeeze(s, filtered, s.squeezed(run));
+      return partial;
+    }
     s.project->rows(filtered, 0, b_.p.pixels, partial, nullptr, nullptr);
     return partial;
   }
 
+  // The slice's channel means (the global average pool) times fc1's columns for them: its part of
+  // fc1's sums, before bias and activation.
+  void squeeze(const Slice& s, const float* filtered, float* part) const {
+    const int64_t n = s.c1 - s.c0, pixels = b_.p.pixels;
+    std::vector<float> mean(static_cast<size_t>(n), 0.f);
+    for (int64_t m = 0; m < pixels; ++m) add_partial(filtered + m * n, mean.data(), n);
+    const float inv = 1.f / static_cast<float>(pixels);
+    const int64_t S = b_.squeezed;
+    std::fill(part, part + S, 0.f);
+    for (int64_t c = 0; c < n; ++c) add_scaled(mean[c] * inv, s.fc1.data() + c * S, part, S);
+  }
+
+  // fc1 from every slice's part, then fc2 for this slice's channels (their scales), then the
+  // project's partial sums over the slice's channels, scaled.
+  void excite_and_project(const Slice& s, float* run) const {
+    const int64_t S = b_.squeezed, n = s.c1 - s.c0;
+    std::vector<float> hidden(fc1_bias_);
+    for (const Slice& other : slices_) add_partial(other.squeezed(run), hidden.data(), S);
+    apply_activation(fc1_act_, hidden.data(), S);
+    float* scale = s.scales(run);
+    std::copy(s.fc2_bias.begin(), s.fc2_bias.end(), scale);
+    for (int64_t j = 0; j < S; ++j) add_scaled(hidden[j], s.fc2.data() + j * n, scale, n);
+    apply_activation(fc2_act_, scale, n);
+    s.project->rows(s.filtered(run), 0, b_.p.pixels, s.partial(run), nullptr, scale);
+  }
+
   Block b_;
   int64_t total_floats_ = 0;
-  std::vector<float> bias_;
+  std::vector<float> bias_, fc1_bias_;
+  ops::Activation fc1_act_{ops::Activation::None}, fc2_act_{ops::Activation::None};
   std::vector<Slice> slices_;
 };
 
+// Every chain the lowering marked (it weighs the row split against this one for the image's
+// size: lower/fuse_conv_chain.h), for a team of at least 2 with a vector of channels each.
 bool chain_splits_channels(const ir::Node& node, int threads) {
-  if (threads < 2 || !node.attr_int("split_channels", 0) || !has_avx512() || !kernel_enabled("kiln_chain_channels"))
-    return false;
+  if (threads < 2 || !node.attr_int("split_channels", 0) || !chain_channels_available()) return false;
   const std::optional<Block> b = block_of(node);
-  if (!b || b->d.C < 16 * threads) return false;
-  // Each thread's buffers within its share of the L2, as a banded chain's windows are.
-  const int64_t slice = round16((b->d.C + threads - 1) / threads);
-  return buffers_of(*b, slice).floats() * 4 <= l2_cache_bytes() / 2;
+  return b && b->d.C >= 16 * threads;
 }
 
 std::unique_ptr<Kernel> make_chain_channels(const ir::Node& node, int threads) {
@@ -200,6 +306,8 @@ std::unique_ptr<Kernel> make_chain_channels(const ir::Node& node, int threads) {
 }
 
 }  // namespace
+
+bool chain_channels_available() { return has_avx512() && kernel_enabled("kiln_chain_channels"); }
 
 void add_conv_chain_channel_kernels(std::vector<KernelFactory>& table) {
   table.push_back({.domain = "kiln", .op = "ConvChain", .make = make_chain_channels, .name = "kiln_chain_channels"});

@@ -44,6 +44,10 @@ class CpuBackend : public Backend {
     cpu::DisabledKernels scope(&disabled_kernels());
     return threads() > 1 && cpu::prologue_conv_takes(node);
   }
+  bool splits_chain_channels() const override {
+    cpu::DisabledKernels scope(&disabled_kernels());
+    return threads() > 1 && cpu::chain_channels_available();
+  }
   // oneDNN's Winograd (on a CPU with AVX-512, from kOnednnWinogradMinChannels input channels)
   // runs the 3x3 stride-1 convs kiln's own Winograd does not take. The blocked-layout pass has
   // checked the conv's form and its channels-last input.

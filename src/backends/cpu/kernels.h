@@ -47,6 +47,8 @@ bool prologue_conv_takes(const ir::Node& conv);
 // composite kernels choosing their members' implementations (kiln.ConvConcat): the cpu backend
 // holds a DisabledKernels scope around each factory call.
 bool kernel_enabled(const std::string& name);
+// Whether kiln_chain_channels runs here (AVX-512, not disabled): conv_chain_channels.cpp.
+bool chain_channels_available();
 class DisabledKernels {
  public:
   explicit DisabledKernels(const std::vector<std::string>* names);

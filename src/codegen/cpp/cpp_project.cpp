@@ -48,9 +48,10 @@ std::set<std::string> with_includes(std::set<std::string> used) {
 
 const std::vector<std::string>& cpp_disabled_passes(bool onednn, bool avx512) {
   // Activations blocked between Winograd convs are written (emit_onednn.cpp) where those convs
-  // run on oneDNN; conv chains where their row kernels run (AVX-512: emit_conv_chain.cpp).
+  // run on oneDNN; conv chains where their row kernels run (AVX-512: emit_conv_chain.cpp), by
+  // rows only (emitted code has no channel-split chain).
   static const std::vector<std::string> always = {"channel_shuffle", "channel_scale", "conv_concat",
-                                                  "concat_elementwise", "conv_prologue"};
+                                                  "concat_elementwise", "conv_prologue", "conv_chain_channels"};
   static const std::vector<std::vector<std::string>> lists = [] {
     std::vector<std::vector<std::string>> v;
     for (int k = 0; k < 4; ++k) {
