@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "backends/backend.h"
 #include "backends/cpu/simd.h"
@@ -103,6 +104,15 @@ TEST(ConvChainChannels, MatchesTheReference) {
       expect_near(y, c.expected[0], what);
       sel.kernel->run({&c.x}, {&y});  // again: the buffers of one run do not leak into the next
       expect_near(y, c.expected[0], what + ", second run");
+      {  // two callers at once (a session run from two threads): each its own buffers
+        Tensor y1(DType::Float, c.expected[0].dims()), y2(DType::Float, c.expected[0].dims());
+        std::thread a([&] { for (int i = 0; i < 20; ++i) sel.kernel->run({&c.x}, {&y1}); });
+        std::thread b2([&] { for (int i = 0; i < 20; ++i) sel.kernel->run({&c.x}, {&y2}); });
+        a.join();
+        b2.join();
+        expect_near(y1, c.expected[0], what + ", concurrent");
+        expect_near(y2, c.expected[0], what + ", concurrent");
+      }
       if (b.residual) {  // the output written over the residual, as the memory plan may place it
         EXPECT_TRUE(sel.kernel->writes_over(0));
         Tensor inout = c.x.clone();
