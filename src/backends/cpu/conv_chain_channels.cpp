@@ -83,7 +83,8 @@ std::optional<Block> block_of(const ir::Node& node) {
   }
   const auto e = pointwise_conv_shape(*b.expand), p = pointwise_conv_shape(*b.project);
   const std::unique_ptr<DepthwiseShape> d = depthwise_shape(*b.depthwise);
-  if (!e || !p || !d || d->KH * d->KW > 25 || e->images != 1 || p->images != 1) return std::nullopt;
+  if (!e || !p || !d || d->KH * d->KW > 25 || e->images != p->images) return std::nullopt;
+  if (b.expand->num_inputs() > 4 && b.expand->input(4)) return std::nullopt;  // a channel scale
   if (b.expand->input(0) != body.inputs()[0] || b.depthwise->input(0) != b.expand->output(0) ||
       b.project->input(0) != b.depthwise->output(0))
     return std::nullopt;
@@ -124,9 +125,9 @@ const float* constant_or_null(const ir::Node* n, int input) {
   return n->num_inputs() > input && n->input(input) ? n->input(input)->constant().data<float>() : nullptr;
 }
 
-// y = p + q + b + z (b, z: or nullptr; z may be y, the residual added in place).
+// y = p + q + b + z (q, b, z: or nullptr; z may be y, the residual added in place).
 KILN_SIMD void add_partials(const float* p, const float* q, const float* b, const float* z, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = p[i] + q[i] + (b ? b[i] : 0.f) + (z ? z[i] : 0.f);
+  for (int64_t i = 0; i < n; ++i) y[i] = p[i] + (q ? q[i] : 0.f) + (b ? b[i] : 0.f) + (z ? z[i] : 0.f);
 }
 
 KILN_SIMD void add_partial(const float* p, float* y, int64_t n) {
@@ -145,9 +146,11 @@ class ChannelSplitChainKernel : public Kernel {
   // first job has read all of the block's input, which may be the residual).
   bool writes_over(int input) const override { return input == b_.z_input; }
 
-  // Slices for a team of `threads` (at least two; each slice at least one vector of channels).
-  ChannelSplitChainKernel(const Block& b, int threads) : b_(b) {
+  // A slice for each thread of the team, but at least a vector of channels each (one slice,
+  // the whole block, where the middle has fewer than 32).
+  ChannelSplitChainKernel(const Block& b, int team) : b_(b) {
     const int64_t C = b.d.C, K = b.e.K, OC = b.p.N;
+    const int threads = static_cast<int>(std::clamp<int64_t>(C / 16, 1, team));
     const float* we = b.expand->input(1)->constant().data<float>();
     const float* be = b.expand->num_inputs() > 2 && b.expand->input(2) ? b.expand->input(2)->constant().data<float>()
                                                                         : nullptr;
@@ -195,16 +198,22 @@ class ChannelSplitChainKernel : public Kernel {
   }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
-    const float* x = static_cast<const float*>(inputs[0]->raw());
-    const float* z = b_.z_input >= 0 ? static_cast<const float*>(inputs[b_.z_input]->raw()) : nullptr;
-    float* y = static_cast<float*>(outputs[0]->raw());
-    const int T = static_cast<int>(slices_.size());
-    std::vector<const float*> partials(T, nullptr);
+    const int64_t in_image = b_.e.pixels * b_.e.K, out_image = b_.p.pixels * b_.p.N;
     // The slices' buffers, one after another in the calling thread's buffer: each slice always
     // written by the same thread of the team, its lines stay in that core's cache from run to
     // run (a thread's own scratch would not do: a thread may run several slices).
     float* buf = static_cast<float*>(kiln_kernels::thread_scratch(total_floats_ * sizeof(float)));
     if (!buf) throw Error("kiln.ConvChain: out of memory for the channel slices' buffers");
+    for (int64_t i = 0; i < b_.e.images; ++i)
+      run_image(static_cast<const float*>(inputs[0]->raw()) + i * in_image,
+                b_.z_input >= 0 ? static_cast<const float*>(inputs[b_.z_input]->raw()) + i * out_image : nullptr,
+                static_cast<float*>(outputs[0]->raw()) + i * out_image, buf);
+  }
+
+ private:
+  void run_image(const float* x, const float* z, float* y, float* buf) const {
+    const int T = static_cast<int>(slices_.size());
+    std::vector<const float*> partials(T, nullptr);
     // Each thread its slice of the middle channels through the block (with a squeeze-excitation,
     // up to its slice's part of fc1's sums; the project once every slice's part is there).
     parallel_for(T, T, [&](int64_t t0, int64_t t1) {
@@ -222,14 +231,14 @@ class ChannelSplitChainKernel : public Kernel {
     parallel_for(T, T, [&](int64_t t0, int64_t t1) {
       for (int64_t m = pixels * t0 / T, m1 = pixels * t1 / T; m < m1; ++m) {
         float* row = y + m * OC;
-        add_partials(partials[0] + m * OC, partials[1] + m * OC, bias, z ? z + m * OC : nullptr, row, OC);
+        add_partials(partials[0] + m * OC, T > 1 ? partials[1] + m * OC : nullptr, bias, z ? z + m * OC : nullptr, row,
+                     OC);
         for (int t = 2; t < T; ++t) add_partial(partials[t] + m * OC, row, OC);
         apply_activation(b_.p.act, row, OC);
       }
     });
   }
 
- private:
   struct Slice {
     int64_t c0 = 0, c1 = 0;
     Buffers buffers{};
@@ -293,11 +302,9 @@ class ChannelSplitChainKernel : public Kernel {
 };
 
 // Every chain the lowering marked (it weighs the row split against this one for the image's
-// size: lower/fuse_conv_chain.h), for a team of at least 2 with a vector of channels each.
+// size: lower/fuse_conv_chain.h), for a team.
 bool chain_splits_channels(const ir::Node& node, int threads) {
-  if (threads < 2 || !node.attr_int("split_channels", 0) || !chain_channels_available()) return false;
-  const std::optional<Block> b = block_of(node);
-  return b && b->d.C >= 16 * threads;
+  return threads >= 2 && node.attr_int("split_channels", 0) && chain_channels_available() && block_of(node);
 }
 
 std::unique_ptr<Kernel> make_chain_channels(const ir::Node& node, int threads) {
