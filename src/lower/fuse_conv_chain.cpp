@@ -18,8 +18,9 @@ bool static_float4(const ir::Value* v) {
 
 // A FusedConv the banded kernel runs: channels-last and plain NHWC on every end, constant
 // weights and bias, explicit pads, no dilation. Not the 3x3 stride-1 dense convs, which run a
-// Winograd form on the whole tensor, nor grouped ones (below).
-bool member(const ir::Node* n) {
+// Winograd form on the whole tensor, nor grouped ones (below) unless `grouped` (the middle of a
+// block split by channels).
+bool member(const ir::Node* n, bool grouped_ok = false) {
   if (!n || n->domain() != "kiln" || n->op_type() != "FusedConv" || !n->attr_int("channels_last", 0)) return false;
   if (n->num_inputs() < 2 || n->num_outputs() != 1 || !static_float4(n->output(0))) return false;
   if (n->num_inputs() > 4 && n->input(4)) return false;  // a channel scale S
@@ -39,7 +40,20 @@ bool member(const ir::Node* n) {
   // reaches on the whole tensor in its own layout, so they end a chain.
   const int64_t group = n->attr_int("group", 1);
   const bool grouped = group > 1 && !(wd[1] == 1 && group == wd[0]);
-  return !winograd && !grouped;
+  return !winograd && (!grouped || grouped_ok);
+}
+
+// The middle conv of a block split by channels: each output channel reads only the input
+// channels of its own slice. A depthwise conv, or a grouped one of narrow groups as kiln's
+// grouped kernel takes them (3x3, stride 1 or 2, 2-16 channels a group, as many out as in).
+bool channel_local(const ir::Node* n) {
+  const auto wd = n->input(1)->type.static_dims();
+  const int64_t group = n->attr_int("group", 1);
+  if (wd[1] == 1 && group == wd[0] && wd[0] > 1) return true;
+  const auto st = n->attr_ints("strides", {1, 1});
+  const int64_t cg = wd[1];
+  return group > 1 && wd[0] == group * cg && (cg == 2 || cg == 4 || cg == 8 || cg == 16) && wd[2] == 3 && wd[3] == 3 &&
+         st.size() == 2 && (st[1] == 1 || st[1] == 2);
 }
 
 // A channels-last max or average pool the banded kernel runs after a conv (squeezenet's and
@@ -175,7 +189,8 @@ bool inverted_residual(const std::vector<ir::Node*>& chain) {
 double channel_share_efficiency(const std::vector<ir::Node*>& chain, int threads) {
   const int64_t K = chain[0]->input(1)->type.static_dims()[1], C = chain[0]->input(1)->type.static_dims()[0];
   const auto dwd = chain[1]->input(1)->type.static_dims();
-  const int64_t OC = chain[2]->input(1)->type.static_dims()[0], taps = dwd[2] * dwd[3];
+  // The middle conv's multiply-adds per channel and pixel: its taps, times a group's channels.
+  const int64_t OC = chain[2]->input(1)->type.static_dims()[0], taps = dwd[1] * dwd[2] * dwd[3];
   // Per pixel, over a thread's share of the multiply-adds (the depthwise conv's pixels taken as
   // the block's input's: an upper bound of its share where it has a stride).
   const double exchanged = static_cast<double>(threads - 1) * static_cast<double>(K + OC);
@@ -208,9 +223,7 @@ bool squeeze_conv(const ir::Node* n) {
 std::vector<ir::Node*> squeeze_excitation_block(const ir::Graph& g, ir::Node* e) {
   if (!member(e) || !pointwise(e) || (e->num_inputs() > 3 && e->input(3))) return {};
   ir::Node* d = sole_reader(g, e->output(0), "FusedConv", 0);
-  if (!member(d)) return {};
-  const auto dwd = d->input(1)->type.static_dims();
-  if (!(dwd[1] == 1 && d->attr_int("group", 1) == dwd[0] && dwd[0] > 1)) return {};
+  if (!member(d, /*grouped_ok=*/true) || !channel_local(d)) return {};
   const ir::Value* y = d->output(0);
   if (y->uses().size() != 2 || ir::is_graph_output(g, y)) return {};
   ir::Node *pool = nullptr, *q = nullptr;

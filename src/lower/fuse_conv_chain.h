@@ -12,7 +12,8 @@
 // With a team whose backend splits chains by channels (backends/cpu/conv_chain_channels.cpp),
 // inverted-residual blocks (1x1 -> depthwise -> 1x1) may form chains marked `split_channels`,
 // squeeze-excitation blocks included (the depthwise output's global pool -> fc1 -> fc2 giving
-// the project's channel scale: the six nodes one chain, whose reference kernel runs them in turn).
+// the project's channel scale: the six nodes one chain, whose reference kernel runs them in turn;
+// there a grouped 3x3 conv of 2-16 channels a group may stand for the depthwise, RegNet's).
 #pragma once
 #include <cstdint>
 

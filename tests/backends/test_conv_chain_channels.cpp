@@ -127,8 +127,9 @@ TEST(ConvChainChannels, MatchesTheReference) {
   }
 }
 
-// An inverted-residual block with a squeeze-excitation (efficientnet's, mobilenet_v3's): the
-// depthwise output's global average pool -> fc1 -> fc2 is the project's channel scale S. The
+// An inverted-residual block with a squeeze-excitation (efficientnet's, mobilenet_v3's; RegNet's
+// with a grouped 3x3 conv of 8-channel groups in the middle, at strides 1 and 2): the middle
+// output's global average pool -> fc1 -> fc2 is the project's channel scale S. The
 // lowering (2 threads, a backend that splits channels) makes it one chain; values against the
 // reference at 2 and 3 threads, the residual added in place.
 TEST(ConvChainChannels, SqueezeExcitationBlocks) {
@@ -136,31 +137,38 @@ TEST(ConvChainChannels, SqueezeExcitationBlocks) {
     int64_t H, K, C, S, OC, taps;
     const char *act, *fc1_act, *fc2_act;
     bool residual;
+    int64_t group_channels = 1;  // the middle conv's channels a group: 1 depthwise, 8 RegNet's
+    int64_t stride = 1;
   };
   for (const SeBlock& b : {SeBlock{7, 40, 240, 10, 40, 5, "SiLU", "SiLU", "Sigmoid", true},
-                           SeBlock{9, 24, 376, 40, 32, 3, "HardSwish", "Relu", "HardSigmoid", false}}) {
+                           SeBlock{9, 24, 376, 40, 32, 3, "HardSwish", "Relu", "HardSigmoid", false},
+                           SeBlock{7, 440, 440, 110, 440, 3, "Relu", "Relu", "Sigmoid", true, 8},
+                           SeBlock{11, 208, 440, 52, 440, 3, "Relu", "Relu", "Sigmoid", false, 8, 2}}) {
     std::mt19937 rng(static_cast<uint32_t>(b.C));
     ir::Graph g;
     g.opsets[""] = 17;
     g.opsets["kiln"] = 1;
     ir::Value* in = g.add_input("x", ir::TensorType::from_dims(DType::Float, {1, b.H, b.H, b.K}));
     auto conv = [&](ir::Value* v, const std::string& name, int64_t oc, int64_t c_per_group, int64_t k, const char* act,
-                    std::vector<ir::Value*> extra) {
+                    std::vector<ir::Value*> extra, int64_t group = 1, int64_t stride = 1) {
       ir::Attributes a{{"pads", ir::Attribute::of_ints({k / 2, k / 2, k / 2, k / 2})},
-                       {"strides", ir::Attribute::of_ints({1, 1})},
+                       {"strides", ir::Attribute::of_ints({stride, stride})},
                        {"channels_last", ir::Attribute::of_int(1)}};
-      if (c_per_group == 1) a["group"] = ir::Attribute::of_int(oc);
+      if (group > 1) a["group"] = ir::Attribute::of_int(group);
       if (*act) a["activation"] = ir::Attribute::of_string(act);
       if (std::string(act) == "HardSigmoid") a["activation_params"] = ir::Attribute::of_floats({1.f / 6, 0.5f});
-      std::vector<ir::Value*> ins{v, g.add_constant(name + "_w", random_tensor({oc, c_per_group, k, k}, rng)),
-                                  g.add_constant(name + "_b", random_tensor({oc}, rng))};
+      // Weights scaled by 1/sqrt(fan-in), as trained ones are: sums over 440 inputs stay near 1.
+      Tensor w = random_tensor({oc, c_per_group, k, k}, rng);
+      const float scale = 1.f / std::sqrt(static_cast<float>(c_per_group * k * k));
+      for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] *= scale;
+      std::vector<ir::Value*> ins{v, g.add_constant(name + "_w", w), g.add_constant(name + "_b", random_tensor({oc}, rng))};
       ins.insert(ins.end(), extra.begin(), extra.end());
       ir::Value* y = g.add_value(name);
       g.add_node("FusedConv", ins, {y}, a, name, "kiln");
       return y;
     };
     ir::Value* e = conv(in, "expand", b.C, b.K, 1, b.act, {});
-    ir::Value* d = conv(e, "dw", b.C, 1, b.taps, b.act, {});
+    ir::Value* d = conv(e, "mid", b.C, b.group_channels, b.taps, b.act, {}, b.C / b.group_channels, b.stride);
     ir::Value* pooled = g.add_value("pooled");
     g.add_node("NhwcGlobalAveragePool", {d}, {pooled}, {}, "pool", "kiln");
     ir::Value* h = conv(pooled, "fc1", b.S, b.C, 1, b.fc1_act, {});
@@ -177,7 +185,8 @@ TEST(ConvChainChannels, SqueezeExcitationBlocks) {
     const std::vector<Tensor> expected = ops::run_reference(*node, {&x});
     if (!backends::cpu::has_avx512()) continue;
     for (int threads : {2, 3}) {
-      const std::string what = "C " + std::to_string(b.C) + " threads " + std::to_string(threads);
+      const std::string what = "C " + std::to_string(b.C) + " group " + std::to_string(b.group_channels) + " threads " +
+                               std::to_string(threads);
       auto backend = backends::make_cpu_backend(threads);
       const backends::SelectedKernel sel = backends::select_kernel(*backend, *node, threads);
       ASSERT_TRUE(sel.kernel) << what;

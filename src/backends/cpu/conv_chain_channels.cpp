@@ -1,7 +1,8 @@
 // kiln.ConvChain of an inverted-residual block (1x1 expand -> depthwise -> 1x1 project, the
 // project's residual optional; or with a squeeze-excitation: the depthwise output's global
-// average pool -> fc1 -> fc2 scaling the project's input channels) split by the block's wide
-// middle channels instead of by rows.
+// average pool -> fc1 -> fc2 scaling the project's input channels; in RegNet's blocks a grouped
+// 3x3 conv of narrow groups in the depthwise conv's place) split by the block's middle channels
+// instead of by rows.
 // Each thread of the team computes its slice of the expanded channels for the whole image, the
 // depthwise conv of those channels and the project's partial sums over them, all in its own
 // buffer (a core's cache): no row is computed twice, where a split by rows recomputes the rows
@@ -24,6 +25,7 @@
 
 #include "backends/cpu/activation_apply.h"
 #include "backends/cpu/depthwise_conv.h"
+#include "backends/cpu/grouped_conv.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/pointwise_conv.h"
@@ -42,7 +44,9 @@ struct Block {
   const ir::Node *expand = nullptr, *depthwise = nullptr, *project = nullptr;
   const ir::Node *fc1 = nullptr, *fc2 = nullptr;  // both or neither
   PointwiseConvShape e{}, p{};
-  DepthwiseShape d{};
+  DepthwiseShape d{};        // the middle conv's geometry (C its channels, in and out)
+  int64_t grouped = 0;       // > 0: the middle conv is grouped, this many channels a group
+  ops::Activation mid_act{ops::Activation::None};
   int64_t squeezed = 0;  // fc1's outputs
   int z_input = -1;      // the chain input that is the project's residual
 };
@@ -82,8 +86,19 @@ std::optional<Block> block_of(const ir::Node& node) {
     return std::nullopt;
   }
   const auto e = pointwise_conv_shape(*b.expand), p = pointwise_conv_shape(*b.project);
-  const std::unique_ptr<DepthwiseShape> d = depthwise_shape(*b.depthwise);
-  if (!e || !p || !d || d->KH * d->KW > 25 || e->images != p->images) return std::nullopt;
+  std::unique_ptr<DepthwiseShape> d = depthwise_shape(*b.depthwise);
+  if (d && d->KH * d->KW <= 25) {
+    b.mid_act = ops::activation_of(*b.depthwise);
+  } else if (const auto g = row_conv_geometry(*b.depthwise); g && grouped_conv_takes(*g) && epilogue_of(*b.depthwise)) {
+    // A grouped conv of narrow groups (RegNet's): a slice of whole vectors holds whole groups.
+    d = std::make_unique<DepthwiseShape>(DepthwiseShape{g->H, g->W, g->C, g->OH, g->OW, g->KH, g->KW, g->SH, g->SW,
+                                                        g->PT, g->PL});
+    b.grouped = g->C / g->G;
+    b.mid_act = *epilogue_of(*b.depthwise);
+  } else {
+    d.reset();
+  }
+  if (!e || !p || !d || e->images != p->images) return std::nullopt;
   if (b.expand->num_inputs() > 4 && b.expand->input(4)) return std::nullopt;  // a channel scale
   if (b.expand->input(0) != body.inputs()[0] || b.depthwise->input(0) != b.expand->output(0) ||
       b.project->input(0) != b.depthwise->output(0))
@@ -163,7 +178,6 @@ class ChannelSplitChainKernel : public Kernel {
       const float* bp = b.project->input(2)->constant().data<float>();
       bias_.assign(bp, bp + OC);
     }
-    const ops::Activation dw_act = ops::activation_of(*b.depthwise);
     if (b.fc1) {
       fc1_act_ = *epilogue_of(*b.fc1), fc2_act_ = *epilogue_of(*b.fc2);
       if (const float* b1 = constant_or_null(b.fc1, 2)) fc1_bias_.assign(b1, b1 + b.squeezed);
@@ -177,7 +191,13 @@ class ChannelSplitChainKernel : public Kernel {
       s.expand = std::make_unique<PointwiseRows>(K, n, RowWeights(we + c0 * K), be ? be + c0 : nullptr, b.e.act, n, 1);
       DepthwiseShape ds = b.d;
       ds.C = n;
-      s.depthwise = std::make_unique<DepthwiseConv>(ds, wd + c0 * ds.KH * ds.KW, bd ? bd + c0 : nullptr, dw_act);
+      if (b.grouped) {
+        const RowConvGeometry g{ds.H, ds.W, n, ds.OH, ds.OW, n, ds.KH, ds.KW, ds.SH, ds.SW, ds.PT, ds.PL, n / b.grouped};
+        s.grouped = std::make_unique<GroupedConv>(g, wd + c0 * b.grouped * ds.KH * ds.KW, bd ? bd + c0 : nullptr,
+                                                  b.mid_act);
+      } else {
+        s.depthwise = std::make_unique<DepthwiseConv>(ds, wd + c0 * ds.KH * ds.KW, bd ? bd + c0 : nullptr, b.mid_act);
+      }
       std::vector<float> cols(static_cast<size_t>(OC * n));  // the project's columns [c0, c1)
       for (int64_t o = 0; o < OC; ++o) std::memcpy(&cols[o * n], wp + o * C + c0, n * sizeof(float));
       s.project = std::make_unique<PointwiseRows>(n, OC, RowWeights(cols.data()), nullptr,
@@ -245,6 +265,7 @@ class ChannelSplitChainKernel : public Kernel {
     int64_t offset = 0;  // of its buffers in the run's, in floats
     std::unique_ptr<PointwiseRows> expand, project;
     std::unique_ptr<DepthwiseConv> depthwise;
+    std::unique_ptr<GroupedConv> grouped;  // instead of the depthwise conv
     // fc1's weights of the slice's channels [slice][squeezed], fc2's [squeezed][slice] (each
     // product a sum of scaled rows, which vectorizes), fc2's bias [slice].
     std::vector<float> fc1, fc2, fc2_bias;
@@ -259,7 +280,8 @@ class ChannelSplitChainKernel : public Kernel {
   const float* run_slice(const Slice& s, const float* x, float* run) const {
     float *expanded = run + s.offset, *filtered = s.filtered(run), *partial = s.partial(run);
     s.expand->rows(x, 0, b_.e.pixels, expanded, nullptr, nullptr);
-    s.depthwise->rows(expanded, 0, filtered, 0, b_.d.OH);
+    if (s.grouped) s.grouped->rows(expanded, 0, filtered, 0, b_.d.OH);
+    else s.depthwise->rows(expanded, 0, filtered, 0, b_.d.OH);
     if (b_.fc1) {
       squeeze(s, filtered, s.squeezed(run));
       return partial;
