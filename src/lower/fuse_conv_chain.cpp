@@ -43,13 +43,19 @@ bool member(const ir::Node* n, bool grouped_ok = false) {
   return !winograd && (!grouped || grouped_ok);
 }
 
+// One filter per channel.
+bool depthwise(const ir::Node* n) {
+  const auto wd = n->input(1)->type.static_dims();
+  return wd[1] == 1 && n->attr_int("group", 1) == wd[0] && wd[0] > 1;
+}
+
 // The middle conv of a block split by channels: each output channel reads only the input
 // channels of its own slice. A depthwise conv, or a grouped one of narrow groups as kiln's
 // grouped kernel takes them (3x3, stride 1 or 2, 2-16 channels a group, as many out as in).
 bool channel_local(const ir::Node* n) {
+  if (depthwise(n)) return true;
   const auto wd = n->input(1)->type.static_dims();
   const int64_t group = n->attr_int("group", 1);
-  if (wd[1] == 1 && group == wd[0] && wd[0] > 1) return true;
   const auto st = n->attr_ints("strides", {1, 1});
   const int64_t cg = wd[1];
   return group > 1 && wd[0] == group * cg && (cg == 2 || cg == 4 || cg == 8 || cg == 16) && wd[2] == 3 && wd[3] == 3 &&
@@ -176,9 +182,7 @@ bool pointwise(const ir::Node* n) {
 
 bool inverted_residual(const std::vector<ir::Node*>& chain) {
   if (chain.size() != 3 || pool_member(chain[1]) || pool_member(chain[2]) || pool_of(chain[2]->output(0))) return false;
-  const auto wd = chain[1]->input(1)->type.static_dims();
-  const bool depthwise = wd[1] == 1 && chain[1]->attr_int("group", 1) == wd[0] && wd[0] > 1;
-  return pointwise(chain[0]) && depthwise && pointwise(chain[2]) && !(chain[0]->num_inputs() > 3 && chain[0]->input(3));
+  return pointwise(chain[0]) && depthwise(chain[1]) && pointwise(chain[2]) && !(chain[0]->num_inputs() > 3 && chain[0]->input(3));
 }
 
 // How evenly `threads` share an inverted-residual block split by its middle channels
@@ -290,15 +294,15 @@ int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, b
     // its pool from `light_min_bytes`: its rows are summed while in cache, where a separate
     // pool reads them again.
     const auto wd = n->input(1)->type.static_dims();
-    const bool depthwise = wd[1] == 1 && n->attr_int("group", 1) == wd[0] && wd[0] > 1;
-    const int64_t pool_min = depthwise && wd[2] * wd[3] <= 25 ? std::min(min_bytes, light_min_bytes) : min_bytes;
+    const int64_t pool_min = depthwise(n) && wd[2] * wd[3] <= 25 ? std::min(min_bytes, light_min_bytes) : min_bytes;
     if (chain.size() < 2 && !(pool && bytes_of(n->output(0)) >= pool_min)) continue;
     // The kernel splits the last output's rows between the threads; where the shares are
     // uneven (7 rows: 4 and 3) or overlap much in the layers before (inception's 7x1 convs on
     // 17 rows), separate convs, which split pixels, keep both cores busier.
     const double rows = threads > 1 ? chain_share_efficiency(chain, threads) : 1.0;
-    const bool by_channels = split && inverted_residual(chain) && channel_share_efficiency(chain, threads) > rows;
-    if ((by_channels ? channel_share_efficiency(chain, threads) : rows) < 0.9) continue;
+    const double by_channel = split && inverted_residual(chain) ? channel_share_efficiency(chain, threads) : 0.0;
+    const bool by_channels = by_channel > rows;
+    if (std::max(rows, by_channel) < 0.9) continue;
     taken.insert(chain.begin(), chain.end());
     if (by_channels) split_channels.insert(chain.front());
     if (pool) chain.push_back(pool);

@@ -122,10 +122,11 @@ int64_t slice_start(int64_t C, int t, int threads) {
 }
 
 // Floats of each thread's buffers: its expanded and depthwise slices, its partial sums, and
-// with a squeeze-excitation its slice's part of fc1's sums and its channels' scales.
+// with a squeeze-excitation its slice's part of fc1's sums, fc1's output (each thread its own
+// copy) and its channels' means, then scales.
 struct Buffers {
-  int64_t expanded, filtered, partial, squeezed, scales;
-  int64_t floats() const { return expanded + filtered + partial + squeezed + scales; }
+  int64_t expanded, filtered, partial, squeezed, hidden, scales;
+  int64_t floats() const { return expanded + filtered + partial + squeezed + hidden + scales; }
 };
 
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
@@ -133,7 +134,7 @@ int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 Buffers buffers_of(const Block& b, int64_t slice) {
   const bool se = b.fc1 != nullptr;
   return {round16(b.e.pixels * slice), round16(b.p.pixels * slice), round16(b.p.pixels * b.p.N),
-          se ? round16(b.squeezed) : 0, se ? round16(slice) : 0};
+          se ? round16(b.squeezed) : 0, se ? round16(b.squeezed) : 0, se ? round16(slice) : 0};
 }
 
 const float* constant_or_null(const ir::Node* n, int input) {
@@ -166,18 +167,10 @@ class ChannelSplitChainKernel : public Kernel {
   ChannelSplitChainKernel(const Block& b, int team) : b_(b) {
     const int64_t C = b.d.C, K = b.e.K, OC = b.p.N;
     const int threads = static_cast<int>(std::clamp<int64_t>(C / 16, 1, team));
-    const float* we = b.expand->input(1)->constant().data<float>();
-    const float* be = b.expand->num_inputs() > 2 && b.expand->input(2) ? b.expand->input(2)->constant().data<float>()
-                                                                        : nullptr;
-    const float* wd = b.depthwise->input(1)->constant().data<float>();
-    const float* bd = b.depthwise->num_inputs() > 2 && b.depthwise->input(2)
-                          ? b.depthwise->input(2)->constant().data<float>()
-                          : nullptr;
-    const float* wp = b.project->input(1)->constant().data<float>();
-    if (b.project->num_inputs() > 2 && b.project->input(2)) {
-      const float* bp = b.project->input(2)->constant().data<float>();
-      bias_.assign(bp, bp + OC);
-    }
+    const float *we = constant_or_null(b.expand, 1), *be = constant_or_null(b.expand, 2);
+    const float *wd = constant_or_null(b.depthwise, 1), *bd = constant_or_null(b.depthwise, 2);
+    const float* wp = constant_or_null(b.project, 1);
+    if (const float* bp = constant_or_null(b.project, 2)) bias_.assign(bp, bp + OC);
     if (b.fc1) {
       fc1_act_ = *epilogue_of(*b.fc1), fc2_act_ = *epilogue_of(*b.fc2);
       if (const float* b1 = constant_or_null(b.fc1, 2)) fc1_bias_.assign(b1, b1 + b.squeezed);
@@ -233,11 +226,10 @@ class ChannelSplitChainKernel : public Kernel {
  private:
   void run_image(const float* x, const float* z, float* y, float* buf) const {
     const int T = static_cast<int>(slices_.size());
-    std::vector<const float*> partials(T, nullptr);
     // Each thread its slice of the middle channels through the block (with a squeeze-excitation,
     // up to its slice's part of fc1's sums; the project once every slice's part is there).
     parallel_for(T, T, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) partials[t] = run_slice(slices_[t], x, buf);
+      for (int64_t t = t0; t < t1; ++t) run_slice(slices_[t], x, buf);
     });
     if (b_.fc1) {
       parallel_for(T, T, [&](int64_t t0, int64_t t1) {
@@ -251,9 +243,9 @@ class ChannelSplitChainKernel : public Kernel {
     parallel_for(T, T, [&](int64_t t0, int64_t t1) {
       for (int64_t m = pixels * t0 / T, m1 = pixels * t1 / T; m < m1; ++m) {
         float* row = y + m * OC;
-        add_partials(partials[0] + m * OC, T > 1 ? partials[1] + m * OC : nullptr, bias, z ? z + m * OC : nullptr, row,
-                     OC);
-        for (int t = 2; t < T; ++t) add_partial(partials[t] + m * OC, row, OC);
+        add_partials(slices_[0].partial(buf) + m * OC, T > 1 ? slices_[1].partial(buf) + m * OC : nullptr, bias,
+                     z ? z + m * OC : nullptr, row, OC);
+        for (int t = 2; t < T; ++t) add_partial(slices_[t].partial(buf) + m * OC, row, OC);
         apply_activation(b_.p.act, row, OC);
       }
     });
@@ -272,32 +264,30 @@ class ChannelSplitChainKernel : public Kernel {
     float* filtered(float* run) const { return run + offset + buffers.expanded; }
     float* partial(float* run) const { return filtered(run) + buffers.filtered; }
     float* squeezed(float* run) const { return partial(run) + buffers.partial; }
-    float* scales(float* run) const { return squeezed(run) + buffers.squeezed; }
+    float* hidden(float* run) const { return squeezed(run) + buffers.squeezed; }
+    float* scales(float* run) const { return hidden(run) + buffers.hidden; }
   };
 
-  // The slice through the block in the run's buffer `run`: returns its partial sums of the
-  // project (pixels x OC floats), which with a squeeze-excitation excite_and_project computes.
-  const float* run_slice(const Slice& s, const float* x, float* run) const {
-    float *expanded = run + s.offset, *filtered = s.filtered(run), *partial = s.partial(run);
+  // The slice through the block in the run's buffer `run`, up to the project's partial sums
+  // (pixels x OC floats), which with a squeeze-excitation excite_and_project computes.
+  void run_slice(const Slice& s, const float* x, float* run) const {
+    float *expanded = run + s.offset, *filtered = s.filtered(run);
     s.expand->rows(x, 0, b_.e.pixels, expanded, nullptr, nullptr);
     if (s.grouped) s.grouped->rows(expanded, 0, filtered, 0, b_.d.OH);
     else s.depthwise->rows(expanded, 0, filtered, 0, b_.d.OH);
-    if (b_.fc1) {
-      squeeze(s, filtered, s.squeezed(run));
-      return partial;
-    }
-    s.project->rows(filtered, 0, b_.p.pixels, partial, nullptr, nullptr);
-    return partial;
+    if (b_.fc1) squeeze(s, run);
+    else s.project->rows(filtered, 0, b_.p.pixels, s.partial(run), nullptr, nullptr);
   }
 
-  // The slice's channel means (the global average pool) times fc1's columns for them: its part of
-  // fc1's sums, before bias and activation.
-  void squeeze(const Slice& s, const float* filtered, float* part) const {
-    const int64_t n = s.c1 - s.c0, pixels = b_.p.pixels;
-    std::vector<float> mean(static_cast<size_t>(n), 0.f);
-    for (int64_t m = 0; m < pixels; ++m) add_partial(filtered + m * n, mean.data(), n);
+  // The slice's channel means (the global average pool; in the buffer its scales take later)
+  // times fc1's columns for them: its part of fc1's sums, before bias and activation.
+  void squeeze(const Slice& s, float* run) const {
+    const int64_t n = s.c1 - s.c0, pixels = b_.p.pixels, S = b_.squeezed;
+    const float* filtered = s.filtered(run);
+    float *mean = s.scales(run), *part = s.squeezed(run);
+    std::fill(mean, mean + n, 0.f);
+    for (int64_t m = 0; m < pixels; ++m) add_partial(filtered + m * n, mean, n);
     const float inv = 1.f / static_cast<float>(pixels);
-    const int64_t S = b_.squeezed;
     std::fill(part, part + S, 0.f);
     for (int64_t c = 0; c < n; ++c) add_scaled(mean[c] * inv, s.fc1.data() + c * S, part, S);
   }
@@ -306,10 +296,10 @@ class ChannelSplitChainKernel : public Kernel {
   // project's partial sums over the slice's channels, scaled.
   void excite_and_project(const Slice& s, float* run) const {
     const int64_t S = b_.squeezed, n = s.c1 - s.c0;
-    std::vector<float> hidden(fc1_bias_);
-    for (const Slice& other : slices_) add_partial(other.squeezed(run), hidden.data(), S);
-    apply_activation(fc1_act_, hidden.data(), S);
-    float* scale = s.scales(run);
+    float *hidden = s.hidden(run), *scale = s.scales(run);
+    std::copy(fc1_bias_.begin(), fc1_bias_.end(), hidden);
+    for (const Slice& other : slices_) add_partial(other.squeezed(run), hidden, S);
+    apply_activation(fc1_act_, hidden, S);
     std::copy(s.fc2_bias.begin(), s.fc2_bias.end(), scale);
     for (int64_t j = 0; j < S; ++j) add_scaled(hidden[j], s.fc2.data() + j * n, scale, n);
     apply_activation(fc2_act_, scale, n);
