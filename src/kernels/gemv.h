@@ -47,19 +47,34 @@ struct GemvLayout {
 
 namespace gemv_detail {
 
+// Sums of U consecutive inputs kept apart, so that W / 16 * U vector FMAs are independent:
+// eight, as many as two FMA units with four cycles of latency keep busy. One chain per 16
+// outputs alone (a 10-output classifier: one) waits on each FMA's latency, not on the weights.
+template <int W>
+inline constexpr int kChainInputs = W >= 64 ? 2 : 128 / W;
+
 template <int W>
 __attribute__((always_inline)) inline void block_fma(const float* __restrict__ w, const float* __restrict__ x, int64_t k,
                                                      float* __restrict__ acc) {
-  float a[W] = {};
-  for (int64_t j = 0; j < k; ++j) {
+  constexpr int U = kChainInputs<W>;
+  float a[U][W] = {};
+  auto step = [&](int u, int64_t j) {
     const float xv = x[j];
     const float* wr = w + j * W;
     // The weights come from memory (activations evicted them since the last run): asking
     // 4 KiB ahead keeps more misses in flight than the hardware prefetcher does alone.
     for (int l = 0; l < W; l += 16) __builtin_prefetch(wr + 1024 + l);
-    for (int l = 0; l < W; ++l) a[l] += wr[l] * xv;
+    for (int l = 0; l < W; ++l) a[u][l] += wr[l] * xv;
+  };
+  int64_t j = 0;
+  for (; j + U <= k; j += U)
+    for (int u = 0; u < U; ++u) step(u, j + u);
+  for (int u = 0; j < k; ++j, ++u) step(u, j);
+  for (int l = 0; l < W; ++l) {
+    float sum = a[0][l];
+    for (int u = 1; u < U; ++u) sum += a[u][l];
+    acc[l] = sum;
   }
-  for (int l = 0; l < W; ++l) acc[l] = a[l];
 }
 
 }  // namespace gemv_detail
