@@ -69,8 +69,15 @@ TEST(SessionPlans, DynamicBatchMatchesStaticModelPerItem) {
     for (int i = 0; i < batch; ++i) expect_row_near(out, i, singles[i]);
     EXPECT_EQ(dynamic->plans_built(), ++plans) << "a new shape builds one plan";
   }
-  // A known shape again: no re-planning.
-  dynamic->run(std::vector<Tensor>{stack({item(base, 0), item(base, 1)})});
+  // Known shapes again, each after another: no re-planning, and each run gets its own shape's
+  // plan (the session finds the last run's plan without its signature).
+  for (int batch : {2, 2, 7, 1, 7}) {
+    std::vector<Tensor> ins;
+    for (int i = 0; i < batch; ++i) ins.push_back(item(base, i));
+    Tensor out = dynamic->run(std::vector<Tensor>{stack(ins)})[0];
+    ASSERT_EQ(out.dims(), (std::vector<int64_t>{batch, 1000}));
+    expect_row_near(out, batch - 1, singles[batch - 1]);
+  }
   EXPECT_EQ(dynamic->plans_built(), plans);
 }
 
