@@ -69,7 +69,9 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> dims)
   const size_t esz = dtype_size(dtype);
   if (numel_ > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(esz))
     throw Error("tensor " + describe() + " overflows int64 in bytes");
-  check_memory_cap(numel_ * static_cast<int64_t>(esz), "tensor " + describe());
+  // The description only for the error: a run allocates its outputs here every time.
+  if (numel_ * static_cast<int64_t>(esz) > current_limits().memory_cap_bytes)
+    check_memory_cap(numel_ * static_cast<int64_t>(esz), "tensor " + describe());
   if (dtype == DType::String) {
     auto* p = new std::string[static_cast<size_t>(numel_ ? numel_ : 1)];
     owner_ = std::shared_ptr<void>(p, [](void* q) { delete[] static_cast<std::string*>(q); });

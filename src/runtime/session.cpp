@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
-#include <set>
 
 #include "frontend/load_model.h"
 #include "frontend/onnx/exporter.h"
@@ -444,18 +443,21 @@ std::string Session::verify_plans() const {
 
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs) const {
   std::vector<Tensor> ordered;
-  std::set<std::string> used;
+  ordered.reserve(impl_->graph->inputs().size());
   for (const ir::Value* v : impl_->graph->inputs()) {
     auto it = inputs.find(v->name());
     if (it == inputs.end()) throw Error("missing required input '" + v->name() + "'");
     ordered.push_back(it->second);
-    used.insert(v->name());
   }
-  for (const auto& [name, t] : inputs)
-    if (!used.count(name)) throw Error("the model has no input named '" + name + "'");
+  if (inputs.size() != ordered.size())  // every input was found, so some name is not one
+    for (const auto& [name, t] : inputs)
+      if (std::none_of(impl_->graph->inputs().begin(), impl_->graph->inputs().end(),
+                       [&](const ir::Value* v) { return v->name() == name; }))
+        throw Error("the model has no input named '" + name + "'");
   runtime::check_inputs(*impl_->graph, ordered);
+  // The kept values by name, when the session keeps any: the outputs come by position.
   runtime::ValueMap kept;
-  std::vector<Tensor> outs = impl_->run(ordered, &kept);
+  std::vector<Tensor> outs = impl_->run(ordered, impl_->keep.empty() ? nullptr : &kept);
   std::map<std::string, Tensor> result;
   for (size_t i = 0; i < outs.size(); ++i) result[impl_->graph->outputs()[i]->name()] = outs[i];
   for (auto& [v, t] : kept) result[v->name()] = t;
