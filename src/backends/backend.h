@@ -117,6 +117,9 @@ class Backend {
   // Whether it runs this FusedConv as a kiln.PrologueConv: its elementwise input computed
   // inside it (src/lower/fuse_conv_prologue.h).
   virtual bool takes_conv_prologue(const ir::Node&) const { return false; }
+  // Whether it runs two one-row products, `second` reading `first`'s output, as one
+  // kiln.GemvChain (src/lower/fuse_gemv_chain.h).
+  virtual bool chains_gemvs(const ir::Node&, const ir::Node&) const { return false; }
   // Whether it runs an inverted-residual kiln.ConvChain marked `split_channels` split by the
   // block's middle channels (src/lower/fuse_conv_chain.h), squeeze-excitation included.
   virtual bool splits_chain_channels() const { return false; }

@@ -19,6 +19,7 @@ struct LayoutStats {
   int conv_chains = 0;        // conv chains run in bands of rows (fuse_conv_chain.h)
   int conv_prologues = 0;     // 1x1 convs computing their elementwise input (fuse_conv_prologue.h)
   int channel_scales = 0;     // Muls folded into the next conv's weights (fold_channel_scale.h)
+  int gemv_chains = 0;        // one-row products run in pairs (fuse_gemv_chain.h)
 };
 
 // Rewrites a graph whose types are static (a compiled plan's specialized clone). Types are

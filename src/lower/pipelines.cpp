@@ -10,6 +10,7 @@
 #include "lower/fuse_concat_elementwise.h"
 #include "lower/fuse_conv_concat.h"
 #include "lower/fuse_conv_prologue.h"
+#include "lower/fuse_gemv_chain.h"
 #include "lower/materialize_constants.h"
 #include "passes/pass.h"
 
@@ -18,7 +19,7 @@ namespace kiln::lower {
 const std::vector<std::string>& lowering_pass_names() {
   static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "channel_scale", "conv_concat",
                                                  "concat_elementwise", "conv_chain", "conv_chain_input", "conv_chain_channels",
-                                                 "conv_prologue", "blocked_layout"};
+                                                 "conv_prologue", "blocked_layout", "gemv_chain"};
   return names;
 }
 
@@ -57,6 +58,8 @@ passes::PassManager make_lowering_pipeline(const LoweringTarget& t, LoweringStat
       pm.add(make_conv_prologue_pass(t.takes_conv_prologue, &st->layout.conv_prologues));
     if (on("blocked_layout")) pm.add(make_blocked_layout_pass(t.runs_blocked, &st->layout.blocked_values));
   }
+  if (t.fusion_level > 0 && t.chains_gemvs && on("gemv_chain"))
+    pm.add(make_gemv_chain_pass(t.chains_gemvs, &st->layout.gemv_chains));
   return pm;
 }
 

@@ -4,7 +4,7 @@
 //
 //   cpu        materialize_constants, channels_last, channel_shuffle, anchor_epilogues,
 //              collapse_groups, channel_scale, conv_concat, concat_elementwise, conv_chain
-//              (+ conv_chain_input), conv_prologue, blocked_layout
+//              (+ conv_chain_input), conv_prologue, blocked_layout, gemv_chain
 //   reference  materialize_constants only when a backend runs the plan; nothing otherwise
 //
 // Every rewrite is a passes::Pass on the optimizer's PassManager, so each one is timed and
@@ -38,6 +38,9 @@ struct LoweringTarget {
   // Whether the backend runs inverted-residual conv chains split by their middle channels
   // (Backend::splits_chain_channels; the pass option "conv_chain_channels" turns it off).
   bool chain_channels = false;
+  // Whether the backend runs two one-row products in a row as one kiln.GemvChain
+  // (Backend::chains_gemvs); empty: never.
+  std::function<bool(const ir::Node&, const ir::Node&)> chains_gemvs;
   // Passes (and pass options: "conv_chain_input") to skip, by name (lowering_pass_names()).
   std::vector<std::string> disabled;
 };

@@ -35,6 +35,9 @@
 //       (src/lower/fuse_conv_chain.cpp); the last layer's output is the node's first, and an NhwcGlobalAveragePool of it, when the body ends in one, its
 //       second. The CPU backend computes it in bands of rows, intermediates kept in the cache;
 //       `band_rows` > 0 fixes the rows per band (else sized to the cache).
+//   GemvChain(inputs...) -> output   a one-row Gemm / FusedGemm and the one-row Gemm /
+//       FusedGemm that alone reads its output, held in its `body` graph
+//       (src/lower/fuse_gemv_chain.cpp); the CPU backend runs both in one job of its team.
 //   SiLU(x) = x * sigmoid(x)
 //   Attention(Q, K_T, V, mask?) = softmax(Q · K_T * scale + mask) · V, softmax over the last
 //       axis; Q [..., Sq, D], K_T [..., D, Sk] (keys already transposed, as in the MatMul it
@@ -424,6 +427,10 @@ KILN_REGISTER_OPS(kiln_fused) {
   // Convolutions each feeding the next, run band by band (src/lower/fuse_conv_chain.cpp).
   reg.add({.name = "ConvChain", .domain = "kiln", .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
            .max_outputs = 2, .pattern = PatternKind::Opaque, .infer = infer_fused_elementwise,
+           .kernel = fused_elementwise_kernel});
+  // Two one-row products, the second reading the first (src/lower/fuse_gemv_chain.cpp).
+  reg.add({.name = "GemvChain", .domain = "kiln", .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,
+           .max_outputs = 1, .pattern = PatternKind::Opaque, .infer = infer_fused_elementwise,
            .kernel = fused_elementwise_kernel});
   // A 1x1 conv with the elementwise group that computes its input (src/lower/fuse_conv_prologue.cpp).
   reg.add({.name = "PrologueConv", .domain = "kiln", .min_inputs = 1, .max_inputs = -1, .min_outputs = 1,

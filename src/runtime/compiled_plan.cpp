@@ -37,7 +37,7 @@ bool all_static(const ir::Node& n) {
   // A fused group's body is data for its kernel; other subgraphs (If, Loop) run on the
   // reference executor.
   const bool fused = n.domain() == "kiln" && (n.op_type() == "FusedElementwise" || n.op_type() == "FusedReduce" ||
-                                             n.op_type() == "ConvConcat" || n.op_type() == "ConvChain" ||
+                                             n.op_type() == "ConvConcat" || n.op_type() == "ConvChain" || n.op_type() == "GemvChain" ||
                                              n.op_type() == "PrologueConv");
   for (const auto& [k, a] : n.attrs)
     if (!fused && (a.g || !a.graphs.empty())) return false;
@@ -99,6 +99,7 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     target.runs_blocked = [backend](const ir::Node& n) { return backend->runs_blocked(n); };
     target.takes_conv_prologue = [backend](const ir::Node& n) { return backend->takes_conv_prologue(n); };
     target.chain_channels = backend->splits_chain_channels();
+    target.chains_gemvs = [backend](const ir::Node& a, const ir::Node& b) { return backend->chains_gemvs(a, b); };
     target.disabled = disabled;
     lower::LoweringStats st = lower::run_lowering(sg, target);
     cp->layout = st.layout;

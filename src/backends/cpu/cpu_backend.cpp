@@ -44,6 +44,10 @@ class CpuBackend : public Backend {
     cpu::DisabledKernels scope(&disabled_kernels());
     return threads() > 1 && cpu::prologue_conv_takes(node);
   }
+  bool chains_gemvs(const ir::Node& first, const ir::Node& second) const override {
+    cpu::DisabledKernels scope(&disabled_kernels());
+    return cpu::gemv_chain_takes(first, second, threads());
+  }
   bool splits_chain_channels() const override {
     cpu::DisabledKernels scope(&disabled_kernels());
     return threads() > 1 && cpu::chain_channels_available();

@@ -12,6 +12,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/activation_apply.h"
+#include "backends/cpu/gemv_form.h"
 #include "backends/cpu/node_args.h"
 #include "backends/cpu/packed_gemv.h"
 #include "backends/cpu/parallel.h"
@@ -63,31 +64,9 @@ const Tensor* float_constant(const ir::Value* v) {
 }
 
 std::unique_ptr<Kernel> make_gemv(const ir::Node& node, int threads) {
-  if (node.num_inputs() < 2 || node.num_outputs() != 1) return nullptr;
-  const ir::Value* a = node.input(0);
-  const Tensor* bt = float_constant(node.input(1));
-  if (!bt || !plain_elem_size(a) || a->type.dtype != DType::Float || !plain_elem_size(node.output(0))) return nullptr;
-  const auto ad = a->type.static_dims(), bd = node.input(1)->type.static_dims();
-  if (ad.size() != 2 || bd.size() != 2) return nullptr;
-  const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
-  const int64_t M = ad[ta ? 1 : 0], K = ad[ta ? 0 : 1], N = bd[tb ? 0 : 1];
-  if (M != 1 || bd[tb ? 1 : 0] != K || K == 0 || N == 0) return nullptr;
-  const float alpha = node.attr_float("alpha", 1.f), beta = node.attr_float("beta", 1.f);
-  std::vector<float> bias;
-  if (node.num_inputs() >= 3 && node.input(2) && beta != 0.f) {
-    const Tensor* c = float_constant(node.input(2));
-    if (!c) return nullptr;
-    const auto cd = node.input(2)->type.static_dims();
-    if (cd.size() > 2 || (cd.size() == 2 && cd[0] != 1)) return nullptr;
-    const int64_t cn = cd.empty() ? 1 : cd.back();
-    if (cn != 1 && cn != N) return nullptr;
-    bias.resize(static_cast<size_t>(N));
-    for (int64_t n = 0; n < N; ++n) bias[n] = beta * c->data<float>()[cn == 1 ? 0 : n];
-  }
-  // kiln.FusedGemm: a Gemm and its activation (mlp_small's hidden layers), the epilogue per block.
-  const std::optional<ops::Activation> act = epilogue_of(node);
-  if (!act) return nullptr;
-  return std::make_unique<GemvKernel>(bt->data<float>(), !tb, alpha, std::move(bias), N, K, threads, *act);
+  std::optional<GemvForm> f = gemv_form(node);
+  if (!f) return nullptr;
+  return std::make_unique<GemvKernel>(f->w, f->k_major, f->alpha, std::move(f->bias), f->n, f->k, threads, f->act);
 }
 
 // A 1x1 convolution of a 1x1 image (NCHW or channels-last, the same bytes): W [O, C, 1, 1] is
@@ -120,6 +99,40 @@ std::unique_ptr<Kernel> make_gemv_conv(const ir::Node& node, int threads) {
 }
 
 }  // namespace
+
+std::optional<GemvForm> gemv_form(const ir::Node& node) {
+  if (node.num_inputs() < 2 || node.num_outputs() != 1) return std::nullopt;
+  const ir::Value* a = node.input(0);
+  const Tensor* bt = float_constant(node.input(1));
+  if (!bt || !plain_elem_size(a) || a->type.dtype != DType::Float || !plain_elem_size(node.output(0))) return std::nullopt;
+  const auto ad = a->type.static_dims(), bd = node.input(1)->type.static_dims();
+  if (ad.size() != 2 || bd.size() != 2) return std::nullopt;
+  const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
+  const int64_t M = ad[ta ? 1 : 0], K = ad[ta ? 0 : 1], N = bd[tb ? 0 : 1];
+  if (M != 1 || bd[tb ? 1 : 0] != K || K == 0 || N == 0) return std::nullopt;
+  GemvForm f;
+  f.w = bt->data<float>();
+  f.k_major = !tb;
+  f.alpha = node.attr_float("alpha", 1.f);
+  f.n = N;
+  f.k = K;
+  const float beta = node.attr_float("beta", 1.f);
+  if (node.num_inputs() >= 3 && node.input(2) && beta != 0.f) {
+    const Tensor* c = float_constant(node.input(2));
+    if (!c) return std::nullopt;
+    const auto cd = node.input(2)->type.static_dims();
+    if (cd.size() > 2 || (cd.size() == 2 && cd[0] != 1)) return std::nullopt;
+    const int64_t cn = cd.empty() ? 1 : cd.back();
+    if (cn != 1 && cn != N) return std::nullopt;
+    f.bias.resize(static_cast<size_t>(N));
+    for (int64_t n = 0; n < N; ++n) f.bias[n] = beta * c->data<float>()[cn == 1 ? 0 : n];
+  }
+  // kiln.FusedGemm: a Gemm and its activation (mlp_small's hidden layers), the epilogue per block.
+  const std::optional<ops::Activation> act = epilogue_of(node);
+  if (!act) return std::nullopt;
+  f.act = *act;
+  return f;
+}
 
 void add_gemv_kernels(std::vector<KernelFactory>& table) {
   table.push_back({"", "Gemm", make_gemv, "gemv"});

@@ -41,6 +41,7 @@ void add_reduce_kernels(std::vector<KernelFactory>& table);
 void add_skip_layernorm_kernels(std::vector<KernelFactory>& table);
 void add_fused_reduce_kernels(std::vector<KernelFactory>& table);
 void add_channel_shuffle_kernels(std::vector<KernelFactory>& table);
+void add_gemv_chain_kernels(std::vector<KernelFactory>& table);
 
 namespace {
 thread_local const std::vector<std::string>* disabled_names = nullptr;
@@ -60,6 +61,7 @@ const std::vector<KernelFactory>& kernel_factories() {
   static const std::vector<KernelFactory> table = [] {
     std::vector<KernelFactory> t;
     add_gemv_kernels(t);  // before oneDNN: the rule takes the first that accepts
+    add_gemv_chain_kernels(t);
     add_depthwise_kernels(t);  // before oneDNN: faster on depthwise convs (depthwise_conv.cpp)
     add_grouped_conv_kernels(t);  // before oneDNN: groups of 2-16 channels (grouped_conv.h)
     add_pointwise_conv_kernels(t);  // before oneDNN: few pixels, weights from L3

@@ -47,6 +47,9 @@ bool prologue_conv_takes(const ir::Node& conv);
 // composite kernels choosing their members' implementations (kiln.ConvConcat): the cpu backend
 // holds a DisabledKernels scope around each factory call.
 bool kernel_enabled(const std::string& name);
+// Whether kiln_gemv_chain runs `first` -> `second` (one-row products, the second reading the
+// first's output) as one kiln.GemvChain on a team of `threads`: gemv_chain.cpp.
+bool gemv_chain_takes(const ir::Node& first, const ir::Node& second, int threads);
 // Whether kiln_chain_channels runs here (AVX-512, not disabled): conv_chain_channels.cpp.
 bool chain_channels_available();
 class DisabledKernels {

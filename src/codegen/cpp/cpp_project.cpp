@@ -51,7 +51,8 @@ const std::vector<std::string>& cpp_disabled_passes(bool onednn, bool avx512) {
   // run on oneDNN; conv chains where their row kernels run (AVX-512: emit_conv_chain.cpp), by
   // rows only (emitted code has no channel-split chain).
   static const std::vector<std::string> always = {"channel_shuffle", "channel_scale", "conv_concat",
-                                                  "concat_elementwise", "conv_prologue", "conv_chain_channels"};
+                                                  "concat_elementwise", "conv_prologue", "conv_chain_channels",
+                                                  "gemv_chain"};
   static const std::vector<std::vector<std::string>> lists = [] {
     std::vector<std::vector<std::string>> v;
     for (int k = 0; k < 4; ++k) {
