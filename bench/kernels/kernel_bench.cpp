@@ -391,7 +391,9 @@ int register_all() {
   add("Pointwise_14x14_576to96", {"FusedConv", "kiln", {{1, 14, 14, 576}, {96, 576, 1, 1}, {96}}, {false, true, true}, cl}, 8);
   add("Pointwise_7x7_960to160", {"FusedConv", "kiln", {{1, 7, 7, 960}, {160, 960, 1, 1}, {160}}, {false, true, true}, cl}, 8);
   add("Pointwise_7x7_160to960", {"FusedConv", "kiln", {{1, 7, 7, 160}, {960, 160, 1, 1}, {960}}, {false, true, true}, relu}, 8);
-  for (const char* shape : {"320to1280", "160to960", "960to160"}) {
+  // The same with their weights cold (8 copies: from memory, as in a model), and resnet50's
+  // last stage's (4 MiB of weights on 49 pixels).
+  for (const char* shape : {"320to1280", "160to960", "960to160", "2048to512", "512to2048"}) {
     const int64_t k = std::atoi(shape), n = std::atoi(std::strchr(shape, 'o') + 1);
     OneNode cold{"FusedConv", "kiln", {{1, 7, 7, k}, {n, k, 1, 1}, {n}}, {false, true, true}, cl};
     cold.copies = 8;

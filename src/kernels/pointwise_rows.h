@@ -147,14 +147,20 @@ __attribute__((target("avx512f"), noinline)) void tile(const float* __restrict x
     }
     const float* xk = x + k0;
     // This tile's share of the next range's weights into L2 (`pf_per_tile` lines from `pf`, of
-    // the `pf_left` still to fetch), one line per weight vector loaded over the first steps, so
-    // the requests spread over the loop; the steps after carry no prefetch test.
+    // the `pf_left` still to fetch), as few lines a step as cover it in the tile's steps (one,
+    // unless a tile is most of its range's pixels), so the requests spread over the loop; the
+    // steps after carry no prefetch test. Not one per weight vector loaded: where the weights
+    // come from memory (a late layer's few pixels on megabytes of weights) a burst of NV
+    // requests a step fills the core's miss buffers, and the loads wait behind them instead of
+    // the transfers overlapping the FMAs (make kernel-bench, Pointwise*Cold).
     const int64_t pf_lines = std::min(pf_per_tile, std::max<int64_t>(0, pf_left));
+    // At most NV: a tile's share is at most the kc * NV lines of a range.
+    const int64_t per_step = (pf_lines + kc - 1) / kc;
     int64_t k = 0;
-    for (; k < kc && k * NV < pf_lines; ++k) {
+    for (; k < kc && k * per_step < pf_lines; ++k) {
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v)
-        if (k * NV + v < pf_lines) _mm_prefetch(pf + (k * NV + v) * 64, _MM_HINT_T1);
+        if (v < per_step && k * per_step + v < pf_lines) _mm_prefetch(pf + (k * per_step + v) * 64, _MM_HINT_T1);
       tile_step<R, NV>(acc, xk, wk, K, k);
     }
     for (; k < kc; ++k) tile_step<R, NV>(acc, xk, wk, K, k);
