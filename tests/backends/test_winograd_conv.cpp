@@ -4,6 +4,7 @@
 // one and two threads; and the forms it leaves to oneDNN.
 #include "kernel_check.h"
 
+#include "backends/cpu/cache_size.h"
 #include "backends/cpu/simd.h"
 #include "backends/cpu/winograd_conv.h"
 
@@ -217,6 +218,48 @@ TEST(WinogradConv, WeightsBeyondL2MatchTheReference) {
     c.threads = threads;
     c.tol = 5e-4f;
     ASSERT_EQ(chosen({1, 6, 7, 512}, {260, 512, 3, 3}, c.attrs), "kiln_winograd");
+    ASSERT_TRUE(check(c));
+  }
+}
+
+// Transformed weights over half a core's L2 come from memory again for every block of tiles, so
+// such a conv takes the fewest blocks whose transformed input and products fit the L2 beside two
+// weight panels (resnet50's 14x14 256 -> 256: one block of 49 tiles on a 2 MiB L2); weights that
+// stay in the L2 keep kWinogradBlockTiles. The same sums in the larger blocks, one and two
+// threads.
+TEST(WinogradConv, BlocksAreAsFewAsTheL2HoldsWhereTheWeightsDoNot) {
+  using backends::cpu::kWinogradBlockTiles;
+  using backends::cpu::winograd_block_tiles;
+  const double l2 = static_cast<double>(backends::cpu::l2_cache_bytes());
+  // 16 -> 16 channels: 36 KiB of weights.
+  EXPECT_EQ(winograd_block_tiles({56, 56, 16, 56, 56, 16, 3, 3, 1, 1}, 4, 1), kWinogradBlockTiles);
+  const backends::cpu::WinogradShape s14{14, 14, 256, 14, 14, 256, 3, 3, 1, 1};
+  const int64_t tiles = 49;
+  const double per_tile = 16.0 * (256 + 256) * 4, room = l2 - 2.0 * 256 * 64 * 4;
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    const int64_t bt = winograd_block_tiles(s14, 2, threads);
+    ASSERT_GE(bt, kWinogradBlockTiles);
+    // The blocks WinogradConv makes of it, at least one per thread.
+    int64_t blocks = std::max<int64_t>(1, tiles / bt);
+    blocks = (blocks + threads - 1) / threads * threads;
+    const int64_t largest = (tiles + blocks - 1) / blocks;
+    if (room / per_tile > kWinogradBlockTiles) {
+      EXPECT_LE(largest * per_tile, room);  // each block fits
+      if (blocks > threads)                  // and one block fewer per thread would not
+        EXPECT_GT((tiles + blocks - threads - 1) / (blocks - threads) * per_tile, room);
+    } else {
+      EXPECT_EQ(bt, kWinogradBlockTiles);
+    }
+  }
+  if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_winograd needs AVX-512";
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    Case c{"FusedConv", "kiln", {{1, 14, 14, 256}, {256, 256, 3, 3}, {256}}, {false, true, true},
+           {{1, 14, 14, 256}}, winograd_attrs({1, 1, 1, 1}, "Relu")};
+    c.threads = threads;
+    c.tol = 5e-4f;
+    ASSERT_EQ(chosen({1, 14, 14, 256}, {256, 256, 3, 3}, c.attrs), "kiln_winograd");
     ASSERT_TRUE(check(c));
   }
 }

@@ -334,6 +334,24 @@ void WinogradConv::run(const float* x, float* y, int64_t ldc, const float* z) co
   }
 }
 
+int64_t winograd_block_tiles(const WinogradShape& s, int tile, int threads) {
+  const double positions = (tile + 2.0) * (tile + 2), l2 = static_cast<double>(l2_cache_bytes());
+  const double weights = positions * round16(s.C) * round16(s.OC) * sizeof(float);
+  if (weights <= l2 / 2) return kWinogradBlockTiles;
+  // The L2 less the panels of weights in flight (the one the GEMMs read, the next one
+  // prefetched: 64 outputs of every input channel), over a tile's transformed input and
+  // products.
+  const double room = l2 - 2.0 * round16(s.C) * 64 * sizeof(float);
+  const int64_t fit = static_cast<int64_t>(room / (positions * (round16(s.C) + round16(s.OC)) * sizeof(float)));
+  if (fit <= kWinogradBlockTiles) return kWinogradBlockTiles;
+  const int64_t tiles = ((s.OH + tile - 1) / tile) * ((s.OW + tile - 1) / tile);
+  const int64_t per_thread = (tiles + threads - 1) / std::max(1, threads);
+  // The fewest blocks of at most `fit` tiles for each thread's share, as a block size that
+  // WinogradConv's floor(tiles / block_tiles) blocks come back to.
+  const int64_t blocks = (per_thread + fit - 1) / fit;
+  return std::max<int64_t>(kWinogradBlockTiles, per_thread / blocks);
+}
+
 std::string winograd_split(const WinogradShape& s, int tile, int threads, int64_t block_tiles) {
   const int64_t blocks = (round16(s.OC) + 63) / 64;
   if (threads < 2 || blocks % threads != 0) return "tiles";
@@ -393,7 +411,8 @@ std::map<std::string, plan::ParamValue> winograd_params(const ir::Node& node, in
   const auto yd = y->type.static_dims(), xd = x->type.static_dims();
   const int tile = rule_tile(yd[1], yd[2]);
   WinogradShape s{xd[1], xd[2], xd[3], yd[1], yd[2], yd[3]};
-  return {{"tile", int64_t{tile}}, {"block_tiles", kWinogradBlockTiles}, {"split", winograd_split(s, tile, threads, kWinogradBlockTiles)}};
+  const int64_t block_tiles = winograd_block_tiles(s, tile, threads);
+  return {{"tile", int64_t{tile}}, {"block_tiles", block_tiles}, {"split", winograd_split(s, tile, threads, block_tiles)}};
 }
 
 namespace {

@@ -72,8 +72,14 @@ std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, in
                                            int tile = 0, int64_t block_tiles = 0, const std::string& split = "");
 
 // The rule's parameters for a node run by `threads`: {"tile": 4 from 20 output pixels a side,
-// else 2; "block_tiles": kWinogradBlockTiles; "split": winograd_split}; empty when the node has no
-// static 4-D output.
+// else 2; "block_tiles": winograd_block_tiles; "split": winograd_split}; empty when the node has
+// no static 4-D output.
+// Tiles per block: kWinogradBlockTiles where the transformed weights stay in a core's L2 from
+// one block to the next (at most half of it). Larger ones, they come from memory again for
+// every block (resnet50's 14x14 256 -> 256 convs: 4 MiB, twice per run in 24-tile blocks), so
+// the blocks are as few as the L2 holds: each at most what fits beside the two weight panels in
+// flight, per thread's share of the tiles.
+int64_t winograd_block_tiles(const WinogradShape& s, int tile, int threads);
 std::map<std::string, plan::ParamValue> winograd_params(const ir::Node& node, int threads);
 // How a team splits a conv (blocks of at least `block_tiles` tiles): "outputs" where the
 // transformed weights do not fit a core's L2 and the 64-wide output blocks share out evenly,
