@@ -36,10 +36,10 @@ namespace {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 // Where a GEMM tile sends the next weight panel toward L2 while it computes: `lines` cache
-// lines from `at`, `per_k` of them at each step of the depth loop (the first lines / per_k steps).
+// lines from `at`, spread over the steps of its depth loop.
 struct PanelPrefetch {
   const char* at = nullptr;
-  int64_t lines = 0, per_k = 0;
+  int64_t lines = 0;
 };
 
 // m[R rows][NV * 16] = v[R rows][K] * u ([K][NV * 16]), rows `K` floats apart in v and `ldm`
@@ -54,12 +54,7 @@ __attribute__((target("avx512f"), always_inline)) inline void gemm_tile_inline(c
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) acc[r][j] = _mm512_setzero_ps();
-  const int64_t pf_steps = pf.per_k > 0 ? (pf.lines + pf.per_k - 1) / pf.per_k : 0;
-  for (int64_t k = 0; k < K; ++k) {
-    if (k < pf_steps) {
-      const char* line = pf.at + k * pf.per_k * 64;
-      for (int64_t i = 0; i < pf.per_k; ++i) _mm_prefetch(line + i * 64, _MM_HINT_T1);
-    }
+  auto step = [&](int64_t k) __attribute__((target("avx512f"), always_inline)) {
     __m512 b[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) b[j] = _mm512_load_ps(u + k * W + 16 * j);
@@ -69,7 +64,19 @@ __attribute__((target("avx512f"), always_inline)) inline void gemm_tile_inline(c
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) acc[r][j] = _mm512_fmadd_ps(a, b[j], acc[r][j]);
     }
+  };
+  // One line a step over the first steps, or, where the lines outnumber the steps, lines / K a
+  // step spread evenly over all of them: at a steady rate the requests overlap the FMAs; in
+  // bursts (two lines a step, then none) they fill the core's miss buffers and the panel's own
+  // loads wait behind them. The steps after carry no prefetch test.
+  const int64_t steps = std::min(K, pf.lines);
+  const char* line = pf.at;
+  int64_t k = 0;
+  for (int64_t owed = 0; k < steps; ++k) {
+    for (owed += pf.lines; owed >= steps; owed -= steps, line += 64) _mm_prefetch(line, _MM_HINT_T1);
+    step(k);
   }
+  for (; k < K; ++k) step(k);
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
@@ -110,7 +117,7 @@ __attribute__((target("avx512f"))) void gemm_block(const float* v, int64_t T, in
     PanelPrefetch pf;
     if (next_lines > 0) {
       const int64_t l0 = next_lines * i / tiles, l1 = next_lines * (i + 1) / tiles;
-      pf = {reinterpret_cast<const char*>(next) + l0 * 64, l1 - l0, (l1 - l0 + K - 1) / K};
+      pf = {reinterpret_cast<const char*>(next) + l0 * 64, l1 - l0};
     }
     if (rows == kRows<NV>) gemm_tile_inline<kRows<NV>, NV>(v + t * K, K, u, m + t * ldm, ldm, pf);
     else kGemms<NV>[rows - 1](v + t * K, K, u, m + t * ldm, ldm, pf);
