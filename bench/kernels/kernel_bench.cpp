@@ -382,6 +382,12 @@ int register_all() {
   const ir::Attributes cl = {{"channels_last", ir::Attribute::of_int(1)}};
   add("Classifier1x1_512x13", {"FusedConv", "kiln", {{1, 13, 13, 512}, {1000, 512, 1, 1}, {1000}}, {false, true, true}, relu}, 8);
   add("MatMul_169x512x1000", {"MatMul", "", {{169, 512}, {512, 1000}}, {false, true}}, 1);
+  // Transformer MLPs' first linear layer with its GELU (vit_tiny's, convnext_tiny's first stage on
+  // channels-last pixels, a BERT's), the activation in the kernel's epilogue.
+  const ir::Attributes gelu = {{"activation", ir::Attribute::of_string("Gelu")}};
+  add("FusedMatMulGelu_197x192x768", {"FusedMatMul", "kiln", {{197, 192}, {192, 768}, {768}}, {false, true, true}, gelu}, 1);
+  add("FusedMatMulGelu_3136x96x384", {"FusedMatMul", "kiln", {{3136, 96}, {96, 384}, {384}}, {false, true, true}, gelu}, 1);
+  add("FusedMatMulGelu_128x256x1024", {"FusedMatMul", "kiln", {{128, 256}, {256, 1024}, {1024}}, {false, true, true}, gelu}, 1);
   // efficientnet_b0's 1x1 convs, early (many pixels, few channels) and late (few pixels, wide
   // channels).
   add("Pointwise_14x14_112to672", {"FusedConv", "kiln", {{1, 14, 14, 112}, {672, 112, 1, 1}, {672}}, {false, true, true}, relu}, 8);

@@ -35,6 +35,38 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 silu_ps(__m512 x
   return _mm512_div_ps(x, _mm512_add_ps(exp2_ps(t), _mm512_set1_ps(1.f)));
 }
 
+// GELU, erf form: 0.5 x (1 + erf(x / sqrt 2)), erf as math::erf has it (x P(x^2) / Q(x^2) on
+// [-4, 4], saturated outside), so a kernel's epilogue agrees with the separate Gelu kernel.
+__attribute__((target("avx512f"), always_inline)) inline __m512 gelu_erf_ps(__m512 x) {
+  const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)),
+                                               _mm512_set1_ps(-4.f)),
+                                 _mm512_set1_ps(4.f));
+  const __m512 t2 = _mm512_mul_ps(t, t);
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(-2.72614225801306e-10f), t2, _mm512_set1_ps(2.77068142495902e-08f));
+  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(-2.10102402082508e-06f));
+  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(-5.69250639462346e-05f));
+  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(-7.34990630326855e-04f));
+  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(-2.95459980854025e-03f));
+  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(-1.60960333262415e-02f));
+  __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(-1.45660718464996e-05f), t2, _mm512_set1_ps(-2.13374055278905e-04f));
+  q = _mm512_fmadd_ps(q, t2, _mm512_set1_ps(-1.68282697438203e-03f));
+  q = _mm512_fmadd_ps(q, t2, _mm512_set1_ps(-7.37332916720468e-03f));
+  q = _mm512_fmadd_ps(q, t2, _mm512_set1_ps(-1.42647390514189e-02f));
+  const __m512 erf = _mm512_div_ps(_mm512_mul_ps(t, p), q);
+  const __m512 half_x = _mm512_mul_ps(x, _mm512_set1_ps(0.5f));
+  return _mm512_fmadd_ps(half_x, erf, half_x);
+}
+
+// GELU, tanh form: 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) (x + 0.044715 x^3), which is
+// x sigmoid(2u) = x / (1 + 2^(-2u log2 e)): silu_ps's form, the exponent clamped alike.
+__attribute__((target("avx512f"), always_inline)) inline __m512 gelu_tanh_ps(__m512 x) {
+  const __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+  const __m512 u = _mm512_mul_ps(_mm512_fmadd_ps(x3, _mm512_set1_ps(0.044715f), x), _mm512_set1_ps(0.7978845608028654f));
+  const __m512 t = _mm512_min_ps(
+      _mm512_max_ps(_mm512_mul_ps(u, _mm512_set1_ps(-2.88539008177793f)), _mm512_set1_ps(-100.f)), _mm512_set1_ps(100.f));
+  return _mm512_div_ps(x, _mm512_add_ps(exp2_ps(t), _mm512_set1_ps(1.f)));
+}
+
 // e^d for d <= 0 (a softmax's scores less their maximum), 0 below -80 as
 // underflow_to_zero (norm.h) has it: 2^(d log2 e), the exponent clamped at -126 so every lane
 // stays normal.
@@ -73,8 +105,8 @@ __attribute__((target("avx512f"))) inline void softmax_row_avx512(const float* x
 }
 
 // The activations applied in registers: none, Relu (lo = 0), Clip (lo, hi), SiLU, HardSigmoid
-// (lo = alpha, hi = beta), HardSwish, LeakyRelu (lo = alpha); the others are applied by the
-// caller after storing (in_registers).
+// (lo = alpha, hi = beta), HardSwish, LeakyRelu (lo = alpha), Gelu and GeluTanh; the others
+// (Sigmoid, Tanh) are applied by the caller after storing (in_registers).
 __attribute__((target("avx512f"), always_inline)) inline __m512 activation_ps(__m512 v, Act kind, __m512 lo, __m512 hi) {
   const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.f);
   switch (kind) {
@@ -87,6 +119,8 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 activation_ps(__
       return _mm512_mul_ps(v, _mm512_min_ps(_mm512_max_ps(gate, zero), one));
     }
     case Act::LeakyRelu: return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ), v, lo);
+    case Act::Gelu: return gelu_erf_ps(v);
+    case Act::GeluTanh: return gelu_tanh_ps(v);
     default: return v;
   }
 }
@@ -94,7 +128,7 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 activation_ps(__
 
 constexpr bool in_registers(Act kind) {
   return kind == Act::None || kind == Act::Relu || kind == Act::Clip || kind == Act::SiLU || kind == Act::HardSigmoid ||
-         kind == Act::HardSwish || kind == Act::LeakyRelu;
+         kind == Act::HardSwish || kind == Act::LeakyRelu || kind == Act::Gelu || kind == Act::GeluTanh;
 }
 
 // The `lo` and `hi` operands of activation_ps for `kind` with parameters a, b.

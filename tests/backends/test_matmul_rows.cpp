@@ -1,6 +1,6 @@
 // MatMul and kiln.FusedMatMul with constant weights on kiln's rows kernel (matmul_rows.cpp)
 // against the reference kernel: leading dims folded into rows, odd sizes around the 16-wide
-// vectors and 64-wide blocks, bias and activations (Gelu applied after the store), two threads
+// vectors and 64-wide blocks, bias and activations (Sigmoid applied after the store, the others in registers), two threads
 // splitting the rows or, where the weights dominate, the outputs.
 #include "kernel_check.h"
 

@@ -60,7 +60,7 @@ TEST(PointwiseConv, MatchesTheReference) {
   const Shape shapes[] = {{1, 1, 7, 16},  {1, 13, 300, 48}, {7, 7, 128, 208}, {5, 11, 1, 9},  {7, 7, 130, 80},
                           {1, 13, 20, 40}, {3, 3, 64, 200},  {5, 3, 520, 24},  {2, 5, 24, 144}, {3, 7, 16, 150}};
   for (const Shape& s : shapes)
-    for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu"})
+    for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu", "Gelu", "GeluTanh"})
       for (bool residual : {false, true})
         for (int threads : {1, 2}) {
           SCOPED_TRACE(std::to_string(s.h) + "x" + std::to_string(s.w) + " " + std::to_string(s.k) + " -> " +

@@ -66,7 +66,7 @@ TEST(StemConv, MatchesTheReference) {
       {3, 5, 3, 20, 3, 3, 2, {4, 1, 4, 1}},      // rows wholly in the padding
   };
   for (const StemCase& s : cases)
-    for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu"})
+    for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu", "Gelu", "GeluTanh"})
       for (int threads : {1, 2}) {
         const int64_t oh = out_size(s.h, s.kh, s.stride, s.pads[0], s.pads[2]),
                       ow = out_size(s.w, s.kw, s.stride, s.pads[1], s.pads[3]);

@@ -38,7 +38,7 @@ TEST(WinogradConv, MatchesTheReference) {
                           {5, 8, 33, 16, {0, 0, 0, 0}},   {4, 4, 10, 17, {1, 0, 0, 1}},   {3, 3, 48, 130, {1, 1, 1, 1}},
                           {21, 23, 16, 64, {1, 1, 1, 1}}, {24, 22, 19, 33, {0, 1, 1, 0}}, {20, 20, 64, 16, {1, 1, 1, 1}}};
   for (const Shape& s : shapes)
-    for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu"})
+    for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu", "Gelu", "GeluTanh"})
       for (int threads : {1, 2}) {
         SCOPED_TRACE(std::to_string(s.h) + "x" + std::to_string(s.w) + " " + std::to_string(s.c) + " -> " +
                      std::to_string(s.oc) + " " + act + " threads " + std::to_string(threads));
