@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "activation.h"
+#include "vector_math.h"
 
 namespace kiln_kernels {
 
@@ -42,16 +43,11 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 gelu_erf_ps(__m5
                                                _mm512_set1_ps(-4.f)),
                                  _mm512_set1_ps(4.f));
   const __m512 t2 = _mm512_mul_ps(t, t);
-  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(-2.72614225801306e-10f), t2, _mm512_set1_ps(2.77068142495902e-08f));
-  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(-2.10102402082508e-06f));
-  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(-5.69250639462346e-05f));
-  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(-7.34990630326855e-04f));
-  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(-2.95459980854025e-03f));
-  p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(-1.60960333262415e-02f));
-  __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(-1.45660718464996e-05f), t2, _mm512_set1_ps(-2.13374055278905e-04f));
-  q = _mm512_fmadd_ps(q, t2, _mm512_set1_ps(-1.68282697438203e-03f));
-  q = _mm512_fmadd_ps(q, t2, _mm512_set1_ps(-7.37332916720468e-03f));
-  q = _mm512_fmadd_ps(q, t2, _mm512_set1_ps(-1.42647390514189e-02f));
+  __m512 p = _mm512_set1_ps(math::kErfP[0]), q = _mm512_set1_ps(math::kErfQ[0]);
+#pragma GCC unroll 7
+  for (int i = 1; i < 7; ++i) p = _mm512_fmadd_ps(p, t2, _mm512_set1_ps(math::kErfP[i]));
+#pragma GCC unroll 5
+  for (int i = 1; i < 5; ++i) q = _mm512_fmadd_ps(q, t2, _mm512_set1_ps(math::kErfQ[i]));
   const __m512 erf = _mm512_div_ps(_mm512_mul_ps(t, p), q);
   const __m512 half_x = _mm512_mul_ps(x, _mm512_set1_ps(0.5f));
   return _mm512_fmadd_ps(half_x, erf, half_x);

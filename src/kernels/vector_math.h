@@ -80,22 +80,21 @@ inline float tanh(float x) {
 }
 
 // erf as the rational minimax form x P(x^2) / Q(x^2) on [-4, 4] (the single-precision
-// approximation Eigen and XLA use), saturated outside; absolute error below 4e-7.
+// approximation Eigen and XLA use), saturated outside; absolute error below 4e-7. The
+// coefficients, highest power first, are shared with the AVX-512 form (avx512_activation.h).
+inline constexpr float kErfP[7] = {-2.72614225801306e-10f, 2.77068142495902e-08f, -2.10102402082508e-06f,
+                                   -5.69250639462346e-05f, -7.34990630326855e-04f, -2.95459980854025e-03f,
+                                   -1.60960333262415e-02f};
+inline constexpr float kErfQ[5] = {-1.45660718464996e-05f, -2.13374055278905e-04f, -1.68282697438203e-03f,
+                                   -7.37332916720468e-03f, -1.42647390514189e-02f};
 inline float erf(float x) {
   x = std::min(std::max(x, -4.0f), 4.0f);
   const float x2 = x * x;
-  float p = -2.72614225801306e-10f;
-  p = p * x2 + 2.77068142495902e-08f;
-  p = p * x2 + -2.10102402082508e-06f;
-  p = p * x2 + -5.69250639462346e-05f;
-  p = p * x2 + -7.34990630326855e-04f;
-  p = p * x2 + -2.95459980854025e-03f;
-  p = p * x2 + -1.60960333262415e-02f;
-  float q = -1.45660718464996e-05f;
-  q = q * x2 + -2.13374055278905e-04f;
-  q = q * x2 + -1.68282697438203e-03f;
-  q = q * x2 + -7.37332916720468e-03f;
-  q = q * x2 + -1.42647390514189e-02f;
+  // Written out (no loop) so that GCC vectorizes the loops that call it.
+  const float p = (((((kErfP[0] * x2 + kErfP[1]) * x2 + kErfP[2]) * x2 + kErfP[3]) * x2 + kErfP[4]) * x2 + kErfP[5]) *
+                      x2 +
+                  kErfP[6];
+  const float q = (((kErfQ[0] * x2 + kErfQ[1]) * x2 + kErfQ[2]) * x2 + kErfQ[3]) * x2 + kErfQ[4];
   return x * p / q;
 }
 

@@ -206,20 +206,27 @@ TEST(WinogradConv, SplittingTheOutputsMatchesOneThread) {
     }
 }
 
+// A ReLU conv of `x` (NHWC) -> `oc` outputs, pad 1, on kiln_winograd against the reference at one
+// and two threads.
+void check_winograd_relu(std::vector<int64_t> x, int64_t oc, float tol) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    const std::vector<int64_t> w{oc, x[3], 3, 3};
+    Case c{"FusedConv", "kiln", {x, w, {oc}}, {false, true, true}, {{x[0], x[1], x[2], oc}},
+           winograd_attrs({1, 1, 1, 1}, "Relu")};
+    c.threads = threads;
+    c.tol = tol;
+    ASSERT_EQ(chosen(x, w, c.attrs), "kiln_winograd");
+    ASSERT_TRUE(check(c));
+  }
+}
+
 // Weights beyond a core's L2 (several MiB here: 512 channels in, 260 out, the last 64-wide panel
 // narrower) are fetched a panel ahead while the GEMMs run: the same sums, one and two threads,
 // the tiles or the outputs split.
 TEST(WinogradConv, WeightsBeyondL2MatchTheReference) {
   if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_winograd needs AVX-512";
-  for (int threads : {1, 2}) {
-    SCOPED_TRACE("threads " + std::to_string(threads));
-    Case c{"FusedConv", "kiln", {{1, 6, 7, 512}, {260, 512, 3, 3}, {260}}, {false, true, true},
-           {{1, 6, 7, 260}}, winograd_attrs({1, 1, 1, 1}, "Relu")};
-    c.threads = threads;
-    c.tol = 5e-4f;
-    ASSERT_EQ(chosen({1, 6, 7, 512}, {260, 512, 3, 3}, c.attrs), "kiln_winograd");
-    ASSERT_TRUE(check(c));
-  }
+  check_winograd_relu({1, 6, 7, 512}, 260, 5e-4f);
 }
 
 // Transformed weights over half a core's L2 come from memory again for every block of tiles, so
@@ -246,22 +253,15 @@ TEST(WinogradConv, BlocksAreAsFewAsTheL2HoldsWhereTheWeightsDoNot) {
     const int64_t largest = (tiles + blocks - 1) / blocks;
     if (room / per_tile > kWinogradBlockTiles) {
       EXPECT_LE(largest * per_tile, room);  // each block fits
-      if (blocks > threads)                  // and one block fewer per thread would not
+      if (blocks > threads) {  // and one block fewer per thread would not
         EXPECT_GT((tiles + blocks - threads - 1) / (blocks - threads) * per_tile, room);
+      }
     } else {
       EXPECT_EQ(bt, kWinogradBlockTiles);
     }
   }
   if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_winograd needs AVX-512";
-  for (int threads : {1, 2}) {
-    SCOPED_TRACE("threads " + std::to_string(threads));
-    Case c{"FusedConv", "kiln", {{1, 14, 14, 256}, {256, 256, 3, 3}, {256}}, {false, true, true},
-           {{1, 14, 14, 256}}, winograd_attrs({1, 1, 1, 1}, "Relu")};
-    c.threads = threads;
-    c.tol = 5e-4f;
-    ASSERT_EQ(chosen({1, 14, 14, 256}, {256, 256, 3, 3}, c.attrs), "kiln_winograd");
-    ASSERT_TRUE(check(c));
-  }
+  check_winograd_relu({1, 14, 14, 256}, 256, 5e-4f);
 }
 
 // The team splits the outputs only where the tiles make fewer blocks than threads: there each
