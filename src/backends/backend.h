@@ -123,6 +123,9 @@ class Backend {
   // Whether it runs an inverted-residual kiln.ConvChain marked `split_channels` split by the
   // block's middle channels (src/lower/fuse_conv_chain.h), squeeze-excitation included.
   virtual bool splits_chain_channels() const { return false; }
+  // Whether its kiln.Attention kernels read operands through the node's q_perm / k_perm /
+  // v_perm / out_perm (src/lower/fold_attention_layout.h) rather than copies.
+  virtual bool reads_attention_layouts() const { return false; }
   // Called on the thread about to run a program with this backend's kernels (per-thread
   // runtime settings such as the OpenMP team size live there).
   virtual void enter_run() const {}

@@ -4,6 +4,7 @@
 
 #include "fusion/anchor_epilogues.h"
 #include "lower/blocked_layout.h"
+#include "lower/fold_attention_layout.h"
 #include "lower/fold_channel_scale.h"
 #include "lower/fuse_channel_shuffle.h"
 #include "lower/fuse_conv_chain.h"
@@ -17,7 +18,7 @@
 namespace kiln::lower {
 
 const std::vector<std::string>& lowering_pass_names() {
-  static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "channel_scale", "conv_concat",
+  static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "attention_layout", "channel_scale", "conv_concat",
                                                  "concat_elementwise", "conv_chain", "conv_chain_input", "conv_chain_channels",
                                                  "conv_prologue", "blocked_layout", "gemv_chain"};
   return names;
@@ -36,6 +37,9 @@ passes::PassManager make_lowering_pipeline(const LoweringTarget& t, LoweringStat
   pm.add(passes::make_dce());
   if (t.channels_last && on("channels_last")) pm.add(make_channels_last_pass(&st->layout));
   if (on("channel_shuffle")) pm.add(make_channel_shuffle_pass(&st->layout));
+  // Before fusion, which would take the head Transposes into elementwise groups.
+  if (t.attention_layouts && on("attention_layout"))
+    pm.add(make_attention_layout_pass(&st->layout.attention_transposes));
   if (t.fusion_level >= 3) pm.add(fusion::make_anchor_epilogues_pass());
   if (t.fusion_level > 0) {
     fusion::FusionOptions fo;

@@ -38,6 +38,9 @@ struct LoweringTarget {
   // Whether the backend runs inverted-residual conv chains split by their middle channels
   // (Backend::splits_chain_channels; the pass option "conv_chain_channels" turns it off).
   bool chain_channels = false;
+  // Whether the backend's kiln.Attention reads its operands through q_perm / k_perm / v_perm /
+  // out_perm (Backend::reads_attention_layouts), so the head Transposes fold into it.
+  bool attention_layouts = false;
   // Whether the backend runs two one-row products in a row as one kiln.GemvChain
   // (Backend::chains_gemvs); empty: never.
   std::function<bool(const ir::Node&, const ir::Node&)> chains_gemvs;

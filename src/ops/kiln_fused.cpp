@@ -39,10 +39,6 @@
 //       FusedGemm that alone reads its output, held in its `body` graph
 //       (src/lower/fuse_gemv_chain.cpp); the CPU backend runs both in one job of its team.
 //   SiLU(x) = x * sigmoid(x)
-//   Attention(Q, K_T, V, mask?) = softmax(Q · K_T * scale + mask) · V, softmax over the last
-//       axis; Q [..., Sq, D], K_T [..., D, Sk] (keys already transposed, as in the MatMul it
-//       replaces), V [..., Sk, Dv], additive mask broadcast to [..., Sq, Sk]; batch dims
-//       broadcast like MatMul's. Float32.
 //
 // The fused ops reuse the base op's shape inference and reference kernel (looked up in the
 // registry, run under the model's ai.onnx opset) and then apply the activation in place.
@@ -287,95 +283,6 @@ void infer_silu(InferContext& ctx) {
   infer_same_as_input(ctx);
 }
 
-// Batch dims of a [..., a, b] type.
-ir::TensorType batch_of(const ir::TensorType& t) {
-  return ir::TensorType(t.dtype, std::vector<ir::Dim>(t.dims.begin(), t.dims.end() - 2));
-}
-
-void infer_attention(InferContext& ctx) {
-  const ir::TensorType &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
-  for (const ir::TensorType* t : {&q, &k, &v})
-    if (t->dtype != DType::Float && t->dtype != DType::Undefined) ctx.fail("Attention computes in float32 only");
-  if (!q.rank_known || !k.rank_known || !v.rank_known) {
-    ctx.set_output(0, ir::TensorType::unranked(DType::Float));
-    return;
-  }
-  if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2) ctx.fail("Q, K_T and V must have rank >= 2");
-  auto clash = [](const ir::Dim& a, const ir::Dim& b) { return a.is_static() && b.is_static() && a.value != b.value; };
-  if (clash(q.dims[q.rank() - 1], k.dims[k.rank() - 2])) ctx.fail("Q's last dim must equal K_T's second-to-last");
-  if (clash(k.dims[k.rank() - 1], v.dims[v.rank() - 2])) ctx.fail("K_T's last dim must equal V's second-to-last");
-  ir::TensorType out = broadcast_types(ctx, {batch_of(q), batch_of(k), batch_of(v)}, DType::Float);
-  if (out.rank_known) {
-    out.dims.push_back(q.dims[q.rank() - 2]);
-    out.dims.push_back(v.dims[v.rank() - 1]);
-  }
-  ctx.set_output(0, out);
-}
-
-void attention_kernel(KernelContext& ctx) {
-  const Tensor &q = ctx.input(0), &k = ctx.input(1), &v = ctx.input(2);
-  for (const Tensor* t : {&q, &k, &v})
-    if (t->dtype() != DType::Float || t->rank() < 2) ctx.fail("Attention takes float32 tensors of rank >= 2");
-  const int64_t sq = q.dim(q.rank() - 2), d = q.dim(q.rank() - 1), sk = k.dim(k.rank() - 1), dv = v.dim(v.rank() - 1);
-  if (k.dim(k.rank() - 2) != d || v.dim(v.rank() - 2) != sk) ctx.fail("Q, K_T, V inner dims do not match");
-  auto batch = [](const Tensor& t) { return std::vector<int64_t>(t.dims().begin(), t.dims().end() - 2); };
-  std::vector<int64_t> qb = batch(q), kb = batch(k), vb = batch(v);
-  std::vector<int64_t> ob = broadcast_dims({qb, kb, vb}, ctx.node());
-  std::vector<int64_t> mdims, mb;
-  int64_t mq = 1, mk = 1;
-  const Tensor* mask = ctx.has_input(3) ? &ctx.input(3) : nullptr;
-  if (mask) {
-    if (mask->dtype() != DType::Float) ctx.fail("the mask must be float32");
-    mdims = mask->dims();
-    while (mdims.size() < ob.size() + 2) mdims.insert(mdims.begin(), 1);
-    if (mdims.size() > ob.size() + 2) ctx.fail("the mask has a higher rank than the scores");
-    mq = mdims[mdims.size() - 2];
-    mk = mdims[mdims.size() - 1];
-    if ((mq != 1 && mq != sq) || (mk != 1 && mk != sk)) ctx.fail("the mask does not broadcast to the scores");
-    mb.assign(mdims.begin(), mdims.end() - 2);
-    ob = broadcast_dims({ob, mb}, ctx.node());
-  }
-  std::vector<int64_t> odims = ob;
-  odims.push_back(sq);
-  odims.push_back(dv);
-  Tensor& out = ctx.make_output(0, DType::Float, odims);
-  const float scale = ctx.node().attr_float("scale", 1.f);
-  std::vector<std::vector<int64_t>> ins{qb, kb, vb};
-  if (mask) ins.push_back(mb);
-  const float *Q = q.data<float>(), *K = k.data<float>(), *V = v.data<float>();
-  const float* M = mask ? mask->data<float>() : nullptr;
-  float* O = out.data<float>();
-  std::vector<float> s(sk);
-  BroadcastWalker(ob, ins).run([&](int64_t bi, const int64_t* off) {
-    const float* qm = Q + off[0] * sq * d;
-    const float* km = K + off[1] * d * sk;
-    const float* vm = V + off[2] * sk * dv;
-    float* om = O + bi * sq * dv;
-    for (int64_t i = 0; i < sq; ++i) {
-      std::fill(s.begin(), s.end(), 0.f);
-      for (int64_t e = 0; e < d; ++e) {
-        const float a = qm[i * d + e];
-        const float* kr = km + e * sk;
-        for (int64_t j = 0; j < sk; ++j) s[j] += a * kr[j];
-      }
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < sk; ++j) {
-        s[j] *= scale;
-        if (M) s[j] += M[off[3] * mq * mk + (mq == 1 ? 0 : i * mk) + (mk == 1 ? 0 : j)];
-        mx = std::max(mx, s[j]);
-      }
-      float sum = 0;
-      for (int64_t j = 0; j < sk; ++j) sum += (s[j] = std::exp(s[j] - mx));
-      float* orow = om + i * dv;
-      for (int64_t j = 0; j < sk; ++j) {
-        const float p = s[j] / sum;
-        const float* vr = vm + j * dv;
-        for (int64_t e = 0; e < dv; ++e) orow[e] += p * vr[e];
-      }
-    }
-  });
-}
-
 const ir::Graph& body_of(const ir::Node& n) {
   auto it = n.attrs.find("body");
   if (it == n.attrs.end() || !it->second.g) throw Error(n.describe() + ": " + n.op_type() + " needs a body graph");
@@ -457,8 +364,6 @@ KILN_REGISTER_OPS(kiln_fused) {
            .kernel = [](KernelContext& c) { nhwc_kernel(c, "ConvTranspose"); }});
   reg.add({.name = "SiLU", .domain = "kiln", .min_inputs = 1, .max_inputs = 1, .pattern = PatternKind::ElemWise,
            .infer = infer_silu, .kernel = silu_kernel});
-  reg.add({.name = "Attention", .domain = "kiln", .min_inputs = 3, .max_inputs = 4, .pattern = PatternKind::Opaque,
-           .infer = infer_attention, .kernel = attention_kernel});
 }
 
 }  // namespace kiln::ops

@@ -99,6 +99,7 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     target.runs_blocked = [backend](const ir::Node& n) { return backend->runs_blocked(n); };
     target.takes_conv_prologue = [backend](const ir::Node& n) { return backend->takes_conv_prologue(n); };
     target.chain_channels = backend->splits_chain_channels();
+    target.attention_layouts = backend->reads_attention_layouts();
     target.chains_gemvs = [backend](const ir::Node& a, const ir::Node& b) { return backend->chains_gemvs(a, b); };
     target.disabled = disabled;
     lower::LoweringStats st = lower::run_lowering(sg, target);

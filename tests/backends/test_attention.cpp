@@ -59,6 +59,37 @@ TEST(CpuAttention, BroadcastBatch) {
               {{2, 3, 7, 5}}});
 }
 
+TEST(CpuAttention, PermutedOperands) {
+  // A transformer's heads read in place: Q, K and V as [B, S, H, D], the output written as
+  // [B, S, H, Dv] (the perms that src/lower/fold_attention_layout.cpp folds); the keys also as
+  // K's rows of a [B, H, S, D] tensor, and with a mask.
+  auto perms = [](std::vector<int64_t> q, std::vector<int64_t> k, std::vector<int64_t> v, std::vector<int64_t> o) {
+    ir::Attributes a = scale(0.25f);
+    a["q_perm"] = ir::Attribute::of_ints(q);
+    a["k_perm"] = ir::Attribute::of_ints(k);
+    a["v_perm"] = ir::Attribute::of_ints(v);
+    if (!o.empty()) a["out_perm"] = ir::Attribute::of_ints(o);
+    return a;
+  };
+  check_both({"Attention", "kiln", {{2, 13, 3, 9}, {2, 11, 3, 9}, {2, 11, 3, 5}}, {false, false, false},
+              {{2, 13, 3, 5}}, perms({0, 2, 1, 3}, {0, 2, 3, 1}, {0, 2, 1, 3}, {0, 2, 1, 3})});
+  check_both({"Attention", "kiln", {{2, 3, 13, 9}, {2, 3, 11, 9}, {2, 3, 11, 70}, {2, 1, 1, 11}},
+              {false, false, false, false}, {{2, 13, 3, 70}},
+              perms({0, 1, 2, 3}, {0, 1, 3, 2}, {0, 1, 2, 3}, {0, 2, 1, 3})});
+  // The batch dims permuted as well: Q [H, B, S, D] read as [B, H, S, D].
+  check_both({"Attention", "kiln", {{3, 2, 7, 9}, {2, 3, 9, 11}, {2, 3, 11, 5}}, {false, false, false},
+              {{2, 3, 7, 5}}, perms({1, 0, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {})});
+}
+
+TEST(CpuAttention, ColumnsOutOfPlaceRunOnOnednn) {
+  // Q read down its columns: not kiln_attention_rows' layout, oneDNN's matmuls take it.
+  ir::Attributes a = scale(0.5f);
+  a["q_perm"] = ir::Attribute::of_ints({0, 1, 3, 2});
+  Case c{"Attention", "kiln", {{2, 3, 9, 7}, {2, 3, 9, 11}, {2, 3, 11, 5}}, {false, false, false}, {{2, 3, 7, 5}}, a};
+  c.impl = "kiln";
+  check(c);
+}
+
 TEST(CpuAttention, Declines) {
   // A mask that widens the batch beyond Q·K_T's.
   check({"Attention", "kiln", {{1, 7, 13}, {1, 13, 11}, {1, 11, 5}, {2, 7, 11}}, {false, false, false, false},

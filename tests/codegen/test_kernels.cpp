@@ -504,5 +504,27 @@ TEST(CodegenKernels, AttentionHead) {
   expect_close(want, out.data(), "attention, panel 32");
 }
 
+// A head read in place from [S, H, D] tensors (rows H * D floats apart), the keys as K's rows,
+// written into an [Sq, H, Dv] output: the layout kiln.Attention's perms describe.
+TEST(CodegenKernels, AttentionHeadInPlace) {
+  const int64_t Sq = 5, D = 8, Sk = 7, Dv = 6, H = 3, h = 1;
+  const Tensor q = random(DType::Float, {Sq, H, D}, 22), k = random(DType::Float, {Sk, H, D}, 23);
+  const Tensor v = random(DType::Float, {Sk, H, Dv}, 24);
+  // The same head, dense, through the plain form.
+  std::vector<float> qh(Sq * D), kt(D * Sk), vh(Sk * Dv), want(Sq * Dv), out(Sq * H * Dv, 0.f);
+  for (int64_t i = 0; i < Sq; ++i)
+    for (int64_t e = 0; e < D; ++e) qh[i * D + e] = q.data<float>()[(i * H + h) * D + e];
+  for (int64_t j = 0; j < Sk; ++j)
+    for (int64_t e = 0; e < D; ++e) kt[e * Sk + j] = k.data<float>()[(j * H + h) * D + e];
+  for (int64_t j = 0; j < Sk; ++j)
+    for (int64_t e = 0; e < Dv; ++e) vh[j * Dv + e] = v.data<float>()[(j * H + h) * Dv + e];
+  kiln_kernels::attention_head<64>(Sq, D, Sk, Dv, 0.35f, qh.data(), kt.data(), vh.data(), nullptr, 1, 1, want.data());
+  const kiln_kernels::HeadLayout layout{H * D, H * D, H * Dv, H * Dv, true};
+  kiln_kernels::attention_head<32>(Sq, D, Sk, Dv, 0.35f, q.data<float>() + h * D, k.data<float>() + h * D,
+                                   v.data<float>() + h * Dv, nullptr, 1, 1, out.data() + h * Dv, layout);
+  for (int64_t i = 0; i < Sq; ++i)
+    for (int64_t e = 0; e < Dv; ++e) EXPECT_NEAR(out[(i * H + h) * Dv + e], want[i * Dv + e], 1e-5f) << i << "," << e;
+}
+
 }  // namespace
 }  // namespace kiln::codegen

@@ -109,6 +109,21 @@ TEST(KilnFused, SiLUAndBadInputs) {
   bad.out(bad.op("Attention", {q, bad.in("k", {4, 2}), bad.in("v", {2, 2})}, {}, "kiln"));
   EXPECT_THROW(ops::ShapeInference().run(*bad.g), Error);  // Q's 3 != K_T's 4
 
+  // Perms that are not permutations of the operand's axes, and one that is (Q read as [3, 2]).
+  for (std::vector<int64_t> p : {std::vector<int64_t>{0, 0}, {0, 1, 2}, {1, 2}}) {
+    Builder perm;
+    perm.g->opsets["kiln"] = 1;
+    perm.out(perm.op("Attention", {perm.in("q", {2, 3}), perm.in("k", {3, 4}), perm.in("v", {4, 2})},
+                     {{"q_perm", Is(p)}}, "kiln"));
+    EXPECT_THROW(ops::ShapeInference().run(*perm.g), Error) << p.size();
+  }
+  Builder ok;
+  ok.g->opsets["kiln"] = 1;
+  ok.out(ok.op("Attention", {ok.in("q", {2, 3}), ok.in("k", {2, 4}), ok.in("v", {4, 5})},
+               {{"q_perm", Is({1, 0})}, {"out_perm", Is({1, 0})}}, "kiln"));
+  ops::ShapeInference().run(*ok.g);
+  EXPECT_EQ(ok.g->outputs()[0]->type.static_dims(), (std::vector<int64_t>{5, 3}));
+
   Builder clip;
   clip.g->opsets["kiln"] = 1;
   ir::Value* y = clip.in("y", {2, 2});

@@ -55,7 +55,8 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level, int threads) {
                    {"blocked_values", cp->layout.blocked_values}, {"conv_concats", cp->layout.conv_concats},
                    {"concat_readers", cp->layout.concat_readers},
                    {"conv_chains", cp->layout.conv_chains}, {"conv_prologues", cp->layout.conv_prologues},
-                   {"channel_scales", cp->layout.channel_scales}, {"gemv_chains", cp->layout.gemv_chains}};
+                   {"channel_scales", cp->layout.channel_scales}, {"gemv_chains", cp->layout.gemv_chains},
+                   {"attention_transposes", cp->layout.attention_transposes}};
     j["lowering"] = nlohmann::json::array();
     for (const passes::PassStats& ps : cp->lowering)
       j["lowering"].push_back({{"pass", ps.pass}, {"changed", ps.changed > 0}, {"nodes_before", ps.nodes_before},
@@ -82,7 +83,8 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level, int threads) {
             << " conv chains run in bands of rows, " << cp->layout.conv_prologues
             << " 1x1 convs computing their elementwise input, " << cp->layout.channel_scales
             << " channel scales folded into conv weights, " << cp->layout.gemv_chains
-            << " one-row products run in pairs\n";
+            << " one-row products run in pairs, " << cp->layout.attention_transposes
+            << " head transposes read in place by attention\n";
   std::cout << "lowering:   ";
   for (const passes::PassStats& ps : cp->lowering)
     std::cout << " " << ps.pass << (ps.changed ? "" : " (no change)") << " " << ps.nodes_before << "->" << ps.nodes_after

@@ -7,6 +7,10 @@
 // matmuls around one fused pass per score row (scale, mask, softmax, in place), all heads'
 // scores in one per-thread buffer (BERT-base: 12 x 128 x 128 floats, 768 KiB) so each matmul
 // is a single primitive call that oneDNN threads over batch and rows.
+//
+// Both read their operands through the node's permutations (ops/core/attention_view.h): Q, V
+// and the output in rows of any stride (a head of a [B, S, H, D] tensor), the keys as K_T or
+// as K itself ([Sk, D] rows, which kiln_attention_rows copies into K_T once per head and thread).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -19,6 +23,8 @@
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/simd.h"
 #include "backends/cpu/softmax_row.h"
+#include "backends/cpu/strided_copy.h"
+#include "ops/core/attention_view.h"
 
 namespace kiln::backends::cpu {
 
@@ -34,16 +40,31 @@ memory::desc plain(const memory::dims& d) {
 }
 
 struct Geometry {
-  memory::dims q, k, v, scores, out;  // all of one rank, batch dims padded with 1s
+  // Q, K_T, V, the output: all of one rank (batch dims padded with 1s), strides in elements.
+  ops::StridedView q, k, v, out;
+  memory::dims scores;                // the scores' dims (dense)
   int64_t rows = 0, sk = 0;           // score rows (all batches) and their length
   int64_t sq = 0, mq = 1, mk = 1;     // Sq and the mask's last two extents
-  std::vector<int64_t> mask_offset;   // per score batch: the mask's [mq, mk] block
-  // Per score batch: the [sq, d] block of Q, [d, sk] of K_T, [sk, dv] of V it reads (broadcast).
-  std::vector<int64_t> q_offset, k_offset, v_offset;
+  // Per score batch: the element offsets of its mask block, of the Q, K_T and V matrices it
+  // reads (broadcast) and of the output matrix it writes.
+  std::vector<int64_t> mask_offset, q_offset, k_offset, v_offset, out_offset;
   int64_t d = 0, dv = 0;
+  // Row strides of Q, V and the output (their columns are contiguous for kiln_attention_rows);
+  // K_T's strides over D and over Sk.
+  int64_t ldq = 0, ldv = 0, ldo = 0, kd = 0, ks = 0;
   float scale = 1.f;
   bool mask = false;
+  // Whether the matrices are as kiln_attention_rows reads them: rows of contiguous columns, the
+  // keys' either way.
+  bool rows_layout() const {
+    return q.strides.back() == 1 && v.strides.back() == 1 && out.strides.back() == 1 && (ks == 1 || kd == 1);
+  }
 };
+
+memory::desc strided(const ops::StridedView& v) {
+  return memory::desc(memory::dims(v.dims.begin(), v.dims.end()), dt::f32,
+                      memory::dims(v.strides.begin(), v.strides.end()));
+}
 
 // y[r][0, N) = x[r][0, K) . W[0, K)[0, N) for R rows (x rows `ldx` apart, W's `ldw`, y's `ldy`),
 // 64 columns at a time in registers (the last block masked).
@@ -101,7 +122,7 @@ void softmax_score_row(const Geometry& g, const float* mask, int64_t r, float* r
     softmax_row(row, row, g.sk, g.scale, nullptr, 0.f);
     return;
   }
-  const float* m = mask + g.mask_offset[r / g.sq] * g.mq * g.mk + (g.mq == 1 ? 0 : r % g.sq * g.mk);
+  const float* m = mask + g.mask_offset[r / g.sq] + (g.mq == 1 ? 0 : r % g.sq * g.mk);
   if (g.mk == 1) softmax_row(row, row, g.sk, g.scale, nullptr, m[0]);
   else softmax_row(row, row, g.sk, g.scale, m, 0.f);
 }
@@ -121,16 +142,31 @@ class AttentionRowsKernel : public Kernel {
     // Units of kAttentionRows rows of one batch, in order: each thread a run of them.
     const int64_t per_batch = (g.sq + kAttentionRows - 1) / kAttentionRows, units = per_batch * (g.rows / g.sq);
     const int team = product_team(g.rows * g.dv, g.rows * g.sk * (g.d + g.dv), threads_);
+    // Keys given as K ([Sk, D] rows, ks > 1): a thread copies each batch's K_T into its buffer
+    // before its first unit of that batch.
+    const bool copy_keys = g.ks != 1;
     parallel_for(units, team, [&](int64_t u0, int64_t u1) {
-      float* scores = static_cast<float*>(dnnl_util::scratch(static_cast<size_t>(kAttentionRows * g.sk) * sizeof(float)));
+      const size_t score_floats = static_cast<size_t>(kAttentionRows * g.sk + 15) / 16 * 16;
+      float* scores = static_cast<float*>(
+          dnnl_util::scratch((score_floats + (copy_keys ? static_cast<size_t>(g.d * g.sk) : 0)) * sizeof(float)));
+      float* keys = scores + score_floats;
+      int64_t keys_of = -1;
       for (int64_t u = u0; u < u1; ++u) {
         const int64_t b = u / per_batch, i0 = u % per_batch * kAttentionRows;
         const int rows = static_cast<int>(std::min<int64_t>(kAttentionRows, g.sq - i0));
-        rows_times_any(rows, q + g.q_offset[b] * g.sq * g.d + i0 * g.d, g.d, g.d, k + g.k_offset[b] * g.d * g.sk, g.sk,
-                       g.sk, scores, g.sk);
+        const float* kt = k + g.k_offset[b];
+        if (copy_keys) {
+          if (keys_of != g.k_offset[b]) {
+            transpose_floats(kt, keys, g.sk, g.d, g.ks, g.sk);
+            keys_of = g.k_offset[b];
+          }
+          kt = keys;
+        }
+        rows_times_any(rows, q + g.q_offset[b] + i0 * g.ldq, g.ldq, g.d, kt, copy_keys ? g.sk : g.kd, g.sk, scores,
+                       g.sk);
         for (int r = 0; r < rows; ++r) softmax_score_row(g, mask, b * g.sq + i0 + r, scores + r * g.sk);
-        rows_times_any(rows, scores, g.sk, g.sk, v + g.v_offset[b] * g.sk * g.dv, g.dv, g.dv,
-                       out + (b * g.sq + i0) * g.dv, g.dv);
+        rows_times_any(rows, scores, g.sk, g.sk, v + g.v_offset[b], g.ldv, g.dv, out + g.out_offset[b] + i0 * g.ldo,
+                       g.ldo);
       }
     });
   }
@@ -152,7 +188,9 @@ class AttentionKernel : public Kernel {
     const size_t pad_b = std::max(qk_pd_.scratchpad_desc().get_size(), pv_pd_.scratchpad_desc().get_size());
     char* buf = static_cast<char*>(dnnl_util::scratch(scores_b + pad_b));
     float* scores = reinterpret_cast<float*>(buf);
-    auto in = [&](int i, const memory::dims& d) { return memory(plain(d), eng, const_cast<void*>(inputs[i]->raw())); };
+    auto in = [&](int i, const ops::StridedView& v) {
+      return memory(strided(v), eng, const_cast<void*>(inputs[i]->raw()));
+    };
     memory sc(plain(g_.scores), eng, scores);
     qk_.execute(s, {{DNNL_ARG_SRC, in(0, g_.q)},
                     {DNNL_ARG_WEIGHTS, in(1, g_.k)},
@@ -166,7 +204,7 @@ class AttentionKernel : public Kernel {
     });
     pv_.execute(s, {{DNNL_ARG_SRC, sc},
                     {DNNL_ARG_WEIGHTS, in(2, g_.v)},
-                    {DNNL_ARG_DST, memory(plain(g_.out), eng, outputs[0]->raw())},
+                    {DNNL_ARG_DST, memory(strided(g_.out), eng, outputs[0]->raw())},
                     {DNNL_ARG_SCRATCHPAD, memory(pv_pd_.scratchpad_desc(), eng, buf + scores_b)}});
     s.wait();
   }
@@ -191,25 +229,13 @@ bool broadcast(std::vector<int64_t>& into, std::vector<int64_t> d) {
 
 std::vector<int64_t> batch_of(const std::vector<int64_t>& d) { return {d.begin(), d.end() - 2}; }
 
-// For each batch of `ob` (row-major), the matching block of an operand whose batch dims are
-// `dims` (as many, 1 where it broadcasts), counted in blocks.
-std::vector<int64_t> batch_offsets(const std::vector<int64_t>& dims, const std::vector<int64_t>& ob) {
-  std::vector<int64_t> stride(ob.size(), 0);
-  for (int64_t i = static_cast<int64_t>(ob.size()) - 1, s = 1; i >= 0; --i) {
-    stride[i] = dims[i] == 1 ? 0 : s;
-    s *= dims[i];
-  }
-  const int64_t batches = std::accumulate(ob.begin(), ob.end(), int64_t{1}, std::multiplies<>());
-  std::vector<int64_t> offsets(static_cast<size_t>(batches));
-  for (int64_t b = 0; b < batches; ++b) {
-    int64_t rest = b, off = 0;
-    for (int64_t i = static_cast<int64_t>(ob.size()) - 1; i >= 0; --i) {
-      off += rest % ob[i] * stride[i];
-      rest /= ob[i];
-    }
-    offsets[static_cast<size_t>(b)] = off;
-  }
-  return offsets;
+// v with batch dims of 1 in front, to `rank` dims.
+ops::StridedView padded(ops::StridedView v, size_t rank) {
+  const size_t extra = rank - v.dims.size();
+  const int64_t outer = v.dims.empty() ? 1 : v.dims[0] * v.strides[0];
+  v.dims.insert(v.dims.begin(), extra, 1);
+  v.strides.insert(v.strides.begin(), extra, outer);
+  return v;
 }
 
 std::optional<Geometry> attention_geometry(const ir::Node& node) {
@@ -218,9 +244,14 @@ std::optional<Geometry> attention_geometry(const ir::Node& node) {
     if (!dnnl_util::static_float(node.input(i))) return std::nullopt;
   const ir::Value* mask = node.num_inputs() > 3 ? node.input(3) : nullptr;
   if ((mask && !dnnl_util::static_float(mask)) || !dnnl_util::static_float(node.output(0))) return std::nullopt;
-  const auto qd = node.input(0)->type.static_dims(), kd = node.input(1)->type.static_dims(),
-             vd = node.input(2)->type.static_dims();
-  if (qd.size() < 2 || kd.size() < 2 || vd.size() < 2) return std::nullopt;
+  ops::StridedView in[3];
+  const char* perms[3] = {"q_perm", "k_perm", "v_perm"};
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<int64_t> dims = node.input(i)->type.static_dims();
+    if (dims.size() < 2) return std::nullopt;
+    in[i] = ops::transposed_view(dims, ops::attention_perm(node, perms[i], dims.size()));
+  }
+  const std::vector<int64_t> &qd = in[0].dims, &kd = in[1].dims, &vd = in[2].dims;
   Geometry g;
   g.sq = qd[qd.size() - 2];
   const int64_t d = qd.back(), dv = vd.back();
@@ -245,35 +276,40 @@ std::optional<Geometry> attention_geometry(const ir::Node& node) {
   }
   if (ob.size() > sb.size()) sb.insert(sb.begin(), ob.size() - sb.size(), 1);
   if (ob != sb) return std::nullopt;
-  std::vector<int64_t> out = ob;
-  out.push_back(g.sq);
-  out.push_back(dv);
-  if (node.output(0)->type.static_dims() != out) return std::nullopt;
+  std::vector<int64_t> result = ob;
+  result.push_back(g.sq);
+  result.push_back(dv);
+  const std::vector<int64_t> out_perm = ops::attention_perm(node, "out_perm", result.size());
+  const std::vector<int64_t> od = node.output(0)->type.static_dims();
+  const ops::StridedView out = ops::untransposed_view(od, out_perm);
+  if (out.dims != result) return std::nullopt;
   if (ob.size() + 2 > DNNL_MAX_NDIMS) return std::nullopt;
 
-  auto padded = [&](const std::vector<int64_t>& full) {
-    memory::dims r(full.begin(), full.end());
-    r.insert(r.begin(), ob.size() + 2 - r.size(), 1);
-    return r;
-  };
-  g.q = padded(qd);
-  g.k = padded(kd);
-  g.v = padded(vd);
+  g.q = padded(in[0], ob.size() + 2);
+  g.k = padded(in[1], ob.size() + 2);
+  g.v = padded(in[2], ob.size() + 2);
+  g.out = out;
   g.scores = ob;
   g.scores.push_back(g.sq);
   g.scores.push_back(g.sk);
-  g.out = out;
   const int64_t batches = std::accumulate(ob.begin(), ob.end(), int64_t{1}, std::multiplies<>());
   g.rows = batches * g.sq;
   g.scale = node.attr_float("scale", 1.f);
   if (g.mask) {
-    mb.insert(mb.begin(), ob.size() - mb.size(), 1);
-    g.mask_offset = batch_offsets(mb, ob);
+    std::vector<int64_t> md = mask->type.static_dims();
+    md.insert(md.begin(), std::max<int64_t>(0, 2 - static_cast<int64_t>(md.size())), 1);
+    g.mask_offset = ops::batch_element_offsets(ob, ops::transposed_view(md, {}));
   }
-  auto batch_dims = [&](const memory::dims& padded) { return std::vector<int64_t>(padded.begin(), padded.end() - 2); };
-  g.q_offset = batch_offsets(batch_dims(g.q), ob);
-  g.k_offset = batch_offsets(batch_dims(g.k), ob);
-  g.v_offset = batch_offsets(batch_dims(g.v), ob);
+  g.q_offset = ops::batch_element_offsets(ob, g.q);
+  g.k_offset = ops::batch_element_offsets(ob, g.k);
+  g.v_offset = ops::batch_element_offsets(ob, g.v);
+  g.out_offset = ops::batch_element_offsets(ob, g.out);
+  const size_t r = ob.size() + 2;
+  g.ldq = g.q.strides[r - 2];
+  g.kd = g.k.strides[r - 2];
+  g.ks = g.k.strides[r - 1];
+  g.ldv = g.v.strides[r - 2];
+  g.ldo = g.out.strides[r - 2];
   g.d = d;
   g.dv = dv;
   return g;
@@ -286,9 +322,9 @@ std::unique_ptr<Kernel> make_attention(const ir::Node& node, int threads) {
   try {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::matmul::primitive_desc qk(dnnl::matmul::desc(plain(g.q), plain(g.k), plain(g.scores)), attr,
+    dnnl::matmul::primitive_desc qk(dnnl::matmul::desc(strided(g.q), strided(g.k), plain(g.scores)), attr,
                                     dnnl_util::engine());
-    dnnl::matmul::primitive_desc pv(dnnl::matmul::desc(plain(g.scores), plain(g.v), plain(g.out)), attr,
+    dnnl::matmul::primitive_desc pv(dnnl::matmul::desc(plain(g.scores), strided(g.v), strided(g.out)), attr,
                                     dnnl_util::engine());
     return std::make_unique<AttentionKernel>(std::move(g), qk, pv, threads);
   } catch (const dnnl::error&) {
@@ -301,7 +337,7 @@ std::unique_ptr<Kernel> make_attention(const ir::Node& node, int threads) {
 std::unique_ptr<Kernel> make_attention_rows(const ir::Node& node, int threads) {
   if (!has_avx512()) return nullptr;
   std::optional<Geometry> g = attention_geometry(node);
-  return g ? std::make_unique<AttentionRowsKernel>(std::move(*g), threads) : nullptr;
+  return g && g->rows_layout() ? std::make_unique<AttentionRowsKernel>(std::move(*g), threads) : nullptr;
 }
 
 void add_attention_kernels(std::vector<KernelFactory>& table) {

@@ -52,6 +52,8 @@ class CpuBackend : public Backend {
     cpu::DisabledKernels scope(&disabled_kernels());
     return threads() > 1 && cpu::chain_channels_available();
   }
+  // Both of its Attention kernels (attention.cpp) take strided operands.
+  bool reads_attention_layouts() const override { return true; }
   // oneDNN's Winograd (on a CPU with AVX-512, from kOnednnWinogradMinChannels input channels)
   // runs the 3x3 stride-1 convs kiln's own Winograd does not take. The blocked-layout pass has
   // checked the conv's form and its channels-last input.

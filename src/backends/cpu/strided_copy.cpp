@@ -219,4 +219,10 @@ void StridedCopy::run_typed(const T* in, T* out) const {
   });
 }
 
+void transpose_floats(const float* in, float* out, int64_t rows, int64_t cols, int64_t in_stride, int64_t out_stride) {
+  static_assert(sizeof(float) == sizeof(uint32_t));
+  transpose_block32(reinterpret_cast<const uint32_t*>(in), reinterpret_cast<uint32_t*>(out), 0, rows, 0, cols, in_stride,
+                    out_stride);
+}
+
 }  // namespace kiln::backends::cpu

@@ -20,6 +20,10 @@
 
 namespace kiln::backends::cpu {
 
+// out[j * out_stride + i] = in[i * in_stride + j] for i < rows, j < cols: a 2-D transpose of
+// floats, 8x8 blocks at a time in registers.
+void transpose_floats(const float* in, float* out, int64_t rows, int64_t cols, int64_t in_stride, int64_t out_stride);
+
 class StridedCopy {
  public:
   // out[i_0, ..., i_{r-1}] = in[base + sum_k i_k * strides[k]] for a dense `out` of extents

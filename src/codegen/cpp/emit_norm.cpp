@@ -6,6 +6,7 @@
 #include "codegen/cpp/code_text.h"
 #include "codegen/cpp/loop_nest.h"
 #include "codegen/cpp/op_emitters.h"
+#include "ops/core/attention_view.h"
 #include "ops/core/shape_util.h"
 
 namespace kiln::codegen::cpp {
@@ -69,13 +70,26 @@ void emit_softmax(EmitContext& ctx) {
 
 void emit_attention(EmitContext& ctx) {
   require_float(ctx);
-  const Operand &q = ctx.step.inputs.at(0), &k = ctx.step.inputs.at(1), &v = ctx.step.inputs.at(2);
-  const Operand& o = ctx.step.outputs.at(0);
+  // The operands as the node reads them, through its permutations (ops/core/attention_view.h).
+  const char* const perms[3] = {"q_perm", "k_perm", "v_perm"};
+  ops::StridedView in[3];
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<int64_t>& d = ctx.step.inputs.at(static_cast<size_t>(i)).dims;
+    if (d.size() < 2) throw ctx.unsupported("Attention operands of rank < 2 are not emitted");
+    in[i] = ops::transposed_view(d, ops::attention_perm(ctx.node, perms[i], d.size()));
+  }
+  const std::vector<int64_t>& od = ctx.step.outputs.at(0).dims;
+  const ops::StridedView out = ops::untransposed_view(od, ops::attention_perm(ctx.node, "out_perm", od.size()));
+  const ops::StridedView &q = in[0], &k = in[1], &v = in[2];
   const int64_t Sq = q.dims[q.dims.size() - 2], D = q.dims.back(), Sk = k.dims.back(), Dv = v.dims.back();
-  const std::vector<int64_t> ob(o.dims.begin(), o.dims.end() - 2);
-  auto batch = [](const Operand& t) { return std::vector<int64_t>(t.dims.begin(), t.dims.end() - 2); };
-  std::vector<std::vector<int64_t>> offs = {batch_offsets(ob, batch(q)), batch_offsets(ob, batch(k)),
-                                            batch_offsets(ob, batch(v))};
+  // Rows of contiguous columns (what the attention_layout pass folds); the keys either way.
+  const int64_t ks = k.strides.back(), kd = k.strides[k.strides.size() - 2];
+  if (q.strides.back() != 1 || v.strides.back() != 1 || out.strides.back() != 1 || (ks != 1 && kd != 1))
+    throw ctx.unsupported("Attention operands whose columns are not contiguous are not emitted");
+  const bool keys_as_rows = ks != 1;
+  const std::vector<int64_t> ob(out.dims.begin(), out.dims.end() - 2);
+  std::vector<std::vector<int64_t>> offs = {ops::batch_element_offsets(ob, q), ops::batch_element_offsets(ob, k),
+                                            ops::batch_element_offsets(ob, v), ops::batch_element_offsets(ob, out)};
   int64_t mq = 1, mk = 1;
   const bool masked = ctx.has_input(3);
   if (masked) {
@@ -83,25 +97,27 @@ void emit_attention(EmitContext& ctx) {
     while (md.size() < 2) md.insert(md.begin(), 1);
     mq = md[md.size() - 2];
     mk = md.back();
-    offs.push_back(batch_offsets(ob, std::vector<int64_t>(md.begin(), md.end() - 2)));
+    offs.push_back(ops::batch_element_offsets(ob, ops::transposed_view(md, {})));
   }
   const int64_t nb = static_cast<int64_t>(offs[0].size());
   ctx.use_kernel("attention.h");
-  const char* names[] = {"qo", "ko", "vo", "mo"};
+  const char* names[] = {"qo", "ko", "vo", "oo", "mo"};
   for (size_t t = 0; t < offs.size(); ++t)
     ctx.line("static const int64_t " + std::string(names[t]) + "[] = " + int_list(offs[t]) + ";");
   ctx.line("const float* q = " + ctx.in(0) + ";");
   ctx.line("const float* k = " + ctx.in(1) + ";");
   ctx.line("const float* v = " + ctx.in(2) + ";");
-  ctx.line(std::string("const float* mask = ") + (masked ? ctx.in(3) : "nullptr") + ";");
+  if (masked) ctx.line("const float* mask = " + ctx.in(3) + ";");
   ctx.line("float* o = " + ctx.out(0) + ";");
+  ctx.line("const kiln_kernels::HeadLayout layout{" + i64(q.strides[q.strides.size() - 2]) + ", " +
+           i64(keys_as_rows ? ks : kd) + ", " + i64(v.strides[v.strides.size() - 2]) + ", " +
+           i64(out.strides[out.strides.size() - 2]) + ", " + (keys_as_rows ? "true" : "false") + "};");
   ctx.line("kiln_kernels::parallel_for(c.team, " + i64(nb) + ", [&](int64_t b0, int64_t b1) {");
   ctx.line("  for (int64_t b = b0; b < b1; ++b)");
   ctx.line("    kiln_kernels::attention_head<" + std::to_string(ctx.panel) + ">(" + i64(Sq) + ", " + i64(D) + ", " + i64(Sk) +
-           ", " + i64(Dv) + ", " + literal_float(ctx.node.attr_float("scale", 1.f)) + ", q + qo[b] * " + i64(Sq * D) +
-           ", k + ko[b] * " + i64(D * Sk) + ", v + vo[b] * " + i64(Sk * Dv) + ", " +
-           (masked ? "mask + mo[b] * " + i64(mq * mk) : "nullptr") + ", " + i64(mq) + ", " + i64(mk) + ", o + b * " +
-           i64(Sq * Dv) + ");");
+           ", " + i64(Dv) + ", " + literal_float(ctx.node.attr_float("scale", 1.f)) +
+           ", q + qo[b], k + ko[b], v + vo[b], " + (masked ? "mask + mo[b]" : "nullptr") + ", " + i64(mq) + ", " +
+           i64(mk) + ", o + oo[b], layout);");
   ctx.line("});");
 }
 

@@ -685,7 +685,16 @@ target_compile_definitions(kiln_model_main PRIVATE KILN_MODEL_DIR="${CMAKE_CURRE
 
 }  // namespace
 
-const std::vector<std::string>& cuda_disabled_passes() { return cpp_disabled_passes(false, false); }
+const std::vector<std::string>& cuda_disabled_passes() {
+  // The CUDA attention kernel (emit_attention, cuda_rows.cpp) reads dense heads: the head
+  // transposes stay instructions of their own there.
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v = cpp_disabled_passes(false, false);
+    v.push_back("attention_layout");
+    return v;
+  }();
+  return names;
+}
 
 std::vector<plan::ExecutablePlan> place_for_cuda(const std::vector<PlanSource>& plans, int streams) {
   std::vector<plan::ExecutablePlan> placed;

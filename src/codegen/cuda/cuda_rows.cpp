@@ -80,6 +80,9 @@ void emit_softmax(EmitContext& ctx) {
 
 void emit_attention(EmitContext& ctx) {
   require_float(ctx);
+  for (const char* perm : {"q_perm", "k_perm", "v_perm", "out_perm"})
+    if (ctx.node.has_attr(perm))
+      throw ctx.unsupported(std::string("Attention's ") + perm + " is not emitted for CUDA (its heads are read dense)");
   const Operand &q = ctx.step.inputs.at(0), &k = ctx.step.inputs.at(1), &v = ctx.step.inputs.at(2);
   const Operand& o = ctx.step.outputs.at(0);
   const int64_t Sq = q.dims[q.dims.size() - 2], D = q.dims.back(), Sk = k.dims.back(), Dv = v.dims.back();

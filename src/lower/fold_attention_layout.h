@@ -1,0 +1,22 @@
+// Head transposes folded into kiln.Attention: a transformer's export splits the heads with
+// Reshape [B, S, H*D] -> [B, S, H, D] and Transpose [0, 2, 1, 3] (the keys [0, 2, 3, 1]) before
+// its attention and joins them after it with the inverse Transpose. Each of those is a copy of a
+// whole activation, and at two threads a copy whose rows the other core wrote. The Transposes
+// become the node's q_perm / k_perm / v_perm / out_perm (src/ops/kiln_attention.cpp), which its
+// kernels read as strides (ops/core/attention_view.h). A Transpose is folded where the operand
+// stays rows of contiguous columns (the keys' either way: K_T or K), the layout every kernel of
+// the node reads; a Transpose that other nodes read too is left for them.
+#pragma once
+#include <memory>
+
+#include "ir/graph.h"
+#include "passes/pass.h"
+
+namespace kiln::lower {
+
+// Rewrites a graph with static types; returns how many Transposes were folded.
+int fold_attention_layouts(ir::Graph& g);
+// As a lowering pass: "attention_layout"; *folded = how many Transposes it folded.
+std::unique_ptr<passes::Pass> make_attention_layout_pass(int* folded);
+
+}  // namespace kiln::lower
