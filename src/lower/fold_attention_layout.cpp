@@ -47,25 +47,82 @@ bool identity(const std::vector<int64_t>& p) {
 ir::Attribute perm_attr(const std::vector<int64_t>& p) { return ir::Attribute::of_ints(p); }
 
 const char* const kInputPerms[3] = {"q_perm", "k_perm", "v_perm"};
+const char* const kInputIndices[3] = {"q_index", "k_index", "v_index"};
 
-// Folds the Transposes that feed `a`'s Q, K_T and V; returns how many.
+// A scalar Gather's constant index, in [0, extent), or -1.
+int64_t scalar_index(const ir::Node& gather, int64_t extent) {
+  const ir::Value* i = gather.num_inputs() > 1 ? gather.input(1) : nullptr;
+  if (!i || !i->is_constant() || !i->type.rank_known || i->type.rank() != 0) return -1;
+  const std::vector<int64_t> v = i->constant().to_int64_vector();
+  if (v.size() != 1) return -1;
+  const int64_t k = v[0] < 0 ? v[0] + extent : v[0];
+  return k >= 0 && k < extent ? k : -1;
+}
+
+// An operand Transpose(x, perm)[index] (index < 0: none) the node could read instead of its input.
+struct Source {
+  ir::Value* x;
+  std::vector<int64_t> perm;
+  int64_t index = -1;
+};
+
+// Walks from input i of `a` up through Transposes and at most one scalar Gather (a head of a
+// packed QKV tensor), as long as every step's type is static; the farthest source reached.
+Source walk(const ir::Node& a, int i) {
+  ir::Value* v = a.input(i);
+  const size_t rank = v->type.rank_known ? static_cast<size_t>(v->type.rank()) : 0;
+  Source s{v, ops::attention_perm(a, kInputPerms[i], rank),
+           a.has_attr(kInputIndices[i]) ? a.attr_int(kInputIndices[i], 0) : -1};
+  if (s.perm.empty()) {
+    s.perm.resize(rank);
+    std::iota(s.perm.begin(), s.perm.end(), 0);
+  }
+  for (;;) {
+    const ir::Node* p = v->producer();
+    if (!p || !p->domain().empty() || !p->input(0) || !p->input(0)->type.is_static()) return s;
+    ir::Value* x = p->input(0);
+    const std::vector<int64_t> dims = x->type.static_dims();
+    if (p->op_type() == "Transpose") {
+      const std::vector<int64_t> tp = transpose_perm(*p, dims.size());
+      if (tp.empty()) return s;
+      s.perm = compose(tp, s.perm);
+    } else if (p->op_type() == "Gather" && s.index < 0) {
+      const int64_t r = static_cast<int64_t>(dims.size());
+      int64_t axis = p->attr_int("axis", 0);
+      if (axis < 0) axis += r;
+      if (axis < 0 || axis >= r) return s;
+      const int64_t index = scalar_index(*p, dims[static_cast<size_t>(axis)]);
+      if (index < 0) return s;
+      // Transpose(Gather(x, index, axis), perm) = Transpose(x, [axis, perm's axes past it])[index].
+      std::vector<int64_t> perm{axis};
+      for (int64_t q : s.perm) perm.push_back(q < axis ? q : q + 1);
+      s.perm = perm;
+      s.index = index;
+    } else {
+      return s;
+    }
+    s.x = v = x;
+  }
+}
+
+// Folds the Transposes and Gathers that feed `a`'s Q, K_T and V; returns how many inputs it
+// moved.
 int fold_inputs(ir::Node* a) {
   int folded = 0;
   for (int i = 0; i < 3; ++i) {
-    ir::Node* t = ir::producer_of(a->input(i), "Transpose");
-    if (!t || !t->input(0) || !t->input(0)->type.is_static()) continue;
-    const std::vector<int64_t> dims = t->input(0)->type.static_dims();
-    const std::vector<int64_t> tp = transpose_perm(*t, dims.size());
-    if (tp.empty() || dims.size() < 2) continue;
-    const std::vector<int64_t> c = compose(tp, ops::attention_perm(*a, kInputPerms[i], dims.size()));
-    const ops::StridedView v = ops::transposed_view(dims, c);
-    const size_t r = dims.size();
+    if (!a->input(i) || !a->input(i)->type.is_static()) continue;
+    const Source s = walk(*a, i);
+    if (s.x == a->input(i)) continue;
+    const std::vector<int64_t> dims = s.x->type.static_dims();
+    ops::StridedView v = ops::transposed_view(dims, s.perm);
+    if (s.index >= 0) v = ops::selected(std::move(v), s.index);
+    const size_t r = v.dims.size();
     // Rows of contiguous columns; the keys (K_T) may also be K's rows.
-    const bool rows = v.strides[r - 1] == 1 || (i == 1 && v.strides[r - 2] == 1);
-    if (!rows) continue;
-    if (identity(c)) a->attrs.erase(kInputPerms[i]);
-    else a->attrs[kInputPerms[i]] = perm_attr(c);
-    a->set_input(i, t->input(0));
+    if (r < 2 || !(v.strides[r - 1] == 1 || (i == 1 && v.strides[r - 2] == 1))) continue;
+    if (identity(s.perm)) a->attrs.erase(kInputPerms[i]);
+    else a->attrs[kInputPerms[i]] = perm_attr(s.perm);
+    if (s.index >= 0) a->attrs[kInputIndices[i]] = ir::Attribute::of_int(s.index);
+    a->set_input(i, s.x);
     ++folded;
   }
   return folded;

@@ -20,7 +20,7 @@ struct LayoutStats {
   int conv_prologues = 0;     // 1x1 convs computing their elementwise input (fuse_conv_prologue.h)
   int channel_scales = 0;     // Muls folded into the next conv's weights (fold_channel_scale.h)
   int gemv_chains = 0;        // one-row products run in pairs (fuse_gemv_chain.h)
-  int attention_transposes = 0;  // Transposes read in place by kiln.Attention (fold_attention_layout.h)
+  int attention_transposes = 0;  // kiln.Attention operands read in place (fold_attention_layout.h)
 };
 
 // Rewrites a graph whose types are static (a compiled plan's specialized clone). Types are

@@ -3,9 +3,11 @@
 //       axis; Q [..., Sq, D], K_T [..., D, Sk] (keys already transposed, as in the MatMul it
 //       replaces), V [..., Sk, Dv], additive mask broadcast to [..., Sq, Sk]; batch dims
 //       broadcast like MatMul's. Float32.
-//   q_perm, k_perm, v_perm (ints, optional): the operand is Transpose(input, perm); out_perm:
-//       the output is Transpose(result, out_perm). The CPU lowering folds the head transposes
-//       around a transformer's attention into them (src/lower/fold_attention_layout.cpp).
+//   q_perm, k_perm, v_perm (ints, optional): the operand is Transpose(input, perm); q_index,
+//       k_index, v_index (int, optional): then its first axis taken at that index (Q, K or V
+//       out of one packed tensor); out_perm: the output is Transpose(result, out_perm). The CPU
+//       lowering folds the head transposes and gathers around a transformer's attention into
+//       them (src/lower/fold_attention_layout.cpp).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -32,6 +34,19 @@ ir::TensorType permuted(const ir::TensorType& t, const std::vector<int64_t>& per
 }
 
 const char* const kInputPerms[3] = {"q_perm", "k_perm", "v_perm"};
+const char* const kInputIndices[3] = {"q_index", "k_index", "v_index"};
+
+// Input i's type as the operand the node reads (ops/core/attention_view.h's attention_operand).
+ir::TensorType operand_type(InferContext& ctx, int i) {
+  const ir::TensorType& t = ctx.input(i);
+  ir::TensorType op = permuted(t, attention_perm(ctx.node(), kInputPerms[i], t.dims.size()));
+  if (!ctx.node().has_attr(kInputIndices[i])) return op;
+  const int64_t index = ctx.node().attr_int(kInputIndices[i], 0);
+  if (op.rank() < 3 || index < 0 || (op.dims[0].is_static() && index >= op.dims[0].value))
+    ctx.fail(std::string(kInputIndices[i]) + " " + std::to_string(index) + " does not select a matrix batch");
+  op.dims.erase(op.dims.begin());
+  return op;
+}
 
 void infer_attention(InferContext& ctx) {
   for (int i = 0; i < 3; ++i)
@@ -44,7 +59,7 @@ void infer_attention(InferContext& ctx) {
   ir::TensorType ops[3];
   for (int i = 0; i < 3; ++i) {
     if (ctx.input(i).rank() < 2) ctx.fail("Q, K_T and V must have rank >= 2");
-    ops[i] = permuted(ctx.input(i), attention_perm(ctx.node(), kInputPerms[i], ctx.input(i).dims.size()));
+    ops[i] = operand_type(ctx, i);
   }
   const ir::TensorType &q = ops[0], &k = ops[1], &v = ops[2];
   auto clash = [](const ir::Dim& a, const ir::Dim& b) { return a.is_static() && b.is_static() && a.value != b.value; };
@@ -66,7 +81,7 @@ void attention_kernel(KernelContext& ctx) {
   for (int i = 0; i < 3; ++i) {
     const Tensor& t = ctx.input(i);
     if (t.dtype() != DType::Float || t.rank() < 2) ctx.fail("Attention takes float32 tensors of rank >= 2");
-    ops[i] = transposed_view(t.dims(), attention_perm(ctx.node(), kInputPerms[i], t.dims().size()));
+    ops[i] = attention_operand(ctx.node(), i, t.dims());
   }
   const StridedView &q = ops[0], &k = ops[1], &v = ops[2];
   const size_t rq = q.dims.size(), rk = k.dims.size(), rv = v.dims.size();

@@ -81,6 +81,21 @@ TEST(CpuAttention, PermutedOperands) {
               {{2, 3, 7, 5}}, perms({1, 0, 2, 3}, {0, 1, 2, 3}, {0, 1, 2, 3}, {})});
 }
 
+TEST(CpuAttention, PackedQkv) {
+  // Q, K and V out of one [B, S, 3, H, D] tensor (perm [2, 0, 3, 1, 4], then index 0, 1, 2; the
+  // keys read as K's rows), the output written as [B, S, H, D].
+  ir::Attributes a = scale(0.3f);
+  a["q_perm"] = ir::Attribute::of_ints({2, 0, 3, 1, 4});
+  a["k_perm"] = ir::Attribute::of_ints({2, 0, 3, 4, 1});
+  a["v_perm"] = ir::Attribute::of_ints({2, 0, 3, 1, 4});
+  a["q_index"] = ir::Attribute::of_int(0);
+  a["k_index"] = ir::Attribute::of_int(1);
+  a["v_index"] = ir::Attribute::of_int(2);
+  a["out_perm"] = ir::Attribute::of_ints({0, 2, 1, 3});
+  check_both({"Attention", "kiln", {{2, 13, 3, 3, 9}, {2, 13, 3, 3, 9}, {2, 13, 3, 3, 9}}, {false, false, false},
+              {{2, 13, 3, 9}}, a});
+}
+
 TEST(CpuAttention, ColumnsOutOfPlaceRunOnOnednn) {
   // Q read down its columns: not kiln_attention_rows' layout, oneDNN's matmuls take it.
   ir::Attributes a = scale(0.5f);

@@ -45,6 +45,29 @@ TEST(FoldAttentionLayout, KeysAsRows) {
       [](ir::Graph& graph) { return lower::fold_attention_layouts(graph); }, 1);
 }
 
+// ViT's and Swin's packed QKV: [B, S, 3, H, D] by Transpose [2, 0, 3, 1, 4] and a Gather for each
+// of Q, K and V (K then to K_T): all read from the packed tensor, the copies gone.
+TEST(FoldAttentionLayout, APackedQkv) {
+  auto g = check_lowering(
+      [](Builder& b) {
+        ir::Value* qkv = b.op("Transpose", {b.in("qkv", {2, 7, 3, 2, 4})}, perm({2, 0, 3, 1, 4}));
+        auto head = [&](int64_t i) {
+          return b.op("Gather", {qkv, b.c(Tensor::from_vector<int64_t>({}, {i}))}, {{"axis", I(0)}});
+        };
+        ir::Value* kt = b.op("Transpose", {head(1)}, perm({0, 1, 3, 2}));
+        ir::Value* o = b.op("Attention", {head(0), kt, head(-1)}, scale(0.5f), "kiln");
+        b.out(b.op("Reshape", {b.op("Transpose", {o}, perm({0, 2, 1, 3})), b.ints({2, 7, 8})}));
+      },
+      [](ir::Graph& graph) { return lower::fold_attention_layouts(graph); }, 4);
+  EXPECT_EQ(count(*g, "Transpose"), 0);
+  EXPECT_EQ(count(*g, "Gather"), 0);
+  for (const ir::Node* n : g->nodes())
+    if (n->op_type() == "Attention") {
+      EXPECT_EQ(n->attr_ints("k_perm"), (std::vector<int64_t>{2, 0, 3, 4, 1}));
+      EXPECT_EQ(n->attr_int("v_index", -1), 2);
+    }
+}
+
 // Left alone: a Q transposed down its columns, a V Transpose another node reads too, an output
 // Transpose that is the graph's output (its value keeps its name there).
 TEST(FoldAttentionLayout, OnlyRowsOfContiguousColumns) {

@@ -117,6 +117,14 @@ TEST(KilnFused, SiLUAndBadInputs) {
                      {{"q_perm", Is(p)}}, "kiln"));
     EXPECT_THROW(ops::ShapeInference().run(*perm.g), Error) << p.size();
   }
+  // An index past the selected axis, and one on a matrix (no batch axis to take).
+  for (auto [dims, index] : {std::pair{std::vector<int64_t>{3, 2, 3}, int64_t{3}}, {{2, 3}, 0}}) {
+    Builder idx;
+    idx.g->opsets["kiln"] = 1;
+    idx.out(idx.op("Attention", {idx.in("q", dims), idx.in("k", {3, 4}), idx.in("v", {4, 2})},
+                   {{"q_index", I(index)}}, "kiln"));
+    EXPECT_THROW(ops::ShapeInference().run(*idx.g), Error) << index;
+  }
   Builder ok;
   ok.g->opsets["kiln"] = 1;
   ok.out(ok.op("Attention", {ok.in("q", {2, 3}), ok.in("k", {2, 4}), ok.in("v", {4, 5})},

@@ -84,7 +84,7 @@ bool print_plan(const ir::Graph& g, bool json, int fusion_level, int threads) {
             << " 1x1 convs computing their elementwise input, " << cp->layout.channel_scales
             << " channel scales folded into conv weights, " << cp->layout.gemv_chains
             << " one-row products run in pairs, " << cp->layout.attention_transposes
-            << " head transposes read in place by attention\n";
+            << " attention operands read in place (no head transposes or gathers)\n";
   std::cout << "lowering:   ";
   for (const passes::PassStats& ps : cp->lowering)
     std::cout << " " << ps.pass << (ps.changed ? "" : " (no change)") << " " << ps.nodes_before << "->" << ps.nodes_after

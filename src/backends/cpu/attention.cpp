@@ -189,7 +189,7 @@ class AttentionKernel : public Kernel {
     char* buf = static_cast<char*>(dnnl_util::scratch(scores_b + pad_b));
     float* scores = reinterpret_cast<float*>(buf);
     auto in = [&](int i, const ops::StridedView& v) {
-      return memory(strided(v), eng, const_cast<void*>(inputs[i]->raw()));
+      return memory(strided(v), eng, const_cast<float*>(inputs[i]->data<float>()) + v.offset);
     };
     memory sc(plain(g_.scores), eng, scores);
     qk_.execute(s, {{DNNL_ARG_SRC, in(0, g_.q)},
@@ -245,11 +245,11 @@ std::optional<Geometry> attention_geometry(const ir::Node& node) {
   const ir::Value* mask = node.num_inputs() > 3 ? node.input(3) : nullptr;
   if ((mask && !dnnl_util::static_float(mask)) || !dnnl_util::static_float(node.output(0))) return std::nullopt;
   ops::StridedView in[3];
-  const char* perms[3] = {"q_perm", "k_perm", "v_perm"};
   for (int i = 0; i < 3; ++i) {
     const std::vector<int64_t> dims = node.input(i)->type.static_dims();
     if (dims.size() < 2) return std::nullopt;
-    in[i] = ops::transposed_view(dims, ops::attention_perm(node, perms[i], dims.size()));
+    in[i] = ops::attention_operand(node, i, dims);
+    if (in[i].dims.size() < 2) return std::nullopt;
   }
   const std::vector<int64_t> &qd = in[0].dims, &kd = in[1].dims, &vd = in[2].dims;
   Geometry g;

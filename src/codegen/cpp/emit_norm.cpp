@@ -70,13 +70,11 @@ void emit_softmax(EmitContext& ctx) {
 
 void emit_attention(EmitContext& ctx) {
   require_float(ctx);
-  // The operands as the node reads them, through its permutations (ops/core/attention_view.h).
-  const char* const perms[3] = {"q_perm", "k_perm", "v_perm"};
+  // The operands as the node reads them, through its perms and indices (ops/core/attention_view.h).
   ops::StridedView in[3];
   for (int i = 0; i < 3; ++i) {
-    const std::vector<int64_t>& d = ctx.step.inputs.at(static_cast<size_t>(i)).dims;
-    if (d.size() < 2) throw ctx.unsupported("Attention operands of rank < 2 are not emitted");
-    in[i] = ops::transposed_view(d, ops::attention_perm(ctx.node, perms[i], d.size()));
+    in[i] = ops::attention_operand(ctx.node, i, ctx.step.inputs.at(static_cast<size_t>(i)).dims);
+    if (in[i].dims.size() < 2) throw ctx.unsupported("Attention operands of rank < 2 are not emitted");
   }
   const std::vector<int64_t>& od = ctx.step.outputs.at(0).dims;
   const ops::StridedView out = ops::untransposed_view(od, ops::attention_perm(ctx.node, "out_perm", od.size()));

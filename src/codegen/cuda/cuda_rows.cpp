@@ -80,7 +80,7 @@ void emit_softmax(EmitContext& ctx) {
 
 void emit_attention(EmitContext& ctx) {
   require_float(ctx);
-  for (const char* perm : {"q_perm", "k_perm", "v_perm", "out_perm"})
+  for (const char* perm : {"q_perm", "k_perm", "v_perm", "out_perm", "q_index", "k_index", "v_index"})
     if (ctx.node.has_attr(perm))
       throw ctx.unsupported(std::string("Attention's ") + perm + " is not emitted for CUDA (its heads are read dense)");
   const Operand &q = ctx.step.inputs.at(0), &k = ctx.step.inputs.at(1), &v = ctx.step.inputs.at(2);

@@ -29,6 +29,26 @@ StridedView untransposed_view(const std::vector<int64_t>& dims, const std::vecto
   return v;
 }
 
+StridedView selected(StridedView v, int64_t index) {
+  v.offset += index * v.strides[0];
+  v.dims.erase(v.dims.begin());
+  v.strides.erase(v.strides.begin());
+  return v;
+}
+
+StridedView attention_operand(const ir::Node& node, int i, const std::vector<int64_t>& dims) {
+  static const char* const perms[3] = {"q_perm", "k_perm", "v_perm"};
+  static const char* const indices[3] = {"q_index", "k_index", "v_index"};
+  StridedView v = transposed_view(dims, attention_perm(node, perms[i], dims.size()));
+  if (!node.has_attr(indices[i])) return v;
+  const int64_t index = node.attr_int(indices[i], 0);
+  if (v.dims.size() < 3 || index < 0 || index >= v.dims[0])
+    throw Error("Attention '" + node.name() + "': " + indices[i] + " " + std::to_string(index) +
+                " does not select a matrix batch of a " + std::to_string(v.dims.size()) + "-D operand of " +
+                std::to_string(v.dims.empty() ? 0 : v.dims[0]));
+  return selected(std::move(v), index);
+}
+
 std::vector<int64_t> attention_perm(const ir::Node& node, const char* name, size_t rank) {
   if (!node.has_attr(name)) return {};
   std::vector<int64_t> perm = node.attr_ints(name);
@@ -57,7 +77,7 @@ std::vector<int64_t> batch_element_offsets(const std::vector<int64_t>& batch, co
   for (int64_t d : batch) count *= d;
   std::vector<int64_t> offsets(static_cast<size_t>(count));
   for (int64_t n = 0; n < count; ++n) {
-    int64_t rest = n, off = 0;
+    int64_t rest = n, off = v.offset;
     for (size_t i = batch.size(); i-- > 0;) {
       off += rest % batch[i] * stride[i];
       rest /= batch[i];
