@@ -105,10 +105,30 @@ Source walk(const ir::Node& a, int i) {
   }
 }
 
-// Folds the Transposes and Gathers that feed `a`'s Q, K_T and V; returns how many inputs it
-// moved.
+// A Mul of Q or K_T by a constant scalar (Swin's q * head_dim^-0.5 before its attention) joins
+// the node's scale, which multiplies their product: Q's Gather and Transpose can fold then.
+// Returns 1 if so.
+int fold_scalar_factor(ir::Node* a, int i) {
+  ir::Node* m = ir::producer_of(a->input(i), "Mul");
+  if (!m || m->num_inputs() != 2) return 0;
+  for (int c = 0; c < 2; ++c) {
+    const ir::Value* k = m->input(c);
+    ir::Value* x = m->input(1 - c);
+    if (!k || !x || !k->is_constant() || k->constant().dtype() != DType::Float || k->constant().numel() != 1) continue;
+    if (!x->type.is_static() || x->type.static_dims() != a->input(i)->type.static_dims()) continue;
+    a->attrs["scale"] = ir::Attribute::of_float(a->attr_float("scale", 1.f) * k->constant().data<float>()[0]);
+    a->set_input(i, x);
+    return 1;
+  }
+  return 0;
+}
+
+// Folds the scalar factors of Q and K_T and the Transposes and Gathers that feed Q, K_T and V;
+// returns how many inputs it moved.
 int fold_inputs(ir::Node* a) {
   int folded = 0;
+  for (int i = 0; i < 2; ++i)
+    if (!a->has_attr(kInputPerms[i]) && !a->has_attr(kInputIndices[i])) folded += fold_scalar_factor(a, i);
   for (int i = 0; i < 3; ++i) {
     if (!a->input(i) || !a->input(i)->type.is_static()) continue;
     const Source s = walk(*a, i);

@@ -7,7 +7,8 @@
 // out_perm (src/ops/kiln_attention.cpp), which its kernels read as strides
 // (ops/core/attention_view.h). An input is folded where the operand stays rows of contiguous
 // columns (the keys' either way: K_T or K), the layout every kernel of the node reads; the
-// Transposes and Gathers are left where other nodes read them too.
+// Transposes and Gathers are left where other nodes read them too. A constant scalar factor of Q
+// or K_T (Swin's) joins the node's scale first, so the copies before it can fold as well.
 #pragma once
 #include <memory>
 

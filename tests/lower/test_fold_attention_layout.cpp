@@ -46,7 +46,8 @@ TEST(FoldAttentionLayout, KeysAsRows) {
 }
 
 // ViT's and Swin's packed QKV: [B, S, 3, H, D] by Transpose [2, 0, 3, 1, 4] and a Gather for each
-// of Q, K and V (K then to K_T): all read from the packed tensor, the copies gone.
+// of Q, K and V (K then to K_T), Q scaled by a constant: all read from the packed tensor, the
+// factor in the node's scale, the copies gone.
 TEST(FoldAttentionLayout, APackedQkv) {
   auto g = check_lowering(
       [](Builder& b) {
@@ -55,12 +56,15 @@ TEST(FoldAttentionLayout, APackedQkv) {
           return b.op("Gather", {qkv, b.c(Tensor::from_vector<int64_t>({}, {i}))}, {{"axis", I(0)}});
         };
         ir::Value* kt = b.op("Transpose", {head(1)}, perm({0, 1, 3, 2}));
-        ir::Value* o = b.op("Attention", {head(0), kt, head(-1)}, scale(0.5f), "kiln");
+        // Q scaled before the attention, as Swin's is.
+        ir::Value* q = b.op("Mul", {head(0), b.c(Tensor::from_vector<float>({}, {0.7f}))});
+        ir::Value* o = b.op("Attention", {q, kt, head(-1)}, scale(0.5f), "kiln");
         b.out(b.op("Reshape", {b.op("Transpose", {o}, perm({0, 2, 1, 3})), b.ints({2, 7, 8})}));
       },
-      [](ir::Graph& graph) { return lower::fold_attention_layouts(graph); }, 4);
+      [](ir::Graph& graph) { return lower::fold_attention_layouts(graph); }, 5);
   EXPECT_EQ(count(*g, "Transpose"), 0);
   EXPECT_EQ(count(*g, "Gather"), 0);
+  EXPECT_EQ(count(*g, "Mul"), 0);
   for (const ir::Node* n : g->nodes())
     if (n->op_type() == "Attention") {
       EXPECT_EQ(n->attr_ints("k_perm"), (std::vector<int64_t>{2, 0, 3, 4, 1}));
