@@ -136,9 +136,7 @@ int fold_inputs(ir::Node* a) {
     const std::vector<int64_t> dims = s.x->type.static_dims();
     ops::StridedView v = ops::transposed_view(dims, s.perm);
     if (s.index >= 0) v = ops::selected(std::move(v), s.index);
-    const size_t r = v.dims.size();
-    // Rows of contiguous columns; the keys (K_T) may also be K's rows.
-    if (r < 2 || !(v.strides[r - 1] == 1 || (i == 1 && v.strides[r - 2] == 1))) continue;
+    if (!ops::reads_as_rows(v, i == 1)) continue;
     if (identity(s.perm)) a->attrs.erase(kInputPerms[i]);
     else a->attrs[kInputPerms[i]] = perm_attr(s.perm);
     if (s.index >= 0) a->attrs[kInputIndices[i]] = ir::Attribute::of_int(s.index);
@@ -162,7 +160,7 @@ int fold_output(ir::Graph& g, ir::Node* a) {
   // Transpose(Transpose(r, p), tp) = Transpose(r, p∘tp).
   const std::vector<int64_t> c = compose(ops::attention_perm(*a, "out_perm", dims.size()), tp);
   const ops::StridedView o = ops::untransposed_view(z->type.static_dims(), c);
-  if (o.strides.back() != 1) return 0;
+  if (!ops::reads_as_rows(o, false)) return 0;
   ir::Attributes attrs = a->attrs;
   if (identity(c)) attrs.erase("out_perm");
   else attrs["out_perm"] = perm_attr(c);

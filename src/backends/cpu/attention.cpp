@@ -57,7 +57,8 @@ struct Geometry {
   // Whether the matrices are as kiln_attention_rows reads them: rows of contiguous columns, the
   // keys' either way.
   bool rows_layout() const {
-    return q.strides.back() == 1 && v.strides.back() == 1 && out.strides.back() == 1 && (ks == 1 || kd == 1);
+    return ops::reads_as_rows(q, false) && ops::reads_as_rows(k, true) && ops::reads_as_rows(v, false) &&
+           ops::reads_as_rows(out, false);
   }
 };
 
@@ -262,10 +263,10 @@ std::optional<Geometry> attention_geometry(const ir::Node& node) {
   // widens it would need the scores repeated.
   std::vector<int64_t> sb = batch_of(qd);
   if (!broadcast(sb, batch_of(kd))) return std::nullopt;
-  std::vector<int64_t> ob = sb, mb;
+  std::vector<int64_t> ob = sb, mb, md;
   if (!broadcast(ob, batch_of(vd))) return std::nullopt;
   if (mask) {
-    std::vector<int64_t> md = mask->type.static_dims();
+    md = mask->type.static_dims();
     md.insert(md.begin(), std::max<int64_t>(0, 2 - static_cast<int64_t>(md.size())), 1);
     g.mq = md[md.size() - 2];
     g.mk = md.back();
@@ -295,11 +296,7 @@ std::optional<Geometry> attention_geometry(const ir::Node& node) {
   const int64_t batches = std::accumulate(ob.begin(), ob.end(), int64_t{1}, std::multiplies<>());
   g.rows = batches * g.sq;
   g.scale = node.attr_float("scale", 1.f);
-  if (g.mask) {
-    std::vector<int64_t> md = mask->type.static_dims();
-    md.insert(md.begin(), std::max<int64_t>(0, 2 - static_cast<int64_t>(md.size())), 1);
-    g.mask_offset = ops::batch_element_offsets(ob, ops::transposed_view(md, {}));
-  }
+  if (g.mask) g.mask_offset = ops::batch_element_offsets(ob, ops::transposed_view(md, {}));
   g.q_offset = ops::batch_element_offsets(ob, g.q);
   g.k_offset = ops::batch_element_offsets(ob, g.k);
   g.v_offset = ops::batch_element_offsets(ob, g.v);

@@ -80,9 +80,9 @@ void emit_attention(EmitContext& ctx) {
   const ops::StridedView out = ops::untransposed_view(od, ops::attention_perm(ctx.node, "out_perm", od.size()));
   const ops::StridedView &q = in[0], &k = in[1], &v = in[2];
   const int64_t Sq = q.dims[q.dims.size() - 2], D = q.dims.back(), Sk = k.dims.back(), Dv = v.dims.back();
-  // Rows of contiguous columns (what the attention_layout pass folds); the keys either way.
   const int64_t ks = k.strides.back(), kd = k.strides[k.strides.size() - 2];
-  if (q.strides.back() != 1 || v.strides.back() != 1 || out.strides.back() != 1 || (ks != 1 && kd != 1))
+  if (!ops::reads_as_rows(q, false) || !ops::reads_as_rows(k, true) || !ops::reads_as_rows(v, false) ||
+      !ops::reads_as_rows(out, false))
     throw ctx.unsupported("Attention operands whose columns are not contiguous are not emitted");
   const bool keys_as_rows = ks != 1;
   const std::vector<int64_t> ob(out.dims.begin(), out.dims.end() - 2);

@@ -49,6 +49,11 @@ StridedView attention_operand(const ir::Node& node, int i, const std::vector<int
   return selected(std::move(v), index);
 }
 
+bool reads_as_rows(const StridedView& v, bool keys) {
+  const size_t r = v.strides.size();
+  return r >= 2 && (v.strides[r - 1] == 1 || (keys && v.strides[r - 2] == 1));
+}
+
 std::vector<int64_t> attention_perm(const ir::Node& node, const char* name, size_t rank) {
   if (!node.has_attr(name)) return {};
   std::vector<int64_t> perm = node.attr_ints(name);

@@ -38,6 +38,10 @@ StridedView selected(StridedView v, int64_t index);
 // they do not fit the input.
 StridedView attention_operand(const ir::Node& node, int i, const std::vector<int64_t>& dims);
 
+// Whether a matrix operand is rows of contiguous columns, the layout every kernel of the node
+// reads; keys (K_T) may also be K's rows (contiguous down K_T's columns).
+bool reads_as_rows(const StridedView& v, bool keys);
+
 // The Attention node's permutation attribute `name` for an operand of `rank`: empty when it is
 // absent or the identity; throws kiln::Error naming the node when it is not a permutation of
 // 0 .. rank - 1.
