@@ -278,6 +278,10 @@ TEST(WinogradConv, SplitsTheOutputsWhereTheTilesMakeFewerBlocksThanThreads) {
   EXPECT_EQ(winograd_split(s14, 2, 2, 24), "tiles");    // 49 tiles: two blocks
   EXPECT_EQ(winograd_split(s14, 2, 2, 48), "outputs");  // one block of 49
   EXPECT_EQ(winograd_split(s28, 4, 2, 24), "tiles");
+  // Blocks sized to a thread's share (as winograd_block_tiles makes them where the weights
+  // pass the L2: 25 of 49 tiles) are blocks of their own, though 49 tiles make one such block.
+  EXPECT_EQ(winograd_split(s28, 4, 2, 25), "tiles");
+  EXPECT_EQ(winograd_split(s14, 2, 2, 25), "tiles");
   // Weights beyond L2 on an image of three blocks (inception_v3's 35x35, 96 -> 96): each thread
   // has a block of its own, so the tiles, even though a thread reads the weights twice.
   EXPECT_EQ(winograd_split({35, 35, 96, 35, 35, 96, 3, 3, 1, 1}, 4, 2, 24), "tiles");

@@ -372,9 +372,12 @@ std::string winograd_split(const WinogradShape& s, int tile, int threads, int64_
   // a block of its own, the weights' reads overlap the block's GEMMs and the doubled input
   // transform is the larger cost (make kernel-bench, Winograd_*: by tiles faster on every such
   // shape).
+  // A thread's share of the tiles is a block of its own where it holds `block_tiles` of them
+  // (winograd_block_tiles sizes blocks larger than kWinogradBlockTiles to a thread's share, and
+  // WinogradConv gives every thread as many blocks).
   const int64_t tiles = ((s.OH + tile - 1) / tile) * ((s.OW + tile - 1) / tile);
+  if ((tiles + threads - 1) / threads >= block_tiles) return "tiles";
   const int64_t image_blocks = std::max<int64_t>(1, tiles / std::max<int64_t>(1, block_tiles));
-  if (image_blocks >= threads) return "tiles";
   const double by_tiles = weights * static_cast<double>((image_blocks + threads - 1) / threads);
   const double by_outputs = weights / threads * static_cast<double>(image_blocks);
   const double input = static_cast<double>(s.H) * s.W * s.C * sizeof(float);

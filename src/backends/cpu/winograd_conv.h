@@ -82,10 +82,10 @@ std::unique_ptr<Kernel> make_kiln_winograd(const ir::Node& node, int threads, in
 int64_t winograd_block_tiles(const WinogradShape& s, int tile, int threads);
 std::map<std::string, plan::ParamValue> winograd_params(const ir::Node& node, int threads);
 // How a team splits a conv (blocks of at least `block_tiles` tiles): "outputs" where the
-// transformed weights do not fit a core's L2 and the 64-wide output blocks share out evenly,
-// and the weights each thread reads, all of them for each of its blocks of tiles, exceed by
-// more than the input (which every thread then reads and transforms) its part of them for
-// every block; else "tiles".
+// transformed weights do not fit a core's L2, the 64-wide output blocks share out evenly, a
+// thread's share of the tiles is less than a block (a small image), and the weights each
+// thread reads, all of them for each of its blocks of tiles, exceed by more than the input
+// (which every thread then reads and transforms) its part of them for every block; else "tiles".
 std::string winograd_split(const WinogradShape& s, int tile, int threads, int64_t block_tiles = kWinogradBlockTiles);
 
 }  // namespace kiln::backends::cpu
