@@ -9,6 +9,9 @@
 #
 # --dir DIR: the models are DIR's folders (model.onnx and test data each: export_models.py's
 # layout) instead of the shared models; --runs N: timed runs of each side per round (default 50).
+# kiln times at least N runs and at least one second, the window shared/peers/ort_bench.js
+# times ORT in (its --runs and --min-seconds): a small model's 50 runs take a tenth of a second,
+# and a window that short makes a round's median whatever the machine did in it.
 # After the table: the geometric mean of kiln/ORT per thread count, and each model's speed-up
 # from 1 to 2 threads, kiln's beside ORT's.
 #
@@ -50,7 +53,7 @@ probe() { "$kiln" machine --json --trips 500 | /usr/bin/python3 -c 'import json,
 for m in $models; do
   before=$(probe)
   /usr/bin/python3 "$shared/peers/interleave.py" "$dir/$m" --threads "$threads" --rounds "$rounds" \
-    --ours "$kiln bench {model_onnx} --threads {threads} --runs $runs --warmup 5 --json" --json "$json" >&2
+    --ours "$kiln bench {model_onnx} --threads {threads} --runs $runs --min-seconds 1 --warmup 5 --json" --json "$json" >&2
   echo "$m $before $(probe)" >> "$trips"
 done
 {

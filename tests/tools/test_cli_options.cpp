@@ -192,6 +192,12 @@ TEST(CliOptions, BenchReportsPercentilesThroughputAndConcurrency) {
   EXPECT_LE(j.at("p50_ms").get<double>(), j.at("p90_ms").get<double>());
   EXPECT_LE(j.at("p90_ms").get<double>(), j.at("p99_ms").get<double>());
   EXPECT_LE(j.at("p99_ms").get<double>(), j.at("max_ms").get<double>());
+  // --min-seconds keeps timing past --runs until the time has passed.
+  r = run_kiln({"bench", m, "--runs", "2", "--min-seconds", "0.2", "--warmup", "0", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json k = nlohmann::json::parse(r.output);
+  EXPECT_GE(k.at("wall_s").get<double>(), 0.2);
+  EXPECT_GT(k.at("runs").get<int>(), 2);
   expect_refused({"bench", m, "--concurrency", "2", "--pair-disable", "conv_concat"}, "not with --concurrency");
 }
 

@@ -31,7 +31,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     ModelOptions model_options;
     std::string model;
     int runs = 20, warmup = 3, concurrency = 1;
-    double duration = 0;
+    double duration = 0, min_seconds = 0;
     bool json = false;
     std::vector<std::string> pair_disable, inputs;
     std::string npz;
@@ -45,6 +45,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::Range(0, 1 << 30))->capture_default_str();
   cmd->add_option("--duration", args->duration, "Time runs for this many seconds instead of --runs")
       ->check(CLI::Range(0.001, 86400.0));
+  cmd->add_option("--min-seconds", args->min_seconds,
+                  "Keep timing past --runs until this many seconds have passed (a window as long as "
+                  "ONNX Runtime's perf harnesses time, whatever the model's speed)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->excludes("--duration");
   cmd->add_option("--concurrency", args->concurrency,
                   "Requests in flight at once: this many threads run the one session (throughput and latency)")
       ->check(CLI::Range(1, 1024))
@@ -91,7 +96,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     args->model_options.start_profile(*session);
     const auto bench_start = std::chrono::steady_clock::now();
     auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - bench_start).count(); };
-    auto more = [&](size_t done) { return args->duration > 0 ? elapsed_s() < args->duration : done < static_cast<size_t>(args->runs); };
+    auto more = [&](size_t done) {
+      if (args->duration > 0) return elapsed_s() < args->duration;
+      return done < static_cast<size_t>(args->runs) || (args->min_seconds > 0 && elapsed_s() < args->min_seconds);
+    };
     if (args->concurrency > 1) {
       // Requests in parallel on one session: each thread runs until the count or time is spent.
       std::mutex mu;
