@@ -45,6 +45,22 @@ void wait_until(const Ready& ready) {
   for (uint32_t spins = 1; !ready(); ++spins) relax(spins);
 }
 
+// How long (looks at the worker's answer) the holder waits after its own share before it takes
+// a share its worker has not begun: a worker starts within a microsecond of the hand-off unless
+// its core is busy with something else, and looking at the claim sooner would take the line the
+// worker claims in out of its cache on every job.
+constexpr uint32_t kStealAfter = 2048;
+
+// Takes a share of job `seq` for the caller, unless the other side (the holder or the share's
+// worker) took it first: a share's `claimed` only grows, so a worker that saw an older job late
+// cannot take a newer one's share by it.
+bool claim(std::atomic<uint64_t>& claimed, uint64_t seq) {
+  uint64_t had = claimed.load(std::memory_order_relaxed);
+  while (had < seq)
+    if (claimed.compare_exchange_weak(had, seq, std::memory_order_acq_rel, std::memory_order_relaxed)) return true;
+  return false;
+}
+
 // How long a PersistentTeam's worker spins without a job before it blocks: about libgomp's
 // default spin before its workers sleep.
 constexpr std::chrono::microseconds kSpinBeforeBlocking{1000};
@@ -72,15 +88,26 @@ void HeldTeam::run(int team, Job job, void* data, size_t bytes) {
     // A loop inside this thread's share runs inline (a PersistentTeam's holder is in no OpenMP
     // region that would tell parallel_for so).
     struct Share {
-      HeldTeam* team;
-      explicit Share(HeldTeam* t) : team(t) { current_ = nullptr, in_share_ = true; }
-      ~Share() { current_ = team, in_share_ = false; }
-    } share(this);
+      HeldTeam* held = current_;
+      bool was_in_share = in_share_;
+      Share() { current_ = nullptr, in_share_ = true; }
+      ~Share() { current_ = held, in_share_ = was_in_share; }
+    } share;
     job(data, 0, team);
+    // A share no worker has begun a while after this thread finished its own (and the empty
+    // one of a worker past `team`) is this thread's now.
+    for (int t = 1; t < size_; ++t) {
+      auto answered = [&] { return done_[t].seq.load(std::memory_order_acquire) == seq_; };
+      uint32_t spins = 1;
+      for (; spins <= kStealAfter && !answered(); ++spins) relax(spins);
+      mine_[t] = spins > kStealAfter && claim(done_[t].claimed, seq_);
+      if (mine_[t] && t < team) job(data, t, team);
+    }
   }
-  // Every worker answers every job (those past `team` at once), so none can still be reading
-  // the slot when the next job is written into it.
-  for (int t = 1; t < size_; ++t) wait_until([&] { return done_[t].seq.load(std::memory_order_acquire) == seq_; });
+  // A worker that took its share answers when it is done; one whose share this thread took
+  // reads nothing of the slot, so the next job may be written into it.
+  for (int t = 1; t < size_; ++t)
+    if (!mine_[t]) wait_until([&] { return done_[t].seq.load(std::memory_order_acquire) == seq_; });
 }
 
 void HeldTeam::serve(int thread) {
@@ -104,6 +131,8 @@ void HeldTeam::serve(int thread) {
       wait_until([&] { return (s = slot_.seq.load(std::memory_order_acquire)) != seen; });
     }
     seen = s;
+    // The holder ran this share itself (and posts the next job without waiting for this one).
+    if (!claim(done_[thread].claimed, s)) continue;
     if (!slot_.job) return;
     if (thread < slot_.team) slot_.job(slot_.data, thread, slot_.team);
     done_[thread].seq.store(s, std::memory_order_release);

@@ -60,7 +60,8 @@ class PersistentTeam;
 class HeldTeam {
  public:
   using Job = void (*)(void* data, int thread, int team);
-  explicit HeldTeam(int size) : size_(size), done_(new Done[static_cast<size_t>(size)]) {}
+  explicit HeldTeam(int size)
+      : size_(size), done_(new Done[static_cast<size_t>(size)]), mine_(static_cast<size_t>(size)) {}
   // The team this thread holds and may hand a job to now: nullptr on the workers, outside
   // hold_team, and while this thread runs its own share of a job (a loop nested in it runs inline).
   static HeldTeam* current();
@@ -68,7 +69,10 @@ class HeldTeam {
   // Runs job(data, t, team) for t in [0, team) (team <= size()), t = 0 on this thread. The
   // workers get a copy of data's first `bytes` bytes in the line they wait on, where they fit
   // (kInlineBytes): a job's arguments then reach them with the hand-off itself, not as one more
-  // line fetched from this thread's stack.
+  // line fetched from this thread's stack. A share whose worker has not begun it when this
+  // thread is done with its own runs here instead (each share is claimed once, by whichever
+  // thread comes first): a worker whose core the machine gave to another process for a while
+  // then costs the job its share's time, not the time until that worker runs again.
   void run(int team, Job job, void* data, size_t bytes = 0);
   static constexpr size_t kInlineBytes = 32;
   // The workers' side: runs the jobs handed out until stop().
@@ -94,7 +98,10 @@ class HeldTeam {
   };
   static_assert(sizeof(Slot) == 64, "a slot is one cache line");
   struct alignas(64) Done {
-    std::atomic<uint64_t> seq{0};
+    std::atomic<uint64_t> seq{0};  // the last job whose share this worker answered
+    // The last job whose share for this worker someone took, in a line of its own: the holder
+    // reads it only when the worker is late, so a worker's claim finds it in its own cache.
+    alignas(64) std::atomic<uint64_t> claimed{0};
   };
   void post(Job job, void* data, int team, size_t bytes = 0);
   static thread_local HeldTeam* current_;
@@ -107,6 +114,7 @@ class HeldTeam {
   Slot slot_;
   std::unique_ptr<Done[]> done_;
   uint64_t seq_ = 0;
+  std::vector<char> mine_;  // the holder's: which workers' shares of the current job it claimed
 };
 
 // A team whose workers are threads of its own that stay between holds, for runs in which no
