@@ -88,7 +88,12 @@ inline void resize_rows(int64_t row0, int64_t row1, int64_t mid, int64_t inner, 
     for (int64_t r = row0; r < row1; ++r) {
       const int64_t o = r / a.out, i0 = r % a.out;
       float* KILN_RESTRICT yr = y + r * out_block;
-      for (int64_t j = 0; j < out_block; ++j) yr[j] = 0.f;
+      // The row's taps with a weight, their source rows resized first (distinct sources take
+      // distinct slots), then one pass over the output row: a linear upscale's two taps are
+      // one multiply and one multiply-add per element, not a zeroing and two passes.
+      const float* rows[detail::kMaxCachedRows];
+      float ws[detail::kMaxCachedRows];
+      int n = 0;
       for (int k = 0; k < a.taps; ++k) {
         const float w = a.w[i0 * a.taps + k];
         if (w == 0.f) continue;
@@ -99,7 +104,24 @@ inline void resize_rows(int64_t row0, int64_t row1, int64_t mid, int64_t inner, 
           detail::resize_b(mid, inner, *b, x + src * in_block, row);
           tags[slot] = src;
         }
-        for (int64_t j = 0; j < out_block; ++j) yr[j] += w * row[j];
+        rows[n] = row, ws[n] = w, ++n;
+      }
+      if (n == 0) {
+        for (int64_t j = 0; j < out_block; ++j) yr[j] = 0.f;
+      } else if (n == 2) {
+        const float* KILN_RESTRICT r0 = rows[0];
+        const float* KILN_RESTRICT r1 = rows[1];
+        const float w0 = ws[0], w1 = ws[1];
+        for (int64_t j = 0; j < out_block; ++j) yr[j] = w0 * r0[j] + w1 * r1[j];
+      } else {
+        const float* KILN_RESTRICT r0 = rows[0];
+        const float w0 = ws[0];
+        for (int64_t j = 0; j < out_block; ++j) yr[j] = w0 * r0[j];
+        for (int k = 1; k < n; ++k) {
+          const float* KILN_RESTRICT rk = rows[k];
+          const float wk = ws[k];
+          for (int64_t j = 0; j < out_block; ++j) yr[j] += wk * rk[j];
+        }
       }
     }
     return;
