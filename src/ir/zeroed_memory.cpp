@@ -90,7 +90,7 @@ std::shared_ptr<void> owned(char* p, size_t len) {
 
 // `len` bytes (a multiple of 4 KiB) from the front of the smallest kept range that holds them,
 // zeroed; the rest of the range stays kept. Null when none holds them.
-std::shared_ptr<void> reuse(size_t len) {
+std::shared_ptr<void> reuse(size_t len, bool zero) {
   Recycled& r = recycled();
   char* p = nullptr;
   {
@@ -104,12 +104,12 @@ std::shared_ptr<void> reuse(size_t len) {
     if (best->second > len) *best = {p + len, best->second - len};
     else r.ranges.erase(best);
   }
-  std::memset(p, 0, len);
+  if (zero) std::memset(p, 0, len);
   return owned(p, len);
 }
 
 // A kept mapping of exactly `len` bytes, zeroed, the most recently freed first; null when none.
-std::shared_ptr<void> reuse_whole(size_t len) {
+std::shared_ptr<void> reuse_whole(size_t len, bool zero) {
   Reused& r = reused();
   char* p = nullptr;
   {
@@ -122,8 +122,27 @@ std::shared_ptr<void> reuse_whole(size_t len) {
       }
   }
   if (!p) return nullptr;
-  std::memset(p, 0, len);
+  if (zero) std::memset(p, 0, len);
   return owned(p, len);
+}
+
+std::shared_ptr<void> allocate(size_t bytes, bool zero) {
+  if (bytes == 0) bytes = 1;
+  // Kept memory serves requests from 64 KiB (less would waste much of their last page): where
+  // the weights are mostly smaller than 2 MiB (mobilenet_v2, bert), the model file's bytes
+  // would otherwise stay kept beside fresh copies, raising peak RSS.
+  const size_t len = (bytes + 4095) / 4096 * 4096;
+  if (bytes >= (size_t{64} << 10))
+    if (std::shared_ptr<void> p = reuse(len, zero)) return p;
+  if (bytes >= kHugePageBytes) {
+    if (std::shared_ptr<void> p = reuse_whole(len, zero)) return p;
+    if (void* p = map_huge_aligned(bytes)) return owned(static_cast<char*>(p), len);
+  }
+  const size_t alloc = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, alloc);
+  if (!p) throw Error("out of memory allocating " + std::to_string(alloc) + " bytes");
+  if (zero) std::memset(p, 0, alloc);
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
 }  // namespace
@@ -170,23 +189,8 @@ size_t recycled_bytes() {
   return n;
 }
 
-std::shared_ptr<void> allocate_zeroed(size_t bytes) {
-  if (bytes == 0) bytes = 1;
-  // Kept memory serves requests from 64 KiB (less would waste much of their last page): where
-  // the weights are mostly smaller than 2 MiB (mobilenet_v2, bert), the model file's bytes
-  // would otherwise stay kept beside fresh copies, raising peak RSS.
-  const size_t len = (bytes + 4095) / 4096 * 4096;
-  if (bytes >= (size_t{64} << 10))
-    if (std::shared_ptr<void> p = reuse(len)) return p;
-  if (bytes >= kHugePageBytes) {
-    if (std::shared_ptr<void> p = reuse_whole(len)) return p;
-    if (void* p = map_huge_aligned(bytes)) return owned(static_cast<char*>(p), len);
-  }
-  const size_t alloc = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, alloc);
-  if (!p) throw Error("out of memory allocating " + std::to_string(alloc) + " bytes");
-  std::memset(p, 0, alloc);
-  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
-}
+std::shared_ptr<void> allocate_zeroed(size_t bytes) { return allocate(bytes, true); }
+
+std::shared_ptr<void> allocate_uninitialized(size_t bytes) { return allocate(bytes, false); }
 
 }  // namespace kiln

@@ -15,6 +15,9 @@ inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 // At least `bytes` (at least 1), zeroed; the handle frees it. Throws kiln::Error when the
 // memory cannot be had. Does not check the memory cap (kiln/limits.h): callers do.
 std::shared_ptr<void> allocate_zeroed(size_t bytes);
+// The same memory without the zeroing where it is not fresh: for a buffer whose every byte its
+// writer sets (a kernel's output).
+std::shared_ptr<void> allocate_uninitialized(size_t bytes);
 
 // While one is alive (in any thread), freed buffers that are mappings of their own (2 MiB and
 // more, or parts of kept ones) are kept, resident, to serve later requests of 64 KiB and more

@@ -1,11 +1,13 @@
 #include "runtime/program_executor.h"
 
 #include <kiln/error.h>
+#include <kiln/limits.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,6 +31,23 @@ Arena::Arena(int64_t bytes) : size_(bytes) {
 }
 
 namespace {
+
+// A backend kernel's output outside the arena (a graph output): the kernel writes every element,
+// as it does into the arena's slots, so its memory is not zeroed first (a memset of a large
+// output, a segmentation map, costs as much as the upsampling that writes it).
+Tensor kernel_output(DType dtype, const std::vector<int64_t>& dims) {
+  if (dtype == DType::String || dtype == DType::Undefined) return Tensor(dtype, dims);
+  int64_t numel = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (d > 0 && numel > std::numeric_limits<int64_t>::max() / 8 / d)) return Tensor(dtype, dims);
+    numel *= d;
+  }
+  const int64_t bytes = numel * static_cast<int64_t>(dtype_size(dtype));
+  if (bytes > current_limits().memory_cap_bytes) return Tensor(dtype, dims);  // its error names the tensor
+  std::shared_ptr<void> mem = allocate_uninitialized(static_cast<size_t>(bytes));
+  void* data = mem.get();
+  return Tensor::view(dtype, dims, std::move(mem), data);
+}
 
 // The output dims of an instruction that only reinterprets its input's dims (Reshape, Flatten,
 // Squeeze, Unsqueeze, Identity) and whose output the plan made a view of that input: it then
@@ -119,7 +138,7 @@ std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& 
         const ir::Value* o = n.output(static_cast<int>(k));
         if (!o || ins.outputs[k] < 0) continue;
         std::vector<int64_t> dims = o->type.static_dims();
-        outs[k] = slots[k].data ? Tensor::wrap(o->type.dtype, dims, slots[k].data) : Tensor(o->type.dtype, dims);
+        outs[k] = slots[k].data ? Tensor::wrap(o->type.dtype, dims, slots[k].data) : kernel_output(o->type.dtype, dims);
         out_ptrs[k] = &outs[k];
       }
       try {
