@@ -80,11 +80,17 @@ class HeldTeam {
   void stop() { post(nullptr, nullptr, 0); }
   // Whether this thread runs a share of a job now, or serves a team (a loop there runs inline).
   static bool in_share();
-  // Whether the workers are waiting for the next job now: they have answered one in this hold
-  // and none has blocked since. Not so at a hold's first job (an OpenMP region's workers are
-  // still starting) or after a PersistentTeam's workers blocked: a job then waits for them, which
-  // a loop of a few microseconds should not.
-  bool workers_waiting() const { return seq_ > 0 && parked_.load(std::memory_order_relaxed) == 0; }
+  // Whether the workers are waiting for the next job now: each answered the last job (this
+  // thread did not run its share for it) and none has blocked since. Not so at a hold's first
+  // job (an OpenMP region's workers are still starting), after a PersistentTeam's workers
+  // blocked, or after a job whose share a worker had not begun: a job then waits for them (or
+  // this thread runs their shares), which a loop of a few microseconds should not.
+  bool workers_waiting() const {
+    if (seq_ == 0 || parked_.load(std::memory_order_relaxed) != 0) return false;
+    for (int t = 1; t < size_; ++t)
+      if (done_[t].seq.load(std::memory_order_relaxed) != seq_) return false;
+    return true;
+  }
 
  private:
   friend void hold_team(int threads, const std::function<void()>& body, TeamChoice* choice, PersistentTeam* persistent);
