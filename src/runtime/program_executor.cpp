@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -37,14 +36,10 @@ namespace {
 // output, a segmentation map, costs as much as the upsampling that writes it).
 Tensor kernel_output(DType dtype, const std::vector<int64_t>& dims) {
   if (dtype == DType::String || dtype == DType::Undefined) return Tensor(dtype, dims);
-  int64_t numel = 1;
-  for (int64_t d : dims) {
-    if (d < 0 || (d > 0 && numel > std::numeric_limits<int64_t>::max() / 8 / d)) return Tensor(dtype, dims);
-    numel *= d;
-  }
-  const int64_t bytes = numel * static_cast<int64_t>(dtype_size(dtype));
-  if (bytes > current_limits().memory_cap_bytes) return Tensor(dtype, dims);  // its error names the tensor
-  std::shared_ptr<void> mem = allocate_uninitialized(static_cast<size_t>(bytes));
+  const int64_t numel = Tensor::wrap(dtype, dims, nullptr).numel();  // Tensor's check of the dims
+  const int64_t esz = static_cast<int64_t>(dtype_size(dtype));
+  if (numel > current_limits().memory_cap_bytes / esz) return Tensor(dtype, dims);  // its error names the tensor
+  std::shared_ptr<void> mem = allocate_uninitialized(static_cast<size_t>(numel * esz));
   void* data = mem.get();
   return Tensor::view(dtype, dims, std::move(mem), data);
 }
