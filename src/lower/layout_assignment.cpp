@@ -11,6 +11,7 @@
 //       Split(T_nchw(a), axis=1)     =>  T_nchw each of Split(a, axis=3)     (Slice likewise)
 //       channel shuffle (Reshape, Transpose, Reshape) => the same shuffle of NHWC's last axis
 //       Pad(T_nchw(a), p)            =>  T_nchw(Pad(a, p moved))
+//       Resize(T_nchw(a), sizes)     =>  T_nchw(Resize(a, sizes moved))   (where it then cancels)
 //       Transpose(Reshape(T_nchw(a), [N,C,HW]), [0,2,1]) => Reshape(a, [N,HW,C])
 //       T_nhwc(T_nchw(a))            =>  a
 //
@@ -20,8 +21,10 @@
 #include "lower/layout_assignment.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "ir/strided_copy.h"
+#include "ops/core/resize_geometry.h"
 #include "ops/core/registry.h"
 #include "ir/graph_util.h"
 
@@ -168,6 +171,7 @@ class Rewriter {
     if (n->num_outputs() < 1 || !n->output(0) || n->output(0)->uses().empty()) return false;
     if (n->domain().empty() && n->op_type() == "Reshape") return sink_channel_shuffle(n) || sink_flatten_spatial(n);
     if (n->domain().empty() && n->op_type() == "Pad") return sink_pad(n);
+    if (n->domain().empty() && n->op_type() == "Resize") return sink_resize(n);
     if (n->domain().empty() && (n->op_type() == "ReduceMean" || n->op_type() == "ReduceMax")) return sink_spatial_reduce(n);
     const ir::Value* y0 = n->output(0);
     if (!y0->type.rank_known || y0->type.rank() != 4 || !y0->type.is_static()) return false;
@@ -348,6 +352,66 @@ class Rewriter {
     return true;
   }
 
+  // Resize(T_nchw(a)) with constant scales, sizes and roi, their entries moved with the axes, is
+  // T_nchw(Resize(a)): the interpolation is separable, each axis on its own. Sunk where the
+  // layout change after it goes away (each reader takes NHWC data: a T_nhwc, or a Concat or
+  // elementwise op whose other inputs are NHWC too, which then sinks it further) or is no
+  // bigger than the one before it: a T_nchw left after an upsampling moves more bytes.
+  bool sink_resize(ir::Node* n) {
+    ir::Value* src = nhwc_source(n->input(0));
+    ir::Value* y = n->output(0);
+    if (!src || !y || n->num_outputs() != 1 || g_.opset() < 11 || !y->type.is_static() || !y->type.rank_known ||
+        y->type.rank() != 4)
+      return false;
+    const ops::ResizeInputSlots slots = ops::resize_slots(*n, g_.opset());
+    if (*y->type.static_numel() > *src->type.static_numel() && !readers_take_nhwc(y)) return false;
+    std::vector<ir::Value*> ins = n->inputs();
+    ins[0] = src;
+    for (int slot : {slots.roi, slots.scales, slots.sizes}) {
+      if (slot < 0 || !n->has_input(slot)) continue;
+      const Tensor* t = ir::const_of(n->input(slot));
+      if (!t) return false;
+      if (t->numel() == 0) continue;
+      if (n->has_attr("axes")) continue;  // per listed axis: the axes move instead
+      const int64_t sets = t->numel() / 4;  // roi: starts, then ends
+      if (t->rank() != 1 || t->numel() % 4 != 0 || sets > 2) return false;
+      Tensor moved(t->dtype(), t->dims());
+      const size_t bytes = dtype_size(t->dtype());
+      for (int64_t k = 0; k < sets; ++k)
+        for (int64_t i = 0; i < 4; ++i)
+          std::memcpy(static_cast<char*>(moved.raw()) + (k * 4 + i) * bytes,
+                      static_cast<const char*>(t->raw()) + (k * 4 + kToNhwc[i]) * bytes, bytes);
+      ins[slot] = ir::add_const(g_, "layout_resize", std::move(moved));
+    }
+    ir::Attributes a = n->attrs;
+    if (n->has_attr("axes")) {
+      std::vector<int64_t> axes = n->attr_ints("axes");
+      for (int64_t& ax : axes) {
+        if (ax < 0) ax += 4;
+        if (ax < 0 || ax > 3) return false;
+        ax = nhwc_axis(ax);
+      }
+      a["axes"] = ir::Attribute::of_ints(axes);
+    }
+    replace_with(n, "Resize", ins, std::move(a));
+    return true;
+  }
+
+  // Whether every reader of v (NCHW) would take it as NHWC: a T_nhwc (which cancels), or a
+  // Concat or layout-agnostic op whose every other input is an NHWC source or a constant.
+  bool readers_take_nhwc(const ir::Value* v) {
+    if (v->uses().empty() || ir::is_graph_output(g_, v)) return false;
+    for (const ir::Use& u : v->uses()) {
+      const ir::Node* r = u.node;
+      if (is_transpose(r, kToNhwc)) continue;
+      const bool concat = r->domain().empty() && r->op_type() == "Concat";
+      if (!concat && !agnostic(*r)) return false;
+      for (const ir::Value* in : r->inputs())
+        if (in && in != v && !nhwc_source(in) && (concat || !in->is_constant())) return false;
+    }
+    return true;
+  }
+
   static int64_t nhwc_axis(int64_t nchw_axis) { return nchw_axis == 0 ? 0 : nchw_axis == 1 ? 3 : nchw_axis - 1; }
 
   // n's NHWC twin on `ins`, each of its outputs followed by a T_nchw that takes over the uses.
@@ -402,6 +466,7 @@ LayoutStats assign_channels_last(ir::Graph& g) {
   Rewriter rw(g);
   st.channels_last_ops = rw.convert_anchors();
   if (st.channels_last_ops == 0) return st;
+  ir::remove_dead_nodes(g);  // the replaced ops: a sink asks who reads a value
   g.topological_sort();
   for (bool changed = true; changed;) {
     changed = false;

@@ -197,6 +197,47 @@ TEST(LayoutAssignment, PadAndAFlattenedHeadFollowTheLayout) {
   EXPECT_EQ(st.transposes, 1);
 }
 
+// A Resize between convs follows the layout, its sizes, scales and roi moved with the axes: a
+// segmentation head's pooled branch (global pool -> conv -> upsampled to the feature map ->
+// Concat with the other branches -> conv) and an upsampling between two convs keep no layout
+// change. The model's last upsampling stays NCHW: its output is the model's, and a layout
+// change before it moves fewer bytes than one after it.
+TEST(LayoutAssignment, ResizeBetweenConvsFollowsTheLayout) {
+  auto g = assign([](Builder& b) {
+    ir::Value* x = b.in("x", {1, 3, 6, 5});
+    ir::Value* f = b.op("Relu", {b.op("Conv", {x, b.rand({4, 3, 3, 3})}, pad1())});
+    ir::Value* pooled = b.op("Conv", {b.op("GlobalAveragePool", {f}), b.rand({4, 4, 1, 1})});
+    ir::Value* spread = b.op("Resize", {pooled, nullptr, nullptr, b.ints({1, 4, 6, 5})}, {{"mode", S("linear")}});
+    ir::Value* joined = b.op("Concat", {f, spread}, {{"axis", I(1)}});
+    ir::Value* head = b.op("Conv", {joined, b.rand({2, 8, 1, 1})});
+    // Upsampled by scales (nearest), then another conv.
+    ir::Value* up = b.op("Resize", {head, nullptr, b.c(Tensor::from_vector<float>({4}, {1.f, 1.f, 2.f, 3.f}))});
+    ir::Value* again = b.op("Conv", {up, b.rand({3, 2, 3, 3})}, pad1());
+    // The model's output, upsampled by sizes with a roi (crop-and-resize) from a conv.
+    ir::Value* roi = b.c(Tensor::from_vector<float>({8}, {0.f, 0.f, 0.1f, 0.2f, 1.f, 1.f, 0.9f, 0.7f}));
+    b.out(b.op("Resize", {again, roi, nullptr, b.ints({1, 3, 20, 25})},
+               {{"mode", S("linear")}, {"coordinate_transformation_mode", S("tf_crop_and_resize")}}));
+  });
+  EXPECT_EQ(count(*g, "Transpose"), 2);  // the input's, and the one before the last Resize
+  int nhwc_resizes = 0;
+  for (const ir::Node* n : g->nodes()) {
+    if (n->op_type() == "Concat") { EXPECT_EQ(n->attr_int("axis", 0), 3); }
+    if (n->op_type() == "Resize" && n->input(0)->producer() && n->input(0)->producer()->op_type() != "Transpose")
+      ++nhwc_resizes;
+  }
+  EXPECT_EQ(nhwc_resizes, 2);
+  // Opset 18's axes: the listed axes move instead of the sizes.
+  auto g18 = assign([](Builder& b) {
+    b.g->opsets[""] = 18;
+    ir::Value* c = b.op("Conv", {b.in("x", {1, 4, 5, 5}), b.rand({6, 4, 1, 1})});
+    ir::Value* up = b.op("Resize", {c, nullptr, nullptr, b.ints({10, 15})}, {{"axes", Is({2, 3})}});
+    b.out(b.op("Conv", {up, b.rand({2, 6, 1, 1})}));
+  });
+  EXPECT_EQ(count(*g18, "Transpose"), 2);  // the input's and the output's
+  for (const ir::Node* n : g18->nodes())
+    if (n->op_type() == "Resize") { EXPECT_EQ(n->attr_ints("axes"), (std::vector<int64_t>{1, 2})); }
+}
+
 TEST(LayoutAssignment, NothingToDoWithoutConvs) {
   lower::LayoutStats st;
   assign([](Builder& b) { b.out(b.op("Relu", {b.in("x", {1, 4, 6, 6})})); }, &st);
