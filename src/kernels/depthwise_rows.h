@@ -38,6 +38,7 @@ constexpr int64_t kDepthwiseMaxKernelRows = 16;
 
 struct DepthwiseShape {
   int64_t H = 0, W = 0, C = 0, OH = 0, OW = 0, KH = 0, KW = 0, SH = 1, SW = 1, PT = 0, PL = 0;
+  int64_t DH = 1, DW = 1;  // dilations: tap (ky, kx) reads input (oy * SH - PT + ky * DH, ox * SW - PL + kx * DW)
 };
 
 // The slot of input row r in the rows a row-at-a-time kernel reads: rows one after another from
@@ -71,6 +72,7 @@ __attribute__((target("avx512f"), always_inline)) inline void pixels(const Depth
                                                                     __m512 hi, const float* const* in, int64_t c0,
                                                                     int64_t ox, float* y) {
   const int64_t KH = KH_ ? KH_ : s.KH, KW = KW_ ? KW_ : s.KW, SW = SW_ ? SW_ : s.SW, C = s.C;
+  const int64_t DW = KW_ ? 1 : s.DW;  // the compile-time forms are undilated
   // R partial sums per pixel, over alternating kernel rows, so that P * R >= 4 chains hide the
   // FMA latency when few pixels are left.
   constexpr int R = P >= 8 ? 1 : P >= 4 ? 2 : 4;
@@ -92,7 +94,8 @@ __attribute__((target("avx512f"), always_inline)) inline void pixels(const Depth
       const __m512 wv = _mm512_loadu_ps(wb + (ky * KW + kx) * 16);
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p)
-        a[p] = _mm512_fmadd_ps(Full ? _mm512_loadu_ps(r + (p * SW + kx) * C) : _mm512_maskz_loadu_ps(m, r + (p * SW + kx) * C),
+        a[p] = _mm512_fmadd_ps(Full ? _mm512_loadu_ps(r + (p * SW + kx * DW) * C)
+                                    : _mm512_maskz_loadu_ps(m, r + (p * SW + kx * DW) * C),
                                wv, a[p]);
     }
   }
@@ -112,8 +115,11 @@ __attribute__((target("avx512f"), always_inline)) inline void edge_pixel(const D
                                                                         __m512 lo, __m512 hi, const float* const* in,
                                                                         int64_t c0, int64_t ox, float* y) {
   const int64_t KH = KH_ ? KH_ : s.KH, KW = KW_ ? KW_ : s.KW, SW = SW_ ? SW_ : s.SW, C = s.C;
+  const int64_t DW = KW_ ? 1 : s.DW;
   const int64_t ix0 = ox * SW - s.PL;
-  const int64_t kx_lo = std::max<int64_t>(0, -ix0), kx_hi = std::min(KW, s.W - ix0);
+  // The taps inside the row: ix0 + kx * DW in [0, W).
+  const int64_t kx_lo = ix0 >= 0 ? 0 : (-ix0 + DW - 1) / DW;
+  const int64_t kx_hi = ix0 >= s.W ? 0 : std::min(KW, (s.W - ix0 + DW - 1) / DW);
   // One accumulator per kernel row (up to four): a single chain of 25 FMAs would wait on the
   // FMA latency at every step.
   __m512 acc[4] = {b, _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
@@ -121,8 +127,8 @@ __attribute__((target("avx512f"), always_inline)) inline void edge_pixel(const D
     if (!in[ky]) continue;
     const float* r = in[ky] + ix0 * C + c0;
     for (int64_t kx = kx_lo; kx < kx_hi; ++kx)
-      acc[ky & 3] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r + kx * C), _mm512_loadu_ps(wb + (ky * KW + kx) * 16),
-                                    acc[ky & 3]);
+      acc[ky & 3] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r + kx * DW * C),
+                                    _mm512_loadu_ps(wb + (ky * KW + kx) * 16), acc[ky & 3]);
   }
   const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
   _mm512_mask_storeu_ps(y + ox * C + c0, m, activation_ps(sum, kind, lo, hi));
@@ -137,10 +143,10 @@ __attribute__((target("avx512f"))) void row_avx512(const DepthwiseShape& s, cons
                                                    Act act, float act_a, float act_b, const float* const* in, float* y,
                                                    int64_t c_begin, int64_t c_end) {
   const int64_t KH = KH_ ? KH_ : s.KH, KW = KW_ ? KW_ : s.KW, SW = SW_ ? SW_ : s.SW;
-  const int64_t C = s.C, KK = KH * KW;
+  const int64_t C = s.C, KK = KH * KW, span = (KW - 1) * (KW_ ? 1 : s.DW) + 1;  // input pixels a pixel's taps span
   // Output pixels whose taps all lie inside the row: [ox_lo, ox_hi).
   const int64_t ox_lo = std::min(s.OW, (s.PL + SW - 1) / SW);
-  const int64_t ox_hi = s.W + s.PL < KW ? ox_lo : std::max(ox_lo, std::min(s.OW, (s.W + s.PL - KW) / SW + 1));
+  const int64_t ox_hi = s.W + s.PL < span ? ox_lo : std::max(ox_lo, std::min(s.OW, (s.W + s.PL - span) / SW + 1));
   const Act kind = act;
   const __m512 lo = activation_lo(act, act_a), hi = activation_hi(act_b);
   for (int64_t c0 = c_begin; c0 < c_end; c0 += 16) {
@@ -206,21 +212,22 @@ __attribute__((always_inline)) inline void edge_tap(int64_t ix0, int j, int64_t 
 }
 
 // A group of P output pixels (P <= 8) of one 16-channel block, K x K taps (3 or 5) at
-// horizontal stride S. Each input vector of a kernel row is loaded once and feeds the pixels
-// whose taps it is. Edge: some of the group's input pixels lie outside the row; their loads are
-// masked to zero (a masked-out load does not fault), so the taps need no branches.
-template <int K, int P, int S, bool Edge, bool Full, bool Safe>
+// horizontal stride S and dilation D (tap kx of pixel p reads input pixel p * S + kx * D). Each
+// input vector of a kernel row is loaded once and feeds the pixels whose taps it is. Edge: some
+// of the group's input pixels lie outside the row; their loads are masked to zero (a masked-out
+// load does not fault), so the taps need no branches.
+template <int K, int P, int S, bool Edge, bool Full, bool Safe, int D = 1>
 __attribute__((target("avx512f"), always_inline)) inline void group(const float* const* in, int64_t C, int64_t W,
                                                                    int64_t ix0, int64_t c0, __mmask16 m,
                                                                    const TapWeights<K>& w, __m512 b,
                                                                    Act kind, __m512 lo, __m512 hi,
                                                                    float* y) {
-  constexpr int N = (P - 1) * S + K;  // input pixels per kernel row
+  constexpr int N = (P - 1) * S + (K - 1) * D + 1;  // input pixels per kernel row
   // Fewer than four pixels leave the FMA latency exposed: a second set of sums for odd rows.
   constexpr int R = P >= 4 ? 1 : 2;
   __mmask16 mk[N];
   int64_t at[N];
-#pragma GCC unroll 19
+#pragma GCC unroll 24
   for (int j = 0; j < N; ++j) edge_tap<Edge, Safe>(ix0, j, C, W, m, mk[j], at[j]);
   __m512 acc[R][P];
 #pragma GCC unroll 8
@@ -234,24 +241,24 @@ __attribute__((target("avx512f"), always_inline)) inline void group(const float*
     const float* r = in[ky] + ix0 * C + c0;
     __m512* a = acc[ky % R];
     if constexpr (K == 3) {  // input by input: the row's inputs need not all be live at once
-#pragma GCC unroll 17
+#pragma GCC unroll 24
       for (int j = 0; j < N; ++j) {
         const __m512 v = load_input<Edge || !Full>(r + at[j], mk[j]);
 #pragma GCC unroll 3
         for (int kx = 0; kx < 3; ++kx) {
-          const int p = (j - kx) / S;
-          if (j >= kx && (j - kx) % S == 0 && p < P) a[p] = _mm512_fmadd_ps(v, w.at(ky * 3 + kx), a[p]);
+          const int p = (j - kx * D) / S;
+          if (j >= kx * D && (j - kx * D) % S == 0 && p < P) a[p] = _mm512_fmadd_ps(v, w.at(ky * 3 + kx), a[p]);
         }
       }
-    } else {  // tap by tap, each weight loaded once: the row's inputs (12 or 19) in registers
+    } else {  // tap by tap, each weight loaded once: the row's inputs (12, 16 or 19) in registers
       __m512 v[N];
-#pragma GCC unroll 19
+#pragma GCC unroll 24
       for (int j = 0; j < N; ++j) v[j] = load_input<Edge || !Full>(r + at[j], mk[j]);
 #pragma GCC unroll 5
       for (int kx = 0; kx < K; ++kx) {
         const __m512 wv = w.at(ky * K + kx);
 #pragma GCC unroll 8
-        for (int p = 0; p < P; ++p) a[p] = _mm512_fmadd_ps(v[p * S + kx], wv, a[p]);
+        for (int p = 0; p < P; ++p) a[p] = _mm512_fmadd_ps(v[p * S + kx * D], wv, a[p]);
       }
     }
   }
@@ -266,23 +273,24 @@ __attribute__((target("avx512f"), always_inline)) inline void group(const float*
 }
 
 // The last P < 8 pixels of a row, P known at run time.
-template <int K, int S, bool Full, bool Safe, int... Ps>
+template <int K, int S, bool Full, bool Safe, int D, int... Ps>
 __attribute__((target("avx512f"), always_inline)) inline void tail(int p, std::integer_sequence<int, Ps...>,
                                                                   const float* const* in, int64_t C, int64_t W,
                                                                   int64_t ix0, int64_t c0, __mmask16 m,
                                                                   const TapWeights<K>& w, __m512 b,
                                                                   Act kind, __m512 lo, __m512 hi,
                                                                   float* y) {
-  ((p == Ps + 1 ? group<K, Ps + 1, S, true, Full, Safe>(in, C, W, ix0, c0, m, w, b, kind, lo, hi, y) : void()), ...);
+  ((p == Ps + 1 ? group<K, Ps + 1, S, true, Full, Safe, D>(in, C, W, ix0, c0, m, w, b, kind, lo, hi, y) : void()), ...);
 }
 
-// One output row of a K x K depthwise conv of horizontal stride S, groups of eight pixels.
-template <int K, int S, bool Full, bool Safe>
+// One output row of a K x K depthwise conv of horizontal stride S and dilation D, groups of
+// eight pixels.
+template <int K, int S, bool Full, bool Safe, int D = 1>
 __attribute__((target("avx512f"))) void row_kxk(const DepthwiseShape& s, const float* w, const float* bias,
                                                 Act act, float act_a, float act_b, const float* const* in, float* y,
                                                 int64_t c_begin, int64_t c_end) {
   const int64_t C = s.C, W = s.W, OW = s.OW;
-  constexpr int64_t kSpan = 7 * S + K;  // input pixels of a group of eight
+  constexpr int64_t kSpan = 7 * S + (K - 1) * D + 1;  // input pixels of a group of eight
   const Act kind = act;
   const __m512 lo = activation_lo(act, act_a), hi = activation_hi(act_b);
   for (int64_t c0 = c_begin; c0 < c_end; c0 += 16) {
@@ -293,11 +301,11 @@ __attribute__((target("avx512f"))) void row_kxk(const DepthwiseShape& s, const f
     for (; ox + 8 <= OW; ox += 8) {
       const int64_t ix0 = ox * S - s.PL;
       float* yo = y + ox * C;
-      if (ix0 >= 0 && ix0 + kSpan <= W) group<K, 8, S, false, Full, false>(in, C, W, ix0, c0, m, wt, b, kind, lo, hi, yo);
-      else group<K, 8, S, true, Full, Safe>(in, C, W, ix0, c0, m, wt, b, kind, lo, hi, yo);
+      if (ix0 >= 0 && ix0 + kSpan <= W) group<K, 8, S, false, Full, false, D>(in, C, W, ix0, c0, m, wt, b, kind, lo, hi, yo);
+      else group<K, 8, S, true, Full, Safe, D>(in, C, W, ix0, c0, m, wt, b, kind, lo, hi, yo);
     }
     if (ox < OW)
-      tail<K, S, Full, Safe>(static_cast<int>(OW - ox), std::make_integer_sequence<int, 7>{}, in, C, W, ox * S - s.PL, c0,
+      tail<K, S, Full, Safe, D>(static_cast<int>(OW - ox), std::make_integer_sequence<int, 7>{}, in, C, W, ox * S - s.PL, c0,
                              m, wt, b, kind, lo, hi, y + ox * C);
   }
 }
@@ -395,6 +403,10 @@ using Row2Fn = void (*)(const DepthwiseShape&, const float*, const float*, Act, 
 // The generic row (row_avx512) loads only pixels inside the row: it is its own Safe form.
 template <bool Full, bool Safe>
 RowFn pick_row(const DepthwiseShape& s) {
+  // Vertical dilation is in the rows the kernel is given (depthwise_rows); horizontal, in its taps.
+  if (s.DW == 2 && s.SW == 1 && s.KH == 3 && s.KW == 3) return row_kxk<3, 1, Full, Safe, 2>;
+  if (s.DW == 2 && s.SW == 1 && s.KH == 5 && s.KW == 5) return row_kxk<5, 1, Full, Safe, 2>;
+  if (s.DW != 1) return row_avx512<0, 0, 0, Full>;
   if (s.KH == 3 && s.KW == 3 && s.SW == 1) return row_kxk<3, 1, Full, Safe>;
   if (s.KH == 3 && s.KW == 3 && s.SW == 2) return row_kxk<3, 2, Full, Safe>;
   if (s.KH == 5 && s.KW == 5 && s.SW == 1) return row_kxk<5, 1, Full, Safe>;
@@ -409,7 +421,7 @@ RowFn pick_row(const DepthwiseShape& s) {
 
 template <bool Safe>
 Row2Fn pick_row2(const DepthwiseShape& s) {
-  if (s.KH != 3 || s.KW != 3 || s.SH != 1 || s.SW != 1) return nullptr;
+  if (s.KH != 3 || s.KW != 3 || s.SH != 1 || s.SW != 1 || s.DH != 1 || s.DW != 1) return nullptr;
   return s.C % 16 == 0 ? row2_3x3<true, Safe> : row2_3x3<false, Safe>;
 }
 
@@ -429,12 +441,13 @@ inline void depthwise_rows(const DepthwiseShape& s, const float* w, const float*
   std::array<const float*, kDepthwiseMaxKernelRows> in{};  // runs per band of a chain: no allocation
   // The slots at the ends of what x holds (as far as this call knows): their pixels before the
   // first and after the last may lie outside the buffer, so rows reading them take the Safe form.
-  const int64_t last_slot = ring > 0 ? ring - 1 : std::min(s.H - 1, (oy1 - 1) * s.SH - s.PT + s.KH - 1) - x_row0;
-  // Points in[0, n) at the input rows from iy0 on; whether one of them is at an end.
-  auto point = [&](const float** to, int64_t n, int64_t iy0) {
+  const int64_t last_slot =
+      ring > 0 ? ring - 1 : std::min(s.H - 1, (oy1 - 1) * s.SH - s.PT + (s.KH - 1) * s.DH) - x_row0;
+  // Points in[0, n) at the input rows iy0, iy0 + step, ...; whether one of them is at an end.
+  auto point = [&](const float** to, int64_t n, int64_t iy0, int64_t step) {
     bool end = false;
     for (int64_t k = 0; k < n; ++k) {
-      const int64_t iy = iy0 + k, slot = row_slot(iy, x_row0, ring);
+      const int64_t iy = iy0 + k * step, slot = row_slot(iy, x_row0, ring);
       const bool inside = iy >= 0 && iy < s.H;
       to[k] = inside ? x + slot * row : nullptr;
       end |= inside && (slot == 0 || slot == last_slot);
@@ -456,11 +469,11 @@ inline void depthwise_rows(const DepthwiseShape& s, const float* w, const float*
     if (fn2)
       for (; oy + 2 <= oy1; oy += 2) {
         std::array<const float*, 4> in4{};
-        (point(in4.data(), 4, oy - s.PT) ? fn2_safe : fn2)(s, w, bias, act, a, b, in4.data(), y + (oy - oy0) * out_row,
+        (point(in4.data(), 4, oy - s.PT, 1) ? fn2_safe : fn2)(s, w, bias, act, a, b, in4.data(), y + (oy - oy0) * out_row,
                                                            y + (oy + 1 - oy0) * out_row, c0, c1);
       }
     for (; oy < oy1; ++oy)
-      (point(in.data(), s.KH, oy * s.SH - s.PT) ? fn_safe : fn)(s, w, bias, act, a, b, in.data(),
+      (point(in.data(), s.KH, oy * s.SH - s.PT, s.DH) ? fn_safe : fn)(s, w, bias, act, a, b, in.data(),
                                                                  y + (oy - oy0) * out_row, c0, c1);
   }
 }

@@ -340,6 +340,44 @@ TEST(CpuKernels, DepthwiseConv) {
                      false));
 }
 
+// Dilated depthwise convs (a segmentation backbone's last stage: 5x5 at dilation 2 on a 10x10
+// map, most taps in the padding): dilation 2 across the row (row_kxk's taps), any dilation down
+// the rows (the rows the kernel is given), images narrower than the taps' span, at 1 and 2
+// threads; other horizontal dilations and a dilated stride are oneDNN's.
+TEST(CpuKernels, DilatedDepthwiseConv) {
+  struct Shape {
+    int64_t c, h, w, k, dh, dw;
+    std::vector<int64_t> pads;
+  };
+  const Shape shapes[] = {{32, 10, 10, 5, 2, 2, {4, 4, 4, 4}}, {19, 9, 23, 3, 2, 2, {2, 2, 2, 2}},
+                          {40, 13, 6, 5, 1, 2, {2, 4, 2, 4}},  {24, 11, 17, 3, 3, 2, {3, 2, 3, 2}},
+                          {48, 7, 3, 5, 2, 2, {4, 4, 4, 4}},   {20, 12, 30, 3, 2, 2, {0, 1, 2, 0}}};
+  for (const Shape& sh : shapes)
+    for (const char* act : {"Relu", "HardSwish"})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE("c " + std::to_string(sh.c) + " " + std::to_string(sh.h) + "x" + std::to_string(sh.w) + " k " +
+                     std::to_string(sh.k) + " dilations " + std::to_string(sh.dh) + "," + std::to_string(sh.dw) + " " +
+                     act + " threads " + std::to_string(threads));
+        ir::Attributes a = conv_attrs({1, 1}, sh.pads, {sh.dh, sh.dw}, sh.c);
+        a["channels_last"] = ir::Attribute::of_int(1);
+        a["activation"] = ir::Attribute::of_string(act);
+        const int64_t oh = sh.h + sh.pads[0] + sh.pads[2] - (sh.k - 1) * sh.dh;
+        const int64_t ow = sh.w + sh.pads[1] + sh.pads[3] - (sh.k - 1) * sh.dw;
+        check({"FusedConv", "kiln", {{2, sh.h, sh.w, sh.c}, {sh.c, 1, sh.k, sh.k}, {sh.c}}, {false, true, true},
+               {2, oh, ow, sh.c}, a, "kiln_depthwise", threads});
+      }
+  ir::Attributes a = conv_attrs({1, 1}, {3, 3, 3, 3}, {3, 3}, 16);
+  a["channels_last"] = ir::Attribute::of_int(1);
+  EXPECT_FALSE(check({"FusedConv", "kiln", {{1, 9, 9, 16}, {16, 1, 3, 3}}, {false, true}, {1, 9, 9, 16}, a,
+                      "kiln_depthwise"},
+                     false));
+  a = conv_attrs({2, 2}, {2, 2, 2, 2}, {2, 2}, 16);
+  a["channels_last"] = ir::Attribute::of_int(1);
+  EXPECT_FALSE(check({"FusedConv", "kiln", {{1, 9, 9, 16}, {16, 1, 3, 3}}, {false, true}, {1, 5, 5, 16}, a,
+                      "kiln_depthwise"},
+                     false));
+}
+
 // FusedConv's channel scale S (src/lower/fold_channel_scale.cpp): the packed weights times S
 // in each run, with a residual and SiLU, 1x1 and 3x3, on both direct-conv candidates at 1 and 2
 // threads; the GEMV and Winograd decline it.

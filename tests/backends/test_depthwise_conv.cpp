@@ -1,6 +1,6 @@
 // kiln_depthwise's two team splits (depthwise_conv.cpp): the channel split computes what the row
 // split does (parts of 64 channels, the last one partial, activations in and after the
-// registers, strides 1 and 2, two images, teams of 2 and 3), and the rule takes it only after a
+// registers, strides 1 and 2, dilation 2, two images, teams of 2 and 3), and the rule takes it only after a
 // 1x1 conv whose team splits its output channels. The row split against the reference kernels
 // is CpuKernels.DepthwiseConv.
 #include "kernel_check.h"
@@ -11,11 +11,12 @@
 namespace kiln {
 namespace {
 
-ir::Attributes depthwise_attrs(int64_t c, int64_t k, int64_t stride, const std::string& act) {
-  const int64_t p = k / 2;
+ir::Attributes depthwise_attrs(int64_t c, int64_t k, int64_t stride, const std::string& act, int64_t dilation = 1) {
+  const int64_t p = k / 2 * dilation;
   ir::Attributes a = {{"channels_last", ir::Attribute::of_int(1)},
                       {"group", ir::Attribute::of_int(c)},
                       {"strides", ir::Attribute::of_ints({stride, stride})},
+                      {"dilations", ir::Attribute::of_ints({dilation, dilation})},
                       {"pads", ir::Attribute::of_ints({p, p, p, p})}};
   if (!act.empty()) a["activation"] = ir::Attribute::of_string(act);
   return a;
@@ -24,9 +25,10 @@ ir::Attributes depthwise_attrs(int64_t c, int64_t k, int64_t stride, const std::
 TEST(DepthwiseConv, ChannelSplitComputesWhatTheRowSplitDoes) {
   if (!backends::cpu::has_avx512()) GTEST_SKIP() << "the channel split runs on the AVX-512 rows";
   struct Shape {
-    int64_t c, h, k, stride;
+    int64_t c, h, k, stride, dilation = 1;
   };
-  for (const Shape& s : {Shape{40, 9, 3, 1}, Shape{130, 7, 5, 1}, Shape{200, 11, 3, 2}, Shape{19, 8, 5, 2}})
+  for (const Shape& s : {Shape{40, 9, 3, 1}, Shape{130, 7, 5, 1}, Shape{200, 11, 3, 2}, Shape{19, 8, 5, 2},
+                         Shape{160, 10, 5, 1, 2}, Shape{70, 9, 3, 1, 2}})
     for (const char* act : {"Relu", "SiLU", "Sigmoid"})
       for (int threads : {2, 3}) {
         SCOPED_TRACE(std::to_string(s.c) + " channels, " + std::to_string(s.k) + "x" + std::to_string(s.k) + " stride " +
@@ -39,7 +41,8 @@ TEST(DepthwiseConv, ChannelSplitComputesWhatTheRowSplitDoes) {
         ir::Value* w = g.add_constant("w", kernel_check::random_tensor({s.c, 1, s.k, s.k}, rng));
         ir::Value* b = g.add_constant("b", kernel_check::random_tensor({s.c}, rng));
         ir::Value* y = g.add_value("y");
-        ir::Node* n = g.add_node("FusedConv", {x, w, b}, {y}, depthwise_attrs(s.c, s.k, s.stride, act), "n", "kiln");
+        ir::Node* n =
+            g.add_node("FusedConv", {x, w, b}, {y}, depthwise_attrs(s.c, s.k, s.stride, act, s.dilation), "n", "kiln");
         g.add_output(y);
         ops::ShapeInference().run(g);
         auto rows = backends::cpu::make_kiln_depthwise(*n, 1, "rows");

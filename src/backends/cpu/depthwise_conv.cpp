@@ -30,7 +30,7 @@ KILN_SIMD void row_plain(const DepthwiseShape& s, const float* w, const float* b
     for (int64_t ky = 0; ky < s.KH; ++ky) {
       if (!in[ky]) continue;
       for (int64_t kx = 0; kx < s.KW; ++kx) {
-        const int64_t ix = ox * s.SW - s.PL + kx;
+        const int64_t ix = ox * s.SW - s.PL + kx * s.DW;
         if (ix < 0 || ix >= s.W) continue;
         const float* px = in[ky] + ix * C;
         const int64_t tap = ky * s.KW + kx;
@@ -49,19 +49,23 @@ std::string depthwise_split(const ir::Node& node, int threads) {
 
 namespace {
 // Up to 5x5 (efficientnet_b0's), which row_kxk keeps in registers: taller kernels would take
-// the generic row loop, which is slower than oneDNN's.
-bool kiln_depthwise_takes(const DepthwiseShape* s) { return s && s->KH * s->KW <= 25; }
+// the generic row loop, which is slower than oneDNN's; so would dilated ones other than
+// row_kxk's (3x3 and 5x5 at stride 1 and dilation 2: a segmentation backbone's last stage).
+bool kiln_depthwise_takes(const DepthwiseShape* s) {
+  if (!s || s->KH * s->KW > 25) return false;
+  return s->DW == 1 || (s->DW == 2 && s->SW == 1 && s->KH == s->KW && (s->KW == 3 || s->KW == 5));
+}
 }  // namespace
 
 std::optional<int> depthwise_channel_team(const ir::Node& node, int threads) {
-  if (!kiln_depthwise_takes(depthwise_shape(node).get()) || !epilogue_of(node) || !has_avx512() ||
+  if (!kiln_depthwise_takes(depthwise_shape(node, true).get()) || !epilogue_of(node) || !has_avx512() ||
       depthwise_split(node, threads) != "channels")
     return std::nullopt;
-  return channel_split_team(*row_conv_geometry(node), threads);
+  return channel_split_team(*row_conv_geometry(node, true), threads);
 }
 
 std::unique_ptr<Kernel> make_kiln_depthwise(const ir::Node& node, int threads, const std::string& split) {
-  std::unique_ptr<DepthwiseShape> s = depthwise_shape(node);
+  std::unique_ptr<DepthwiseShape> s = depthwise_shape(node, true);
   if (!kiln_depthwise_takes(s.get())) return nullptr;
   const ir::Value* b = node.input(2);
   const std::optional<ops::Activation> act = epilogue_of(node);
@@ -70,9 +74,9 @@ std::unique_ptr<Kernel> make_kiln_depthwise(const ir::Node& node, int threads, c
   const int64_t images = node.input(0)->type.static_dims()[0];
   // The channel split runs on the AVX-512 rows; elsewhere the team splits the rows.
   if (split == "channels" && has_avx512())
-    return std::make_unique<ChannelSplitKernel<DepthwiseConv>>(std::move(conv), *row_conv_geometry(node), *act,
+    return std::make_unique<ChannelSplitKernel<DepthwiseConv>>(std::move(conv), *row_conv_geometry(node, true), *act,
                                                                activation_in_registers(*act), images, threads);
-  return std::make_unique<RowConvKernel<DepthwiseConv>>(std::move(conv), *row_conv_geometry(node), images, threads);
+  return std::make_unique<RowConvKernel<DepthwiseConv>>(std::move(conv), *row_conv_geometry(node, true), images, threads);
 }
 
 DepthwiseConv::DepthwiseConv(const DepthwiseShape& s, const float* weights, const float* bias, ops::Activation act)
@@ -98,7 +102,7 @@ void DepthwiseConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, 
     std::array<const float*, kMaxKernelRows> in{};
     for (int64_t oy = oy0; oy < oy1; ++oy) {
       for (int64_t k = 0; k < s_.KH; ++k) {
-        const int64_t iy = oy * s_.SH - s_.PT + k;
+        const int64_t iy = oy * s_.SH - s_.PT + k * s_.DH;
         in[k] = iy >= 0 && iy < s_.H ? x + row_slot(iy, x_row0, ring) * s_.W * s_.C : nullptr;
       }
       row_plain(s_, w_.data(), bias_.data(), in.data(), y + (oy - oy0) * out_row);
@@ -107,13 +111,13 @@ void DepthwiseConv::rows(const float* x, int64_t x_row0, float* y, int64_t oy0, 
   // The AVX-512 rows applied the activations they hold in registers; row_plain applies none.
   if (!has_avx512() || !activation_in_registers(act_)) apply_activation(act_, y, (oy1 - oy0) * out_row);
 }
-std::unique_ptr<DepthwiseShape> depthwise_shape(const ir::Node& node) {
-  const std::optional<RowConvGeometry> g = row_conv_geometry(node);
+std::unique_ptr<DepthwiseShape> depthwise_shape(const ir::Node& node, bool dilated_ok) {
+  const std::optional<RowConvGeometry> g = row_conv_geometry(node, dilated_ok);
   if (!g || g->G != g->C || g->OC != g->C || node.input(1)->type.static_dims()[1] != 1 || g->KH > kMaxKernelRows)
     return nullptr;
   auto s = std::make_unique<DepthwiseShape>();
   s->H = g->H, s->W = g->W, s->C = g->C, s->OH = g->OH, s->OW = g->OW, s->KH = g->KH, s->KW = g->KW;
-  s->SH = g->SH, s->SW = g->SW, s->PT = g->PT, s->PL = g->PL;
+  s->SH = g->SH, s->SW = g->SW, s->PT = g->PT, s->PL = g->PL, s->DH = g->DH, s->DW = g->DW;
   return s;
 }
 

@@ -44,9 +44,9 @@ class DepthwiseConv {
 };
 
 // The shape of a channels-last depthwise FusedConv/Conv that DepthwiseConv runs (one group per
-// channel, no residual or channel scale, no dilation, explicit pads, at most kMaxKernelRows
-// kernel rows), or nullptr.
-std::unique_ptr<DepthwiseShape> depthwise_shape(const ir::Node& node);
+// channel, no residual or channel scale, explicit pads, at most kMaxKernelRows kernel rows; no
+// dilation unless `dilated_ok`: a ConvChain's layers are undilated), or nullptr.
+std::unique_ptr<DepthwiseShape> depthwise_shape(const ir::Node& node, bool dilated_ok = false);
 
 // How a team splits a depthwise conv on whole images: row_conv_split's rule (row_conv.h) for
 // its activation ("rows", or "channels" after a 1x1 conv whose team splits its outputs).

@@ -7,7 +7,7 @@
 
 namespace kiln::backends::cpu {
 
-std::optional<RowConvGeometry> row_conv_geometry(const ir::Node& node) {
+std::optional<RowConvGeometry> row_conv_geometry(const ir::Node& node, bool dilated_ok) {
   if (node.domain() != "kiln" || node.op_type() != "FusedConv" || !node.attr_int("channels_last", 0)) return {};
   if (node.num_inputs() < 2 || node.num_outputs() != 1) return {};
   for (int i = 3; i < node.num_inputs(); ++i)  // a residual Z or channel scale S
@@ -17,7 +17,8 @@ std::optional<RowConvGeometry> row_conv_geometry(const ir::Node& node) {
   if (!dnnl_util::static_float(x) || !dnnl_util::static_float(w) || !dnnl_util::static_float(y)) return {};
   if (!w->is_constant() || (b && (!b->is_constant() || !dnnl_util::static_float(b)))) return {};
   if (ops::auto_pad_of(node) != ops::AutoPad::NotSet) return {};
-  if (node.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return {};
+  const std::vector<int64_t> dil = node.attr_ints("dilations", {1, 1});
+  if (dil.size() != 2 || dil[0] < 1 || dil[1] < 1 || (!dilated_ok && dil != std::vector<int64_t>{1, 1})) return {};
   const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
   if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || xd[0] != yd[0]) return {};
   RowConvGeometry g;
@@ -28,9 +29,10 @@ std::optional<RowConvGeometry> row_conv_geometry(const ir::Node& node) {
   if (st.size() != 2 || pads.size() != 4 || st[0] < 1 || st[1] < 1) return {};
   for (int64_t p : pads)
     if (p < 0) return {};
-  g.SH = st[0], g.SW = st[1], g.PT = pads[0], g.PL = pads[1];
-  if (g.KH < 1 || g.KW < 1 || (g.H + pads[0] + pads[2] - g.KH) / g.SH + 1 != g.OH ||
-      (g.W + pads[1] + pads[3] - g.KW) / g.SW + 1 != g.OW)
+  g.SH = st[0], g.SW = st[1], g.PT = pads[0], g.PL = pads[1], g.DH = dil[0], g.DW = dil[1];
+  const int64_t span_h = (g.KH - 1) * g.DH + 1, span_w = (g.KW - 1) * g.DW + 1;  // input rows, columns a tap set spans
+  if (g.KH < 1 || g.KW < 1 || g.H + pads[0] + pads[2] < span_h || g.W + pads[1] + pads[3] < span_w ||
+      (g.H + pads[0] + pads[2] - span_h) / g.SH + 1 != g.OH || (g.W + pads[1] + pads[3] - span_w) / g.SW + 1 != g.OW)
     return {};
   return g;
 }

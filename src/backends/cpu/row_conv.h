@@ -22,13 +22,15 @@ using kiln_kernels::row_slot;
 
 struct RowConvGeometry {
   int64_t H = 0, W = 0, C = 0, OH = 0, OW = 0, OC = 0, KH = 0, KW = 0, SH = 1, SW = 1, PT = 0, PL = 0, G = 1;
+  int64_t DH = 1, DW = 1;  // dilations (only with dilated_ok)
 };
 
 // The geometry of a channels-last kiln.FusedConv with plain NHWC ends, no residual Z or channel
 // scale S, static float X, W and Y, constant W (OC first) and bias (OC floats), explicit
-// non-negative pads that agree with Y's size, no dilation; else nullopt. The caller checks
-// what its kernel needs of the groups and the kernel size.
-std::optional<RowConvGeometry> row_conv_geometry(const ir::Node& node);
+// non-negative pads that agree with Y's size, no dilation unless `dilated_ok` (a kernel that
+// takes DH and DW); else nullopt. The caller checks what its kernel needs of the groups and the
+// kernel size.
+std::optional<RowConvGeometry> row_conv_geometry(const ir::Node& node, bool dilated_ok = false);
 
 // A row conv on whole images, its output rows split across the threads (as the convs before
 // and after split pixels). Conv has rows(x, x_row0, y, oy0, oy1).
