@@ -36,6 +36,27 @@ TEST(CpuConcat, DtypesConstantsEmptyAndThreads) {
         true, 0.f, 2);
 }
 
+// A copy big enough for a team splits the whole's bytes evenly, across block boundaries: a
+// cyclic shift's two slices (one block each, 3 rows and 39), blocks of odd byte counts and an
+// empty part in between, with 2 and 3 threads; Split the same way.
+TEST(CpuConcat, ATeamSplitsTheBytesAcrossBlocks) {
+  for (int threads : {2, 3}) {
+    SCOPED_TRACE(threads);
+    check(OneNode("Concat", {{random(DType::Float, {1, 3, 42, 96}, 1)}, {random(DType::Float, {1, 39, 42, 96}, 2)}}, 1,
+                  axis(1)),
+          true, 0.f, threads);
+    check(OneNode("Concat",
+                  {{random(DType::UInt8, {37, 3, 1001}, 3)},
+                   {random(DType::UInt8, {37, 0, 1001}, 4)},
+                   {random(DType::UInt8, {37, 5, 1001}, 5)}},
+                  1, axis(1)),
+          true, 0.f, threads);
+    check(OneNode("Split", {{random(DType::Float, {1, 42, 42, 96}, 6)}, {Tensor::from_vector<int64_t>({2}, {39, 3}), true}},
+                  2, axis(1)),
+          true, 0.f, threads);
+  }
+}
+
 TEST(CpuConcat, Declines) {
   Tensor s(DType::String, {2});
   check(OneNode("Concat", {{s}, {s}}, 1, axis(0)), false);

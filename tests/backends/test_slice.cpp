@@ -61,6 +61,18 @@ TEST(CpuSlice, LargeWithThreads) {
   check(n, true, 0.f, 2);
 }
 
+// Few long contiguous runs split by elements across a team: a swin window shift's Slice of an
+// image's outer rows (one run), two images (two runs, 3 threads), and runs of 8-byte elements
+// whose length is not a multiple of the split's unit.
+TEST(CpuSlice, FewLongRunsSplitByElements) {
+  for (int threads : {2, 3}) {
+    SCOPED_TRACE(threads);
+    check(slice(DType::Float, {1, 42, 42, 96}, {3}, {kBig}, {1}), true, 0.f, threads);
+    check(slice(DType::Float, {2, 42, 42, 96}, {0}, {39}, {1}), true, 0.f, threads);
+    check(slice(DType::Int64, {3, 41, 333}, {1}, {40}, {1}), true, 0.f, threads);
+  }
+}
+
 TEST(CpuSlice, DeclinesRuntimeStarts) {
   check(OneNode("Slice", {{random(DType::Float, {4, 6})}, {ints({1})}, {ints({3}), true}}, 1, {}, 13), false);
 }

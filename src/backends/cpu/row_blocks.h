@@ -1,7 +1,7 @@
 // Concat and Split on any axis and any plain element type, as one copy between a whole tensor
 // and its parts: seen as bytes, the whole is [outer, sum_k row_k] and part k is [outer, row_k]
 // (outer: the product of the dims before the axis), so the copy is `outer` memcpys per part,
-// spread over threads when the whole is large.
+// the whole's bytes split evenly over the threads when it is large.
 //
 //   whole row o:  | part 0 row o | part 1 row o | ... |      gather (Concat): parts -> whole
 //                                                          scatter (Split):  whole -> parts
@@ -25,8 +25,8 @@ class RowBlocksKernel : public Kernel {
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override;
 
  private:
-  // Calls copy(o, k, bytes, at) for every outer index o and part k with bytes > 0, where `at` is
-  // the byte offset of that block in the whole.
+  // Calls copy(o, k, skip, len, at) for pieces covering every block (outer index o, part k) with
+  // bytes: `len` bytes from byte `skip` of the block, at byte offset `at` of the whole.
   template <typename Copy>
   void for_blocks(const Copy& copy) const;
 

@@ -12,6 +12,10 @@ namespace {
 
 // Copies below this size stay on the calling thread: waking a team costs more than it saves.
 constexpr int64_t kParallelBytes = 256 << 10;
+// Contiguous runs fewer than this many per thread are split by elements, in units of this many
+// elements (whole cache lines of any element size up to 8 bytes).
+constexpr int64_t kRunsPerThread = 8;
+constexpr int64_t kRunUnit = 1024;
 // Work items of the tiled mode are kBlock x kBlock elements, transposed kTile x kTile at a time
 // (a tile of 4-byte elements is 16 cache lines read and 16 written).
 constexpr int64_t kBlock = 64;
@@ -213,8 +217,28 @@ void StridedCopy::run_typed(const T* in, T* out) const {
     return;
   }
 
+  const int64_t rows = numel_ / inner;
+  if (mode_ == Mode::Runs && threads > 1 && rows < kRunsPerThread * threads) {
+    // Few long runs (a Slice of the outer rows of an image: one run): the runs' elements split
+    // evenly, each thread copying the stretch of the output it covers (the part a pixel split
+    // of the next op reads on its core), not whole runs on as many threads as there are runs.
+    const int64_t units = (numel_ + kRunUnit - 1) / kRunUnit;
+    parallel_for(units, threads, [&](int64_t begin, int64_t end) {
+      for (int64_t at = begin * kRunUnit, stop = std::min(numel_, end * kRunUnit); at < stop;) {
+        const int64_t row = at / inner, col = at - row * inner, len = std::min(inner - col, stop - at);
+        int64_t from = 0, left = row;  // the row's first element in the input
+        for (int k = r - 2; k >= 0; --k) {
+          from += left % dims_[k] * strides_[k];
+          left /= dims_[k];
+        }
+        std::memcpy(out + at, in + from + col, static_cast<size_t>(len) * sizeof(T));
+        at += len;
+      }
+    });
+    return;
+  }
   // Runs and Elements: rows of the innermost axis (a memcpy each when it is contiguous).
-  parallel_for(numel_ / inner, threads, [&](int64_t begin, int64_t end) {
+  parallel_for(rows, threads, [&](int64_t begin, int64_t end) {
     ir::strided_copy_rows(in, out, dims_.data(), strides_.data(), r, 0, begin, end);
   });
 }
