@@ -365,14 +365,14 @@ class Rewriter {
       return false;
     const ops::ResizeInputSlots slots = ops::resize_slots(*n, g_.opset());
     if (*y->type.static_numel() > *src->type.static_numel() && !readers_take_nhwc(y)) return false;
+    const bool listed_axes = n->has_attr("axes");  // entries per listed axis: the axes move instead
     std::vector<ir::Value*> ins = n->inputs();
     ins[0] = src;
     for (int slot : {slots.roi, slots.scales, slots.sizes}) {
       if (slot < 0 || !n->has_input(slot)) continue;
       const Tensor* t = ir::const_of(n->input(slot));
       if (!t) return false;
-      if (t->numel() == 0) continue;
-      if (n->has_attr("axes")) continue;  // per listed axis: the axes move instead
+      if (t->numel() == 0 || listed_axes) continue;
       const int64_t sets = t->numel() / 4;  // roi: starts, then ends
       if (t->rank() != 1 || t->numel() % 4 != 0 || sets > 2) return false;
       Tensor moved(t->dtype(), t->dims());
@@ -384,7 +384,7 @@ class Rewriter {
       ins[slot] = ir::add_const(g_, "layout_resize", std::move(moved));
     }
     ir::Attributes a = n->attrs;
-    if (n->has_attr("axes")) {
+    if (listed_axes) {
       std::vector<int64_t> axes = n->attr_ints("axes");
       for (int64_t& ax : axes) {
         if (ax < 0) ax += 4;

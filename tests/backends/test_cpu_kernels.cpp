@@ -301,75 +301,54 @@ TEST(CpuKernels, ConvConcatWritesSlices) {
 // eight pixels inside the row and at its edges, and shorter tails), 5x5 at strides 1 and 2
 // (rows narrower than the kernel), a 2x2 and a 1x3 kernel (the generic path), images narrower
 // than a block of pixels and wider, with the activations it applies in registers and one it
-// applies after, at 1 and 2 threads.
+// applies after, at 1 and 2 threads. Dilated (a segmentation backbone's last stage: 5x5 at
+// dilation 2 on a 10x10 map, most taps in the padding): dilation 2 across the row (row_kxk's
+// taps), any dilation down the rows (the rows the kernel is given), images narrower than the
+// taps' span.
 TEST(CpuKernels, DepthwiseConv) {
   struct Shape {
     int64_t c, h, w, k_h, k_w, stride;
     std::vector<int64_t> pads;
+    int64_t dh = 1, dw = 1;
   };
   const Shape shapes[] = {{32, 9, 23, 3, 3, 1, {1, 1, 1, 1}}, {19, 11, 6, 3, 3, 2, {1, 0, 0, 1}},
                           {48, 5, 3, 3, 3, 1, {0, 1, 2, 1}},  {24, 6, 40, 3, 3, 2, {1, 1, 1, 1}},
                           {40, 9, 21, 5, 5, 1, {2, 2, 2, 2}}, {20, 7, 4, 5, 5, 1, {2, 1, 2, 2}},
                           {35, 11, 37, 5, 5, 2, {1, 2, 2, 1}}, {21, 8, 17, 2, 2, 2, {0, 0, 1, 1}},
-                          {16, 7, 13, 1, 3, 1, {0, 1, 0, 1}}, {20, 8, 11, 3, 3, 1, {0, 1, 2, 1}}};
+                          {16, 7, 13, 1, 3, 1, {0, 1, 0, 1}}, {20, 8, 11, 3, 3, 1, {0, 1, 2, 1}},
+                          {32, 10, 10, 5, 5, 1, {4, 4, 4, 4}, 2, 2}, {19, 9, 23, 3, 3, 1, {2, 2, 2, 2}, 2, 2},
+                          {40, 13, 6, 5, 5, 1, {2, 4, 2, 4}, 1, 2},  {24, 11, 17, 3, 3, 1, {3, 2, 3, 2}, 3, 2},
+                          {48, 7, 3, 5, 5, 1, {4, 4, 4, 4}, 2, 2},   {20, 12, 30, 3, 3, 1, {0, 1, 2, 0}, 2, 2}};
   for (const Shape& sh : shapes)
     for (const char* act : {"", "Relu", "Clip", "SiLU", "HardSwish", "HardSigmoid", "LeakyRelu"})
       for (int threads : {1, 2}) {
-        SCOPED_TRACE("c " + std::to_string(sh.c) + " w " + std::to_string(sh.w) + " " + act + " threads " +
-                     std::to_string(threads));
-        ir::Attributes a = conv_attrs({sh.stride, sh.stride}, sh.pads, {1, 1}, sh.c);
+        SCOPED_TRACE("c " + std::to_string(sh.c) + " w " + std::to_string(sh.w) + " dilations " + std::to_string(sh.dh) +
+                     "," + std::to_string(sh.dw) + " " + act + " threads " + std::to_string(threads));
+        ir::Attributes a = conv_attrs({sh.stride, sh.stride}, sh.pads, {sh.dh, sh.dw}, sh.c);
         a["channels_last"] = ir::Attribute::of_int(1);
         if (*act) a["activation"] = ir::Attribute::of_string(act);
         if (std::string(act) == "Clip") a["activation_params"] = ir::Attribute::of_floats({-0.2f, 0.3f});
         if (std::string(act) == "HardSigmoid") a["activation_params"] = ir::Attribute::of_floats({0.3f, 0.4f});
         if (std::string(act) == "LeakyRelu") a["activation_params"] = ir::Attribute::of_floats({0.07f});
-        const int64_t oh = (sh.h + sh.pads[0] + sh.pads[2] - sh.k_h) / sh.stride + 1;
-        const int64_t ow = (sh.w + sh.pads[1] + sh.pads[3] - sh.k_w) / sh.stride + 1;
+        const int64_t oh = (sh.h + sh.pads[0] + sh.pads[2] - (sh.k_h - 1) * sh.dh - 1) / sh.stride + 1;
+        const int64_t ow = (sh.w + sh.pads[1] + sh.pads[3] - (sh.k_w - 1) * sh.dw - 1) / sh.stride + 1;
         check({"FusedConv", "kiln", {{2, sh.h, sh.w, sh.c}, {sh.c, 1, sh.k_h, sh.k_w}, {sh.c}}, {false, true, true},
                {2, oh, ow, sh.c}, a, "kiln_depthwise", threads});
       }
-  // 7x7 and a residual are oneDNN's.
+  // 7x7, a residual, dilation 3 across the rows and a dilated stride are oneDNN's.
   ir::Attributes a = conv_attrs({1, 1}, {3, 3, 3, 3}, {1, 1}, 16);
   a["channels_last"] = ir::Attribute::of_int(1);
   EXPECT_FALSE(check({"FusedConv", "kiln", {{1, 7, 7, 16}, {16, 1, 7, 7}}, {false, true}, {1, 7, 7, 16}, a,
                       "kiln_depthwise"},
                      false));
+  a["dilations"] = ir::Attribute::of_ints({3, 3});
+  EXPECT_FALSE(check({"FusedConv", "kiln", {{1, 7, 7, 16}, {16, 1, 3, 3}}, {false, true}, {1, 7, 7, 16}, a,
+                      "kiln_depthwise"},
+                     false));
+  a["dilations"] = ir::Attribute::of_ints({1, 1});
   a["pads"] = ir::Attribute::of_ints({1, 1, 1, 1});
   EXPECT_FALSE(check({"FusedConv", "kiln", {{1, 7, 7, 16}, {16, 1, 3, 3}, {16}, {1, 7, 7, 16}}, {false, true, true, false},
                       {1, 7, 7, 16}, a, "kiln_depthwise"},
-                     false));
-}
-
-// Dilated depthwise convs (a segmentation backbone's last stage: 5x5 at dilation 2 on a 10x10
-// map, most taps in the padding): dilation 2 across the row (row_kxk's taps), any dilation down
-// the rows (the rows the kernel is given), images narrower than the taps' span, at 1 and 2
-// threads; other horizontal dilations and a dilated stride are oneDNN's.
-TEST(CpuKernels, DilatedDepthwiseConv) {
-  struct Shape {
-    int64_t c, h, w, k, dh, dw;
-    std::vector<int64_t> pads;
-  };
-  const Shape shapes[] = {{32, 10, 10, 5, 2, 2, {4, 4, 4, 4}}, {19, 9, 23, 3, 2, 2, {2, 2, 2, 2}},
-                          {40, 13, 6, 5, 1, 2, {2, 4, 2, 4}},  {24, 11, 17, 3, 3, 2, {3, 2, 3, 2}},
-                          {48, 7, 3, 5, 2, 2, {4, 4, 4, 4}},   {20, 12, 30, 3, 2, 2, {0, 1, 2, 0}}};
-  for (const Shape& sh : shapes)
-    for (const char* act : {"Relu", "HardSwish"})
-      for (int threads : {1, 2}) {
-        SCOPED_TRACE("c " + std::to_string(sh.c) + " " + std::to_string(sh.h) + "x" + std::to_string(sh.w) + " k " +
-                     std::to_string(sh.k) + " dilations " + std::to_string(sh.dh) + "," + std::to_string(sh.dw) + " " +
-                     act + " threads " + std::to_string(threads));
-        ir::Attributes a = conv_attrs({1, 1}, sh.pads, {sh.dh, sh.dw}, sh.c);
-        a["channels_last"] = ir::Attribute::of_int(1);
-        a["activation"] = ir::Attribute::of_string(act);
-        const int64_t oh = sh.h + sh.pads[0] + sh.pads[2] - (sh.k - 1) * sh.dh;
-        const int64_t ow = sh.w + sh.pads[1] + sh.pads[3] - (sh.k - 1) * sh.dw;
-        check({"FusedConv", "kiln", {{2, sh.h, sh.w, sh.c}, {sh.c, 1, sh.k, sh.k}, {sh.c}}, {false, true, true},
-               {2, oh, ow, sh.c}, a, "kiln_depthwise", threads});
-      }
-  ir::Attributes a = conv_attrs({1, 1}, {3, 3, 3, 3}, {3, 3}, 16);
-  a["channels_last"] = ir::Attribute::of_int(1);
-  EXPECT_FALSE(check({"FusedConv", "kiln", {{1, 9, 9, 16}, {16, 1, 3, 3}}, {false, true}, {1, 9, 9, 16}, a,
-                      "kiln_depthwise"},
                      false));
   a = conv_attrs({2, 2}, {2, 2, 2, 2}, {2, 2}, 16);
   a["channels_last"] = ir::Attribute::of_int(1);
