@@ -24,6 +24,7 @@ bool TensorType::is_static() const {
 std::vector<int64_t> TensorType::static_dims() const {
   if (!is_static()) throw Error("shape " + str() + " is not static");
   std::vector<int64_t> out;
+  out.reserve(dims.size());
   for (const Dim& d : dims) out.push_back(d.value);
   return out;
 }

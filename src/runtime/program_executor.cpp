@@ -67,13 +67,32 @@ std::optional<std::vector<int64_t>> view_dims(const lower::Program& prog, const 
   return dims;
 }
 
+// Whether `t` is already the tensor a kernel's output of type `type` at `slot` would be made as.
+bool is_wrap_of(const Tensor& t, const ir::TensorType& type, const void* slot) {
+  if (t.kind() != ValueKind::Tensor || t.raw() != slot || t.dtype() != type.dtype || t.rank() != type.rank()) return false;
+  for (int i = 0; i < t.rank(); ++i)
+    if (t.dim(i) != type.dims[static_cast<size_t>(i)].value) return false;
+  return true;
+}
+
 }  // namespace
 
 std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& plan, Arena& arena,
                             const std::vector<Tensor>& inputs, ValueMap* kept, const backends::Backend* backend,
                             Trace* trace, backends::TeamChoice* team_choices) {
   if (arena.size() < plan.arena_bytes) throw Error("internal: arena smaller than its plan");
-  std::vector<Tensor> values(prog.buffers.size());
+  std::vector<Tensor>& values = arena.values();
+  values.resize(prog.buffers.size());
+  // However the run ends, what does not live in the arena is let go: the caller's inputs, the
+  // outputs returned to it, values with storage of their own.
+  struct LetGo {
+    std::vector<Tensor>& values;
+    const Arena& arena;
+    ~LetGo() {
+      for (Tensor& t : values)
+        if (t.defined() && (t.kind() != ValueKind::Tensor || !arena.contains(t.raw()))) t = Tensor();
+    }
+  } let_go{values, arena};
   for (size_t i = 0; i < prog.graph_inputs.size(); ++i) values[prog.graph_inputs[i]] = inputs.at(i);
   // Constants are read where the graph holds them, not copied into `values` each run: the
   // copies cost a cache miss and an atomic reference count per constant, on every run.
@@ -95,7 +114,18 @@ std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& 
     return ReferenceExecutor(body).run(args, &scope);
   };
 
+  // A result that shares arena storage it was not planned to own (a kernel returned a view of
+  // some input, say) would be overwritten when that storage is reused: it is copied.
+  auto keep_safe = [&](const lower::Instruction& ins, int id, Tensor& t) {
+    if (t.kind() != ValueKind::Tensor || t.numel() == 0 || !arena.contains(t.raw())) return;
+    const lower::Buffer& b = prog.buffers[id];
+    const bool planned_here = plan.offset_of[id] >= 0 && t.raw() == arena.data() + plan.offset_of[id];
+    const bool view_of_input = b.alias_of >= 0 && !b.in_place && !ins.inputs.empty() && ins.inputs[0] >= 0 &&
+                               t.raw() == value(ins.inputs[0]).raw();
+    if (!planned_here && !view_of_input) t = t.clone();
+  };
   std::vector<const Tensor*> args;
+  std::vector<Tensor*> out_ptrs;
   std::vector<ops::KernelContext::OutputSlot> slots;
   OpProfile* profile = OpProfile::enabled();
   auto run_one = [&](const lower::Instruction& ins) {
@@ -126,40 +156,34 @@ std::vector<Tensor> execute(const lower::Program& prog, const plan::MemoryPlan& 
     scope_ready = false;
     std::vector<Tensor> outs;
     if (ins.kernel) {
-      // Backend kernels get their outputs allocated here, in the planned slots.
-      outs.resize(ins.outputs.size());
-      std::vector<Tensor*> out_ptrs(ins.outputs.size(), nullptr);
+      // Backend kernels write their outputs in place: the planned slot's tensor from the last
+      // run where it is still the same, else one made here.
+      out_ptrs.assign(ins.outputs.size(), nullptr);
       for (size_t k = 0; k < ins.outputs.size(); ++k) {
         const ir::Value* o = n.output(static_cast<int>(k));
         if (!o || ins.outputs[k] < 0) continue;
-        std::vector<int64_t> dims = o->type.static_dims();
-        outs[k] = slots[k].data ? Tensor::wrap(o->type.dtype, dims, slots[k].data) : kernel_output(o->type.dtype, dims);
-        out_ptrs[k] = &outs[k];
+        Tensor& t = values[ins.outputs[k]];
+        if (!slots[k].data) t = kernel_output(o->type.dtype, o->type.static_dims());
+        else if (!is_wrap_of(t, o->type, slots[k].data)) t = Tensor::wrap(o->type.dtype, o->type.static_dims(), slots[k].data);
+        out_ptrs[k] = &t;
       }
       try {
         ins.kernel->run(args, out_ptrs);
       } catch (const Error& e) {
         throw Error(n.describe() + ": " + e.what());
       }
+      for (size_t k = 0; k < ins.outputs.size(); ++k)
+        if (out_ptrs[k]) keep_safe(ins, ins.outputs[k], *out_ptrs[k]);
     } else if (const std::optional<std::vector<int64_t>> dims = view_dims(prog, ins, args)) {
       outs = {args[0]->reshaped(*dims)};  // the planned view: the input's storage, new dims
     } else {
       outs = ops::run_reference(n, args, &runner, &slots);
     }
-    for (size_t k = 0; k < ins.outputs.size(); ++k) {
+    for (size_t k = 0; k < outs.size() && k < ins.outputs.size(); ++k) {
       int id = ins.outputs[k];
       if (id < 0) continue;
-      Tensor& t = outs[k];
-      // A result that shares arena storage it was not planned to own (a kernel returned a
-      // view of some input, say) would be overwritten when that storage is reused: copy it.
-      if (t.kind() == ValueKind::Tensor && t.numel() > 0 && arena.contains(t.raw())) {
-        const lower::Buffer& b = prog.buffers[id];
-        bool planned_here = plan.offset_of[id] >= 0 && t.raw() == arena.data() + plan.offset_of[id];
-        bool view_of_input = b.alias_of >= 0 && !b.in_place && ins.inputs[0] >= 0 &&
-                             t.raw() == value(ins.inputs[0]).raw();
-        if (!planned_here && !view_of_input) t = t.clone();
-      }
-      values[id] = std::move(t);
+      keep_safe(ins, id, outs[k]);
+      values[id] = std::move(outs[k]);
     }
     if (profile || trace) {
       const auto t1 = std::chrono::steady_clock::now();

@@ -18,10 +18,14 @@
 namespace kiln::runtime {
 
 // One run's arena: 64-byte aligned (from 2 MiB up, in huge pages), reused across runs of the
-// same plan.
+// same plan, with the run's values by buffer id. The values that live in the arena stay between
+// runs (a kernel's output tensor, its dims and its slot, is made once, not on every run: MNN's
+// session keeps its tensors the same way); the others (inputs, graph outputs, values of their
+// own) are let go at the end of each run.
 class Arena {
  public:
   explicit Arena(int64_t bytes);
+  std::vector<Tensor>& values() { return values_; }
   std::byte* data() const { return static_cast<std::byte*>(mem_.get()); }
   int64_t size() const { return size_; }
   bool contains(const void* p) const {
@@ -32,6 +36,7 @@ class Arena {
  private:
   std::shared_ptr<void> mem_;
   int64_t size_;
+  std::vector<Tensor> values_;
 };
 
 // inputs: one per graph input. Returns one tensor per graph output; `kept` receives the

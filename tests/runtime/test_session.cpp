@@ -162,6 +162,22 @@ std::string reshape_view_model() {
 }
 }  // namespace
 
+namespace {
+// The outputs of reshape_view_model for input x.
+void expect_reshape_view_outputs(const Tensor& x, const std::map<std::string, Tensor>& out) {
+  ASSERT_EQ(out.at("y").dims(), (std::vector<int64_t>{3, 2}));
+  ASSERT_EQ(out.at("z").dims(), (std::vector<int64_t>{1, 12}));
+  auto v = [&](int64_t i) { return std::max(0.f, x.data<float>()[i]); };
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(out.at("z").data<float>()[i], -v(i));
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t c = 0; c < 2; ++c) {
+      float e = 0;
+      for (int64_t k = 0; k < 4; ++k) e += v(r * 4 + k) * static_cast<float>(k * 2 + c);
+      EXPECT_NEAR(out.at("y").data<float>()[r * 2 + c], e, 1e-5f) << r << "," << c;
+    }
+}
+}  // namespace
+
 // A Reshape the plan makes a view of its input runs as that view (not the reference kernel):
 // the ops after it read the input's values in the new dims.
 TEST(Session, ReshapeViewsKeepTheirValues) {
@@ -172,16 +188,26 @@ TEST(Session, ReshapeViewsKeepTheirValues) {
     Tensor x(DType::Float, {2, 6});
     for (int64_t i = 0; i < 12; ++i) x.data<float>()[i] = static_cast<float>(i) - 5.5f;
     const std::map<std::string, Tensor> out = s->run({{"x", x}});
-    ASSERT_EQ(out.at("y").dims(), (std::vector<int64_t>{3, 2}));
-    ASSERT_EQ(out.at("z").dims(), (std::vector<int64_t>{1, 12}));
-    auto v = [&](int64_t i) { return std::max(0.f, x.data<float>()[i]); };
-    for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(out.at("z").data<float>()[i], -v(i));
-    for (int64_t r = 0; r < 3; ++r)
-      for (int64_t c = 0; c < 2; ++c) {
-        float e = 0;
-        for (int64_t k = 0; k < 4; ++k) e += v(r * 4 + k) * static_cast<float>(k * 2 + c);
-        EXPECT_NEAR(out.at("y").data<float>()[r * 2 + c], e, 1e-5f) << r << "," << c;
-      }
+    expect_reshape_view_outputs(x, out);
+  }
+}
+
+// The arena keeps its values between runs (program_executor.h): a run with new inputs computes
+// from them, not from the last run's, and the outputs an earlier run returned stay as they were.
+TEST(Session, RunsWithNewInputsLeaveEarlierOutputsAlone) {
+  for (int threads : {1, 2}) {
+    SessionOptions opts;
+    opts.threads = threads;
+    auto s = Session::create_from_bytes(reshape_view_model(), opts);
+    std::vector<Tensor> xs;
+    std::vector<std::map<std::string, Tensor>> outs;
+    for (int run = 0; run < 3; ++run) {
+      Tensor x(DType::Float, {2, 6});
+      for (int64_t i = 0; i < 12; ++i) x.data<float>()[i] = static_cast<float>((i * (run + 2)) % 7) - 2.5f * run;
+      outs.push_back(s->run({{"x", x}}));
+      xs.push_back(x);
+    }
+    for (size_t run = 0; run < xs.size(); ++run) expect_reshape_view_outputs(xs[run], outs[run]);
   }
 }
 
