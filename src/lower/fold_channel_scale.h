@@ -18,10 +18,9 @@
 
 namespace kiln::lower {
 
-// 1x1 convs of at most this many pixels take a scale at no cost: kiln_pointwise runs them
-// (up to the cpu backend's kMaxPixels, checked in tests/lower/test_fold_channel_scale.cpp) and
-// scales each weight vector as it loads it. Below kMaxPixels on purpose: folding into the 28x28
-// and 56x56 blocks is unmeasured.
+// 1x1 convs of at most this many pixels take a scale at no cost: the cpu backend's kiln_pointwise
+// runs them and scales each weight vector as it loads it. Folding into the 28x28 and 56x56
+// blocks is unmeasured.
 constexpr int64_t kScaleFreePixels = 256;
 
 // Rewrites a channels-last graph with static types; returns how many Muls were folded.

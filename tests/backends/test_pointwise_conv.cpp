@@ -27,12 +27,14 @@ std::string chosen(std::vector<int64_t> x, int64_t n, ir::Attributes a = pointwi
   return kernel_check::first_fused_conv_kernel(x, {n, x[3] / group, 1, 1}, a);
 }
 
-TEST(PointwiseConv, IsChosenForFewPixels) {
+// The default for channels-last 1x1 convs of any size (pointwise_conv.h), not the pads or groups
+// it does not take.
+TEST(PointwiseConv, IsTheDefaultForEveryImageSize) {
   if (!backends::cpu::has_avx512()) GTEST_SKIP() << "kiln_pointwise needs AVX-512";
   EXPECT_EQ(chosen({1, 7, 7, 320}, 1280), "kiln_pointwise");
   EXPECT_EQ(chosen({1, 14, 14, 96}, 576), "kiln_pointwise");
   EXPECT_EQ(chosen({1, 55, 55, 128}, 16), "kiln_pointwise");  // squeezenet's 55x55 squeeze
-  EXPECT_NE(chosen({1, 112, 112, 32}, 192), "kiln_pointwise");  // 12544 pixels: oneDNN
+  EXPECT_EQ(chosen({1, 112, 112, 32}, 192), "kiln_pointwise");  // 12544 pixels
   // With a channel scale S (a folded squeeze-excitation), any number of pixels.
   EXPECT_EQ(kernel_check::first_fused_conv_kernel({1, 28, 28, 144}, {40, 144, 1, 1}, pointwise_attrs(""), true),
             "kiln_pointwise_scaled");
@@ -53,12 +55,13 @@ TEST(PointwiseConv, MatchesTheReference) {
   struct Shape {
     int64_t h, w, k, n;
   };
-  // Pixels: 1, 13 (a tile and a tail at every width), 49, 5 x 11; outputs: 9 to 208 (equal
+  // Pixels: 1, 13 (a tile and a tail at every width), 49, 5 x 11, 67 x 71 (4757); outputs: 9 to 208 (equal
   // blocks of 1-4 vectors: 144 as 3 x 3, 150 as 3 + 3 + 4 ending in 6 outputs; a last vector of 9
   // or 8 outputs); input channels: 1, 7, 128 exactly, 300 (two ranges at 48 outputs in a team of
   // two, four of 75 at 1 thread), 520 on 24 outputs (pair mode).
   const Shape shapes[] = {{1, 1, 7, 16},  {1, 13, 300, 48}, {7, 7, 128, 208}, {5, 11, 1, 9},  {7, 7, 130, 80},
-                          {1, 13, 20, 40}, {3, 3, 64, 200},  {5, 3, 520, 24},  {2, 5, 24, 144}, {3, 7, 16, 150}};
+                          {1, 13, 20, 40}, {3, 3, 64, 200},  {5, 3, 520, 24},  {2, 5, 24, 144}, {3, 7, 16, 150},
+                          {67, 71, 24, 40}};
   for (const Shape& s : shapes)
     for (const char* act : {"", "Relu", "Clip", "SiLU", "Sigmoid", "HardSwish", "HardSigmoid", "LeakyRelu", "Gelu", "GeluTanh"})
       for (bool residual : {false, true})

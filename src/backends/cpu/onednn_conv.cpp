@@ -598,7 +598,7 @@ std::unique_ptr<Kernel> make_conv_concat(const ir::Node& node, int threads, std:
     // oneDNN's direct convs compute densely and reorder into it.
     if (kernel_enabled("kiln_winograd")) p.conv = make_kiln_winograd(*conv, part_threads, total);
     if (!p.conv && kernel_enabled("kiln_pointwise"))
-      p.conv = make_kiln_pointwise(*conv, part_threads, total, std::numeric_limits<int64_t>::max());
+      p.conv = make_kiln_pointwise(*conv, part_threads, total);
     if (!p.conv && kernel_enabled("onednn_winograd")) p.conv = make_conv(*conv, false, true, part_threads, total);
     if (!p.conv) p.conv = make_conv(*conv, false, false, part_threads, total);
     if (!p.conv) return nullptr;

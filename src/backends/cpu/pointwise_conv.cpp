@@ -14,7 +14,6 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <utility>
 
@@ -253,9 +252,9 @@ std::optional<PointwiseConvShape> pointwise_conv_shape(const ir::Node& node, boo
 }
 
 std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, int64_t out_channels_total,
-                                            int64_t max_pixels, const PointwiseChoice* choice) {
+                                            const PointwiseChoice* choice) {
   const std::optional<PointwiseConvShape> s = pointwise_conv_shape(node, /*strided=*/true);
-  if (!s || s->pixels > max_pixels || (out_channels_total > 0 && out_channels_total < s->N)) return nullptr;
+  if (!s || (out_channels_total > 0 && out_channels_total < s->N)) return nullptr;
   const ir::Value* b = node.num_inputs() > 2 ? node.input(2) : nullptr;
   return std::make_unique<PointwiseConvKernel>(
       s->images, s->pixels, s->K, s->N, node.input(1)->constant().data<float>(), b ? b->constant().data<float>() : nullptr,
@@ -265,8 +264,7 @@ std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, i
 
 std::optional<int> pointwise_output_team(const ir::Node& node, int threads) {
   const std::optional<PointwiseConvShape> s = pointwise_conv_shape(node, /*strided=*/true);
-  const bool scaled = node.num_inputs() > 4 && node.input(4);
-  if (threads < 2 || !s || (!scaled && s->pixels > kMaxPixels)) return std::nullopt;
+  if (threads < 2 || !s) return std::nullopt;
   if (!pointwise_rule(s->K, s->N, threads, kSplitOutputsMinWeightBytes).split_outputs) return std::nullopt;
   const int64_t outputs = s->images * s->pixels * s->N;
   const int team = product_team(outputs, outputs * s->K, threads);
@@ -276,14 +274,10 @@ std::optional<int> pointwise_output_team(const ir::Node& node, int threads) {
 void add_pointwise_conv_kernels(std::vector<KernelFactory>& table) {
   // Two names, so that `--pair-disable` can measure the scaled form (efficientnet's
   // squeeze-excitation folded into its project convs, src/lower/fold_channel_scale.cpp) apart.
-  // The scaled form takes any number of pixels: oneDNN rescales its packed weights each run, so
-  // kiln's is at least as fast on efficientnet_b0's 28x28 to 112x112 project convs; without a
-  // scale, beyond kMaxPixels the two are level.
   auto scaled = [](const ir::Node& n) { return n.num_inputs() > 4 && n.input(4); };
   const auto choose = pointwise_chooser(pointwise_dims, kSplitOutputsMinWeightBytes);
   const auto choices = pointwise_lister(pointwise_dims);
   for (const bool with_scale : {false, true}) {
-    const int64_t max_pixels = with_scale ? std::numeric_limits<int64_t>::max() : kMaxPixels;
     table.push_back({.domain = "kiln",
                      .op = "FusedConv",
                      .make = nullptr,
@@ -293,7 +287,7 @@ void add_pointwise_conv_kernels(std::vector<KernelFactory>& table) {
                        const auto kn = pointwise_dims(n);
                        if (scaled(n) != with_scale || !kn) return nullptr;
                        const auto c = pointwise_choice_of(s, kn->first, kn->second);
-                       return c ? make_kiln_pointwise(n, s.threads, 0, max_pixels, &*c) : nullptr;
+                       return c ? make_kiln_pointwise(n, s.threads, 0, &*c) : nullptr;
                      },
                      .choices = choices,
                      .thread_params = {"depth", "split"}});

@@ -22,13 +22,6 @@
 
 namespace kiln::backends::cpu {
 
-// As the default kernel: up to this many pixels per image (squeezenet's 55x55 and 27x27
-// squeeze convs, efficientnet's 56x56 and 28x28 ones). Beyond some size the weights are reused
-// enough for oneDNN's blocking to win; where that lies depends on the machine (on a Xeon with
-// 2 MiB of L2 it was 256 pixels). On the Zen 5 host kiln's kernel is ahead up to this many
-// (bench/results/history-code-comments.md).
-constexpr int64_t kMaxPixels = 4096;
-
 // The 1x1 conv itself, on pixels at hand: a kiln.ConvChain runs its 1x1 layers on the rows of
 // its line buffers with it. Up to 24 outputs it works in pair mode (two input channels per
 // broadcast, pointwise_conv.cpp), else in blocks of up to 64 outputs. Needs AVX-512 (the caller
@@ -123,11 +116,13 @@ struct PointwiseConvShape {
 };
 std::optional<PointwiseConvShape> pointwise_conv_shape(const ir::Node& node, bool strided = false);
 
-// The kernel for a channels-last 1x1 stride-1 FusedConv (group 1, no channel scale) of at most
-// `max_pixels` pixels per image, or nullptr (also without AVX-512); `out_channels_total` > 0
-// makes its output a channel slice of a tensor with that many channels.
+// The kernel for a channels-last 1x1 FusedConv (group 1), or nullptr (also without AVX-512);
+// `out_channels_total` > 0 makes its output a channel slice of a tensor with that many channels.
+// The default kernel for every image size: its work per pixel does not change with the pixels'
+// count, and it runs inside a held team (Kernel::runs_in_team), where a oneDNN conv in the middle
+// of a run splits the team's stretch in two.
 std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, int64_t out_channels_total = 0,
-                                            int64_t max_pixels = kMaxPixels, const PointwiseChoice* choice = nullptr);
+                                            const PointwiseChoice* choice = nullptr);
 // From this many bytes of weights, threads split the outputs rather than the pixels: each core
 // then streams its half of weights that come from L3 (squeezenet1_1's 512 -> 1000 classifier,
 // the 7x7 layers of mobilenet_v2 and efficientnet_b0) instead of all of them. Below it, reading

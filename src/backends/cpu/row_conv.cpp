@@ -43,7 +43,7 @@ std::string row_conv_split(const ir::Node& node, int threads, bool act_in_regist
   // then only the cores' traffic is what a row split would have had).
   const ir::Node* p = node.input(0) ? node.input(0)->producer() : nullptr;
   const std::optional<PointwiseConvShape> ps = p ? pointwise_conv_shape(*p) : std::nullopt;
-  if (!ps || ps->pixels > kMaxPixels || (p->num_inputs() > 4 && p->input(4))) return "rows";
+  if (!ps || (p->num_inputs() > 4 && p->input(4))) return "rows";
   return pointwise_rule(ps->K, ps->N, threads, kSplitOutputsMinWeightBytes).split_outputs ? "channels" : "rows";
 }
 
