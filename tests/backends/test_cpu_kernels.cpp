@@ -853,16 +853,75 @@ TEST(CpuKernels, PoolingNchwAndNhwc) {
   }
 }
 
-TEST(CpuKernels, PoolingDeclines) {
-  // 1-D pooling stays on the reference kernels.
-  check({"MaxPool", "", {{1, 3, 9}}, {false}, {1, 3, 7}, {{"kernel_shape", ir::Attribute::of_ints({3})}}}, false);
+// 1-D (sequences, audio) and 3-D (video, volumes) pooling on oneDNN, as 2-D: strides, pads,
+// ceil_mode, dilations, global forms.
+TEST(CpuKernels, PoolingOneAndThreeD) {
+  auto inc2d = [] {
+    return ir::Attributes{{"kernel_shape", ir::Attribute::of_ints({3, 3})}, {"pads", ir::Attribute::of_ints({1, 1, 1, 1})},
+                          {"count_include_pad", ir::Attribute::of_int(1)}};
+  };
+  auto attrs = [](std::vector<int64_t> k, std::vector<int64_t> s, std::vector<int64_t> p, int64_t ceil) {
+    return ir::Attributes{{"kernel_shape", ir::Attribute::of_ints(k)}, {"strides", ir::Attribute::of_ints(s)},
+                          {"pads", ir::Attribute::of_ints(p)}, {"ceil_mode", ir::Attribute::of_int(ceil)}};
+  };
+  // 1-D: (29 + 2 - 3) / 2 + 1 = 15; ceil_mode: ceil((29 - 4) / 3) + 1 = 10
+  check({"MaxPool", "", {{2, 5, 29}}, {false}, {2, 5, 15}, attrs({3}, {2}, {1, 1}, 0)});
+  check({"AveragePool", "", {{2, 5, 29}}, {false}, {2, 5, 10}, attrs({4}, {3}, {0, 0}, 1)});
+  ir::Attributes dil = attrs({3}, {1}, {0, 0}, 0);
+  dil["dilations"] = ir::Attribute::of_ints({2});
+  check({"MaxPool", "", {{1, 3, 9}}, {false}, {1, 3, 5}, dil});
+  check({"GlobalAveragePool", "", {{2, 7, 13}}, {false}, {2, 7, 1}, {}});
+  // 3-D: D (6 + 0 - 2) / 2 + 1 = 3, H (9 + 2 - 3) / 2 + 1 = 5, W (10 + 2 - 3) / 2 + 1 = 5
+  check({"MaxPool", "", {{1, 4, 6, 9, 10}}, {false}, {1, 4, 3, 5, 5}, attrs({2, 3, 3}, {2, 2, 2}, {0, 1, 1, 0, 1, 1}, 0)});
+  ir::Attributes inc = attrs({3, 3, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, 0);
+  inc["count_include_pad"] = ir::Attribute::of_int(1);
+  check({"AveragePool", "", {{2, 3, 5, 6, 7}}, {false}, {2, 3, 5, 6, 7}, inc});
+  check({"AveragePool", "", {{2, 3, 5, 6, 7}}, {false}, {2, 3, 3, 3, 4}, attrs({2, 2, 2}, {2, 2, 2}, {0, 0, 0, 0, 0, 0}, 1)});
+  check({"GlobalMaxPool", "", {{1, 5, 3, 4, 6}}, {false}, {1, 5, 1, 1, 1}, {}});
+  // From 16 channels the pool runs in oneDNN's blocked layout (20: a block and a padded one).
+  check({"MaxPool", "", {{2, 20, 29}}, {false}, {2, 20, 15}, attrs({3}, {2}, {1, 1}, 0)});
+  check({"AveragePool", "", {{1, 20, 29}}, {false}, {1, 20, 10}, attrs({4}, {3}, {0, 0}, 1)});
+  check({"MaxPool", "", {{1, 20, 17, 19}}, {false}, {1, 20, 8, 9}, attrs({3, 3}, {2, 2}, {0, 0, 0, 0}, 1)});
+  check({"AveragePool", "", {{1, 33, 9, 8}}, {false}, {1, 33, 9, 8}, inc2d()});
+  check({"MaxPool", "", {{1, 20, 6, 9, 10}}, {false}, {1, 20, 3, 5, 5}, attrs({2, 3, 3}, {2, 2, 2}, {0, 1, 1, 0, 1, 1}, 0)});
+  check({"AveragePool", "", {{1, 20, 5, 6, 7}}, {false}, {1, 20, 5, 6, 7}, inc});
+  check({"GlobalAveragePool", "", {{2, 20, 13}}, {false}, {2, 20, 1}, {}});
+}
+
+// 1-D and 3-D convolutions on oneDNN: groups, strides, dilations, pads, auto_pad, and a
+// FusedConv's activation and residual.
+TEST(CpuKernels, ConvOneAndThreeD) {
+  // 1-D: (50 + 1 + 2 - 5) / 2 + 1 = 25; groups 2, dilation 2: 50 + 2 + 2 - 9 + 1 = 46
+  check({"Conv", "", {{2, 6, 50}, {8, 6, 5}, {8}}, {false, true, true}, {2, 8, 25}, conv_attrs({2}, {1, 2}, {1}, 1)});
+  check({"Conv", "", {{1, 6, 50}, {4, 3, 5}}, {false, true}, {1, 4, 46}, conv_attrs({1}, {2, 2}, {2}, 2)});
+  check({"Conv", "", {{1, 6, 50}, {6, 1, 3}}, {false, true}, {1, 6, 17},
+        {{"strides", ir::Attribute::of_ints({3})}, {"auto_pad", ir::Attribute::of_string("SAME_UPPER")}, {"group", ir::Attribute::of_int(6)}}});
+  // 3-D: D (5 + 2 - 3) / 1 + 1 = 5, H (9 + 1 - 3) / 2 + 1 = 4, W (8 + 2 - 3) / 2 + 1 = 4
+  check({"Conv", "", {{1, 4, 5, 9, 8}, {6, 4, 3, 3, 3}, {6}}, {false, true, true}, {1, 6, 5, 4, 4},
+         conv_attrs({1, 2, 2}, {1, 1, 1, 1, 0, 1}, {1, 1, 1}, 1)});
+  check({"Conv", "", {{2, 6, 4, 7, 7}, {6, 3, 1, 3, 3}}, {false, true}, {2, 6, 4, 3, 3}, conv_attrs({1, 1, 1}, {0, 0, 0, 0, 0, 0}, {1, 2, 2}, 2)});
+  for (const char* act : {"Relu", "SiLU"}) {
+    ir::Attributes a = conv_attrs({1}, {1, 1}, {1}, 1);
+    a["activation"] = ir::Attribute::of_string(act);
+    check({"FusedConv", "kiln", {{1, 8, 40}, {8, 8, 3}, {8}, {1, 8, 40}}, {false, true, true, false}, {1, 8, 40}, a});
+    ir::Attributes a3 = conv_attrs({1, 1, 1}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}, 1);
+    a3["activation"] = ir::Attribute::of_string(act);
+    check({"FusedConv", "kiln", {{1, 5, 4, 6, 7}, {8, 5, 3, 3, 3}, {8}, {1, 8, 4, 6, 7}}, {false, true, true, false},
+           {1, 8, 4, 6, 7}, a3});
+  }
+}
+
+// 3-D transposed convolution: strides, pads, output_padding, groups.
+TEST(CpuKernels, ConvTransposeThreeD) {
+  // D 2*(3-1) + 2 - 0 - 0 = 6, H 2*(4-1) + 3 - 1 - 1 + 1 = 8, W 1*(5-1) + 3 - 1 - 1 = 5
+  ir::Attributes a = conv_attrs({2, 2, 1}, {0, 1, 1, 0, 1, 1}, {1, 1, 1}, 2);
+  a["output_padding"] = ir::Attribute::of_ints({0, 1, 0});
+  check({"ConvTranspose", "", {{1, 4, 3, 4, 5}, {4, 3, 2, 3, 3}, {6}}, {false, true, true}, {1, 6, 6, 8, 5}, a});
 }
 
 TEST(CpuKernels, ConvDeclines) {
   // Non-constant weights: the reference kernel runs it.
   check({"Conv", "", {{1, 3, 5, 5}, {2, 3, 3, 3}}, {false, false}, {1, 2, 3, 3}, {}}, false);
-  // 1-D convolution.
-  check({"Conv", "", {{1, 3, 9}, {2, 3, 3}}, {false, true}, {1, 2, 7}, {}}, false);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Conv, kiln's FusedConv and ConvTranspose on oneDNN: 2-D float32, groups (depthwise too), strides,
+// Conv, kiln's FusedConv and ConvTranspose on oneDNN: 1-D, 2-D and 3-D float32, groups (depthwise too), strides,
 // dilations, explicit or auto pads, optional bias, a residual Z as oneDNN's sum post-op (Z is
 // copied into the destination first), activation epilogues as eltwise post-ops. Weights are
 // reordered once, at creation, into the layout the primitive prefers. Channels-last FusedConv
@@ -267,33 +267,37 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
   // A channel scale S: the weights are scaled in each run (the Winograd transform would be
   // too slow for that), one scale for the whole batch.
   const ir::Value* scale = node.input(4);
-  if (scale && (!nhwc || winograd || node.attr_int("group", 1) != 1 || !dnnl_util::static_float(scale) ||
+  if (scale && (!nhwc || winograd || node.attr_int("group", 1) != 1 || !dnnl_util::static_float(scale) || x->type.rank() != 4 ||
                 scale->type.static_dims() != std::vector<int64_t>{1, 1, 1, x->type.static_dims()[3]}))
     return nullptr;
   auto xd = x->type.static_dims(), yd = y->type.static_dims();
   const auto wd = w->type.static_dims();
-  if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4) return nullptr;
+  // 1-D, 2-D or 3-D: NCL, NCHW or NCDHW (channels-last and what builds on it are 2-D only).
+  if (xd.size() < 3 || xd.size() > 5 || wd.size() != xd.size() || yd.size() != xd.size()) return nullptr;
+  const size_t nsp = xd.size() - 2;
+  if (nsp != 2 && (nhwc || scale || winograd || dst_row_channels > 0)) return nullptr;
   if (nhwc) {  // the rest of this function reads NCHW dims
     xd = {xd[0], xd[3], xd[1], xd[2]};
     yd = {yd[0], yd[3], yd[1], yd[2]};
   }
   const int64_t G = node.attr_int("group", 1);
-  const int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], OC = wd[0], KH = wd[2], KW = wd[3];
+  const int64_t N = xd[0], C = xd[1], OC = wd[0];
+  const int64_t KH = nsp == 2 ? wd[2] : 0, KW = nsp == 2 ? wd[3] : 0;  // the 2-D forms' kernel
   if (G < 1 || C % G || OC % G || wd[1] != C / G || yd[0] != N || yd[1] != OC) return nullptr;
   if (b && (b->type.static_dims() != std::vector<int64_t>{OC})) return nullptr;
+  const std::vector<int64_t> in(xd.begin() + 2, xd.end()), k(wd.begin() + 2, wd.end());
   const auto ks = node.attr_ints("kernel_shape");
-  if (!ks.empty() && ks != std::vector<int64_t>{KH, KW}) return nullptr;
-  auto strides = node.attr_ints("strides", {1, 1});
-  auto dil = node.attr_ints("dilations", {1, 1});
-  auto pads = node.attr_ints("pads", {0, 0, 0, 0});
-  if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4) return nullptr;
+  if (!ks.empty() && ks != k) return nullptr;
+  auto strides = node.attr_ints("strides", std::vector<int64_t>(nsp, 1));
+  auto dil = node.attr_ints("dilations", std::vector<int64_t>(nsp, 1));
+  auto pads = node.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
+  if (strides.size() != nsp || dil.size() != nsp || pads.size() != 2 * nsp) return nullptr;
   const std::optional<ops::AutoPad> auto_pad = ops::auto_pad_of(node);
   if (!auto_pad) return nullptr;
-  const int64_t in[2] = {H, W}, k[2] = {KH, KW};
   ops::resolve_pads(*auto_pad, in, k, strides, dil, pads);
-  for (int i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < nsp; ++i) {
     if (strides[i] < 1 || dil[i] < 1) return nullptr;
-    const int64_t out = (in[i] + pads[i] + pads[i + 2] - ((k[i] - 1) * dil[i] + 1)) / strides[i] + 1;
+    const int64_t out = (in[i] + pads[i] + pads[i + nsp] - ((k[i] - 1) * dil[i] + 1)) / strides[i] + 1;
     if (out != yd[2 + i]) return nullptr;
   }
 
@@ -310,11 +314,11 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
   try {
     // The user's activations: NCHW, NHWC, or nChw16c under an NHWC type where the blocked
     // layout pass (src/lower/blocked_layout.cpp) says so; Z is in Y's layout.
-    const tag act_tag = nhwc ? tag::nhwc : tag::nchw;
+    const tag act_tag = nhwc ? tag::nhwc : nsp == 1 ? tag::ncw : nsp == 2 ? tag::nchw : tag::ncdhw;
     const bool x_blocked = nhwc && node.attr_int("x_blocked", 0), y_blocked = nhwc && node.attr_int("y_blocked", 0);
     if ((x_blocked && C % 16) || (y_blocked && OC % 16)) return nullptr;  // inference rejects these too
-    memory::desc src_plain({N, C, H, W}, dt::f32, x_blocked ? tag::nChw16c : act_tag);
-    memory::desc dst_plain({N, OC, yd[2], yd[3]}, dt::f32, y_blocked ? tag::nChw16c : act_tag);
+    memory::desc src_plain(xd, dt::f32, x_blocked ? tag::nChw16c : act_tag);
+    memory::desc dst_plain(yd, dt::f32, y_blocked ? tag::nChw16c : act_tag);
     const memory::desc dst_dense = dst_plain;
     if (dst_row_channels > 0) {
       // Late activations run over the output as one dense block; a residual would be read
@@ -326,13 +330,15 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
     }
     const bool z_blocked = nhwc && node.attr_int("z_blocked", 0);
     if (z_blocked && OC % 16) return nullptr;
-    memory::desc z_plain({N, OC, yd[2], yd[3]}, dt::f32, z_blocked ? tag::nChw16c : act_tag);
-    memory::dims wdims = G == 1 ? memory::dims{OC, C, KH, KW} : memory::dims{G, OC / G, C / G, KH, KW};
-    memory::desc w_plain(wdims, dt::f32, G == 1 ? tag::oihw : tag::goihw);
+    memory::desc z_plain(yd, dt::f32, z_blocked ? tag::nChw16c : act_tag);
+    memory::dims wdims = G == 1 ? memory::dims{OC, C} : memory::dims{G, OC / G, C / G};
+    wdims.insert(wdims.end(), k.begin(), k.end());
+    static constexpr tag kWeightTags[2][3] = {{tag::oiw, tag::oihw, tag::oidhw}, {tag::goiw, tag::goihw, tag::goidhw}};
+    memory::desc w_plain(wdims, dt::f32, kWeightTags[G == 1 ? 0 : 1][nsp - 1]);
     memory::desc w_any(wdims, dt::f32, tag::any);
     memory::desc b_md({OC}, dt::f32, tag::x);
-    memory::desc src_any({N, C, H, W}, dt::f32, tag::any);
-    memory::desc dst_any({N, OC, yd[2], yd[3]}, dt::f32, tag::any);
+    memory::desc src_any(xd, dt::f32, tag::any);
+    memory::desc dst_any(yd, dt::f32, tag::any);
     // A direct conv given a blocked end lets oneDNN choose both (its NHWC kernels with one
     // blocked end would be the reference implementation).
     const bool plain = winograd || x_blocked != y_blocked ? false : nhwc ? !alt : alt;
@@ -340,7 +346,8 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
       return nullptr;
     if (winograd && C < kOnednnWinogradMinChannels) return nullptr;
     const auto algo = winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
-    memory::dims st{strides[0], strides[1]}, dl{dil[0] - 1, dil[1] - 1}, pl{pads[0], pads[1]}, pr{pads[2], pads[3]};
+    memory::dims st(strides.begin(), strides.end()), dl, pl(pads.begin(), pads.begin() + nsp), pr(pads.begin() + nsp, pads.end());
+    for (int64_t d : dil) dl.push_back(d - 1);
     auto desc = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                     algo, plain ? src_plain : src_any,
                                                     w_any, b_md, plain ? dst_dense : dst_any, st, dl, pl, pr)
@@ -385,7 +392,7 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
   }
 }
 
-// ConvTranspose, 1-D (as a height-1 2-D) or 2-D, on oneDNN's deconvolution: groups, strides,
+// ConvTranspose, 1-D (as a height-1 2-D), 2-D or 3-D, on oneDNN's deconvolution: groups, strides,
 // dilations, pads, auto_pad, output_padding and output_shape (the inferred output extent fixes
 // the right padding, which absorbs output_padding), optional bias. NCHW tensors; the primitive
 // picks its own layouts and run() reorders. kiln.NhwcConvTranspose is the same on NHWC tensors.
@@ -405,54 +412,60 @@ std::unique_ptr<Kernel> make_deconv(const ir::Node& node) {
     xd = {xd[0], xd[3], xd[1], xd[2]};
     yd = {yd[0], yd[3], yd[1], yd[2]};
   }
-  if (xd.size() != wd.size() || xd.size() != yd.size() || (xd.size() != 3 && xd.size() != 4)) return nullptr;
+  if (xd.size() != wd.size() || xd.size() != yd.size() || xd.size() < 3 || xd.size() > 5) return nullptr;
   const size_t nsp = xd.size() - 2;
   if (nsp == 1) {  // [N, C, L] as [N, C, 1, L]
     xd.insert(xd.begin() + 2, 1);
     yd.insert(yd.begin() + 2, 1);
     wd.insert(wd.begin() + 2, 1);
   }
+  const size_t S = xd.size() - 2;  // the primitive's spatial dims: 2 or 3
   const int64_t G = node.attr_int("group", 1);
   const int64_t N = xd[0], C = xd[1], OC = wd[1] * G;
   if (G < 1 || C % G || wd[0] != C || yd[0] != N || yd[1] != OC) return nullptr;
   if (b && b->type.static_dims() != std::vector<int64_t>{OC}) return nullptr;
-  auto pad2 = [&](std::vector<int64_t> v, int64_t fill) {  // a 1-D attribute for the 2-D form
+  auto widen = [&](std::vector<int64_t> v, int64_t fill) {  // a 1-D attribute for the 2-D form
     if (nsp == 1 && v.size() == 1) v.insert(v.begin(), fill);
     return v;
   };
+  const std::vector<int64_t> k(wd.begin() + 2, wd.end());
   const auto ks = node.attr_ints("kernel_shape");
-  if (!ks.empty() && pad2(ks, 1) != std::vector<int64_t>{wd[2], wd[3]}) return nullptr;
-  const auto strides = pad2(node.attr_ints("strides", std::vector<int64_t>(nsp, 1)), 1);
-  const auto dil = pad2(node.attr_ints("dilations", std::vector<int64_t>(nsp, 1)), 1);
-  const auto opad = pad2(node.attr_ints("output_padding", std::vector<int64_t>(nsp, 0)), 0);
+  if (!ks.empty() && widen(ks, 1) != k) return nullptr;
+  const auto strides = widen(node.attr_ints("strides", std::vector<int64_t>(nsp, 1)), 1);
+  const auto dil = widen(node.attr_ints("dilations", std::vector<int64_t>(nsp, 1)), 1);
+  const auto opad = widen(node.attr_ints("output_padding", std::vector<int64_t>(nsp, 0)), 0);
   auto pads = node.attr_ints("pads", std::vector<int64_t>(2 * nsp, 0));
   if (nsp == 1 && pads.size() == 2) pads = {0, pads[0], 0, pads[1]};
-  if (strides.size() != 2 || dil.size() != 2 || opad.size() != 2 || pads.size() != 4) return nullptr;
+  if (strides.size() != S || dil.size() != S || opad.size() != S || pads.size() != 2 * S) return nullptr;
   const std::optional<ops::AutoPad> ap = ops::auto_pad_of(node);
   if (!ap) return nullptr;
   const bool derived = ops::is_same_pad(*ap) || node.has_attr("output_shape");
-  memory::dims pl(2), pr(2);
-  for (int i = 0; i < 2; ++i) {
-    const int64_t in = xd[2 + i], out = yd[2 + i], s = strides[i], d = dil[i], k = wd[2 + i];
+  memory::dims pl(S), pr(S);
+  for (size_t i = 0; i < S; ++i) {
+    const int64_t in = xd[2 + i], out = yd[2 + i], s = strides[i], d = dil[i];
     if (s < 1 || d < 1) return nullptr;
-    const int64_t ek = (k - 1) * d + 1;
+    const int64_t ek = (k[i] - 1) * d + 1;
     int64_t begin = *ap == ops::AutoPad::Valid ? 0 : pads[i];
-    if (derived && !(nsp == 1 && i == 0)) begin = ops::conv_transpose_pads(*ap, in, out, k, s, d, opad[i]).begin;
+    if (derived && !(nsp == 1 && i == 0)) begin = ops::conv_transpose_pads(*ap, in, out, k[i], s, d, opad[i]).begin;
     pl[i] = begin;
     pr[i] = s * (in - 1) + ek - begin - out;
     if (pl[i] < 0 || pr[i] < 0) return nullptr;
   }
   try {
-    memory::desc src_plain({N, C, xd[2], xd[3]}, dt::f32, nhwc ? tag::nhwc : tag::nchw);
-    memory::desc dst_plain({N, OC, yd[2], yd[3]}, dt::f32, nhwc ? tag::nhwc : tag::nchw);
+    const tag act = nhwc ? tag::nhwc : S == 2 ? tag::nchw : tag::ncdhw;
+    memory::desc src_plain(xd, dt::f32, act);
+    memory::desc dst_plain(yd, dt::f32, act);
     // ONNX weights are [C, OC/G, k...]: oneDNN's (OC, IC) dims with input channels outermost.
-    memory::dims wdims = G == 1 ? memory::dims{OC, C, wd[2], wd[3]} : memory::dims{G, OC / G, C / G, wd[2], wd[3]};
-    memory::desc w_plain(wdims, dt::f32, G == 1 ? tag::iohw : tag::giohw);
+    memory::dims wdims = G == 1 ? memory::dims{OC, C} : memory::dims{G, OC / G, C / G};
+    wdims.insert(wdims.end(), k.begin(), k.end());
+    const tag wtag = G == 1 ? (S == 2 ? tag::iohw : tag::iodhw) : (S == 2 ? tag::giohw : tag::giodhw);
+    memory::desc w_plain(wdims, dt::f32, wtag);
     memory::desc w_any(wdims, dt::f32, tag::any);
     memory::desc b_md({OC}, dt::f32, tag::x);
-    memory::desc src_any({N, C, xd[2], xd[3]}, dt::f32, tag::any);
-    memory::desc dst_any({N, OC, yd[2], yd[3]}, dt::f32, tag::any);
-    memory::dims st{strides[0], strides[1]}, dl{dil[0] - 1, dil[1] - 1};
+    memory::desc src_any(xd, dt::f32, tag::any);
+    memory::desc dst_any(yd, dt::f32, tag::any);
+    memory::dims st(strides.begin(), strides.end()), dl;
+    for (int64_t d : dil) dl.push_back(d - 1);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     const auto prop = dnnl::prop_kind::forward_inference;

@@ -1,8 +1,9 @@
 // MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool and their channels-last kiln forms
-// (kiln.Nhwc*) on oneDNN's pooling primitive: 2-D float32, strides, pads/auto_pad, dilations
-// (max only), ceil_mode as extra right padding. Activations are used in place in their own
-// layout (NCHW or NHWC); declined forms (indices output, 1-D/3-D, ceil_mode averages that count
-// padding) run on the reference kernels.
+// (kiln.Nhwc*) on oneDNN's pooling primitive: 1-D, 2-D and 3-D float32, strides, pads/auto_pad,
+// dilations (max only), ceil_mode as extra right padding. Activations are used in place in their
+// own layout (NCL, NCHW, NHWC or NCDHW); declined forms (indices output, ceil_mode averages that
+// count padding) run on the reference kernels.
+#include <algorithm>
 #include <memory>
 
 #include "backends/cpu/kernels.h"
@@ -17,18 +18,36 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
+// The pool on the user's tensors (src_, dst_), through the primitive's own layouts (pd's) where
+// they differ: channels-first activations are pooled in oneDNN's blocked layout, reordered in and
+// out (its plain channels-first pooling is a scalar loop per element, several times slower than
+// the two reorders and the blocked pool together).
 class PoolKernel : public Kernel {
  public:
   PoolKernel(dnnl::pooling_v2_forward::primitive_desc pd, memory::desc src, memory::desc dst)
-      : pd_(pd), prim_(pd), src_(src), dst_(dst) {}
+      : pd_(pd), prim_(pd), src_(src), dst_(dst) {
+    auto& eng = dnnl_util::engine();
+    if (pd.src_desc() != src) src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, src, eng, pd.src_desc()));
+    if (pd.dst_desc() != dst) dst_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, pd.dst_desc(), eng, dst));
+  }
 
   void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
     auto& eng = dnnl_util::engine();
     dnnl::stream s(eng);
-    memory src(src_, eng, const_cast<void*>(inputs[0]->raw()));
-    memory dst(dst_, eng, outputs[0]->raw());
-    memory scratchpad(pd_.scratchpad_desc(), eng, dnnl_util::scratch(pd_.scratchpad_desc().get_size()));
+    memory src_user(src_, eng, const_cast<void*>(inputs[0]->raw()));
+    memory dst_user(dst_, eng, outputs[0]->raw());
+    const size_t src_b = src_reorder_ ? (pd_.src_desc().get_size() + 63) / 64 * 64 : 0;
+    const size_t dst_b = dst_reorder_ ? (pd_.dst_desc().get_size() + 63) / 64 * 64 : 0;
+    char* buf = static_cast<char*>(dnnl_util::scratch(src_b + dst_b + pd_.scratchpad_desc().get_size()));
+    memory src = src_user, dst = dst_user;
+    if (src_reorder_) {
+      src = memory(pd_.src_desc(), eng, buf);
+      src_reorder_.execute(s, src_user, src);
+    }
+    if (dst_reorder_) dst = memory(pd_.dst_desc(), eng, buf + src_b);
+    memory scratchpad(pd_.scratchpad_desc(), eng, buf + src_b + dst_b);
     prim_.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
+    if (dst_reorder_) dst_reorder_.execute(s, dst, dst_user);
     s.wait();
   }
 
@@ -36,6 +55,7 @@ class PoolKernel : public Kernel {
   dnnl::pooling_v2_forward::primitive_desc pd_;
   dnnl::pooling_v2_forward prim_;
   memory::desc src_, dst_;
+  dnnl::reorder src_reorder_, dst_reorder_;
 };
 
 std::unique_ptr<Kernel> make_pool(const ir::Node& node, int) {
@@ -47,54 +67,61 @@ std::unique_ptr<Kernel> make_pool(const ir::Node& node, int) {
   const ir::Value* y = node.output(0);
   if (!dnnl_util::static_float(x) || !dnnl_util::static_float(y)) return nullptr;
   auto xd = x->type.static_dims(), yd = y->type.static_dims();
-  if (xd.size() != 4 || yd.size() != 4) return nullptr;
+  // 1-D, 2-D or 3-D: NCL, NCHW or NCDHW (channels-last is 2-D only).
+  if (xd.size() < 3 || xd.size() > 5 || yd.size() != xd.size() || (nhwc && xd.size() != 4)) return nullptr;
+  const size_t nsp = xd.size() - 2;
   if (nhwc) {
     xd = {xd[0], xd[3], xd[1], xd[2]};
     yd = {yd[0], yd[3], yd[1], yd[2]};
   }
-  const int64_t H = xd[2], W = xd[3];
+  const std::vector<int64_t> in(xd.begin() + 2, xd.end());
   const bool global = op.rfind("Global", 0) == 0;
   const bool is_max = op == "MaxPool" || op == "GlobalMaxPool";
-  std::vector<int64_t> k{H, W}, strides{1, 1}, dil{1, 1}, pads{0, 0, 0, 0};
+  std::vector<int64_t> k = in, strides(nsp, 1), dil(nsp, 1), pads(2 * nsp, 0);
   dnnl::algorithm alg = is_max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
   if (!global) {
     k = node.attr_ints("kernel_shape");
-    strides = node.attr_ints("strides", {1, 1});
-    dil = node.attr_ints("dilations", {1, 1});
-    pads = node.attr_ints("pads", {0, 0, 0, 0});
-    if (k.size() != 2 || strides.size() != 2 || dil.size() != 2 || pads.size() != 4) return nullptr;
-    if (!is_max && (dil[0] != 1 || dil[1] != 1)) return nullptr;
+    strides = node.attr_ints("strides", strides);
+    dil = node.attr_ints("dilations", dil);
+    pads = node.attr_ints("pads", pads);
+    if (k.size() != nsp || strides.size() != nsp || dil.size() != nsp || pads.size() != 2 * nsp) return nullptr;
+    if (!is_max && std::any_of(dil.begin(), dil.end(), [](int64_t d) { return d != 1; })) return nullptr;
     if (!is_max && node.attr_int("count_include_pad", 0)) alg = dnnl::algorithm::pooling_avg_include_padding;
     const std::optional<ops::AutoPad> auto_pad = ops::auto_pad_of(node);
     if (!auto_pad) return nullptr;
-    const int64_t in[2] = {H, W};
     ops::resolve_pads(*auto_pad, in, k, strides, dil, pads);
     // ceil_mode (or SAME padding) may make the output longer than oneDNN's floor formula
     // gives: pad the right edge until it matches. Max pooling ignores padding; an average that
     // counts padding would count those cells, so decline it.
-    for (int i = 0; i < 2; ++i) {
+    for (size_t i = 0; i < nsp; ++i) {
       if (strides[i] < 1 || dil[i] < 1 || k[i] < 1) return nullptr;
       const int64_t keff = (k[i] - 1) * dil[i] + 1;
       auto out_of = [&](int64_t pr) { return (in[i] + pads[i] + pr - keff) / strides[i] + 1; };
-      if (out_of(pads[i + 2]) != yd[2 + i]) {
+      if (out_of(pads[i + nsp]) != yd[2 + i]) {
         const int64_t need = (yd[2 + i] - 1) * strides[i] + keff - in[i] - pads[i];
-        if (need < pads[i + 2] || out_of(need) != yd[2 + i]) return nullptr;
+        if (need < pads[i + nsp] || out_of(need) != yd[2 + i]) return nullptr;
         if (alg == dnnl::algorithm::pooling_avg_include_padding) return nullptr;
-        pads[i + 2] = need;
+        pads[i + nsp] = need;
       }
       // A window starting wholly inside the right padding would average nothing.
       if ((yd[2 + i] - 1) * strides[i] >= in[i] + pads[i]) return nullptr;
     }
-  } else if (yd[2] != 1 || yd[3] != 1) {
+  } else if (std::any_of(yd.begin() + 2, yd.end(), [](int64_t d) { return d != 1; })) {
     return nullptr;
   }
   try {
-    const tag t = nhwc ? tag::nhwc : tag::nchw;
-    memory::desc src({xd[0], xd[1], H, W}, dt::f32, t);
-    memory::desc dst({yd[0], yd[1], yd[2], yd[3]}, dt::f32, t);
-    dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, dst, {strides[0], strides[1]},
-                                     {k[0], k[1]}, {dil[0] - 1, dil[1] - 1}, {pads[0], pads[1]},
-                                     {pads[2], pads[3]});
+    const tag t = nhwc ? tag::nhwc : nsp == 1 ? tag::ncw : nsp == 2 ? tag::nchw : tag::ncdhw;
+    memory::desc src(xd, dt::f32, t);
+    memory::desc dst(yd, dt::f32, t);
+    // Channels-first with at least a block of channels: pooled in the blocked layout.
+    const tag blocked = nsp == 1 ? tag::nCw16c : nsp == 2 ? tag::nChw16c : tag::nCdhw16c;
+    const bool reorder = !nhwc && xd[1] >= 16;
+    memory::desc pool_src = reorder ? memory::desc(xd, dt::f32, blocked) : src;
+    memory::desc pool_dst = reorder ? memory::desc(yd, dt::f32, blocked) : dst;
+    memory::dims dl;
+    for (int64_t d : dil) dl.push_back(d - 1);
+    dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, pool_src, pool_dst, strides, k, dl,
+                                     memory::dims(pads.begin(), pads.begin() + nsp), memory::dims(pads.begin() + nsp, pads.end()));
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::pooling_v2_forward::primitive_desc pd(d, attr, dnnl_util::engine());
