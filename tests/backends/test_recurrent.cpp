@@ -1,4 +1,4 @@
-// The cpu backend's GRU and LSTM against the reference kernels: both GRU reset forms, every
+// The cpu backend's RNN, GRU and LSTM against the reference kernels: both GRU reset forms, every
 // direction, both layouts, initial states, LSTM peepholes and input_forget, two threads; and the
 // forms left to the reference kernel.
 #include "kernel_check.h"
@@ -25,7 +25,7 @@ ir::Attributes attrs(int64_t hidden, const std::string& direction, ir::Attribute
 // X, W, R, B, sequence_lens (left out), initial_h[, initial_c, P] for `dirs` directions.
 Case rnn(const std::string& op, int64_t seq, int64_t batch, int64_t input, int64_t H, const std::string& direction,
          bool batch_major, ir::Attributes more = {}, bool states = true, bool peepholes = false) {
-  const int64_t dirs = direction == "bidirectional" ? 2 : 1, G = op == "GRU" ? 3 : 4;
+  const int64_t dirs = direction == "bidirectional" ? 2 : 1, G = op == "RNN" ? 1 : op == "GRU" ? 3 : 4;
   const std::vector<int64_t> x = batch_major ? std::vector<int64_t>{batch, seq, input} : std::vector<int64_t>{seq, batch, input};
   const std::vector<int64_t> state = batch_major ? std::vector<int64_t>{batch, dirs, H} : std::vector<int64_t>{dirs, batch, H};
   const std::vector<int64_t> y = batch_major ? std::vector<int64_t>{batch, seq, dirs, H} : std::vector<int64_t>{seq, dirs, batch, H};
@@ -78,6 +78,17 @@ TEST(CpuRecurrent, LstmPeepholesInputForgetAndLayouts) {
   Case rev = rnn("LSTM", 7, 1, 9, 33, "reverse", false, {}, false);
   rev.threads = 2;
   check(rev);
+}
+
+TEST(CpuRecurrent, RnnEveryDirectionAndLayout) {
+  check(rnn("RNN", 5, 2, 7, 6, "forward", false));
+  check(rnn("RNN", 4, 3, 5, 19, "bidirectional", true));
+  check(rnn("RNN", 6, 1, 40, 33, "reverse", false, {}, false));
+  Case wide = rnn("RNN", 7, 2, 130, 50, "bidirectional", false);
+  wide.threads = 2;
+  check(wide);
+  check(rnn("RNN", 3, 1, 4, 5, "bidirectional", false, {{"activations", strings({"Tanh", "Tanh"})}}));
+  check(rnn("RNN", 3, 1, 4, 5, "forward", false, {{"activations", strings({"Relu"})}}), false);
 }
 
 TEST(CpuRecurrent, SpelledOutDefaultActivationsAreTaken) {

@@ -1,6 +1,7 @@
-// GRU and LSTM, float32, with their default activations (sigmoid gates, tanh candidates), any
-// direction, either layout, initial states, LSTM peepholes and input_forget; sequence_lens, clip
-// and other activations stay on the reference kernel (src/ops/rnn.cpp holds the semantics).
+// RNN, GRU and LSTM, float32, with their default activations (tanh; sigmoid gates, tanh
+// candidates), any direction, either layout, initial states, LSTM peepholes and input_forget;
+// sequence_lens, clip and other activations stay on the reference kernel (src/ops/rnn.cpp holds
+// the semantics).
 //
 // The input projections of every step, direction and batch element (x_t W^T + Wb: no dependence
 // between steps) come first, as one matrix product per direction over all the rows of X (the
@@ -28,7 +29,7 @@ namespace kiln::backends::cpu {
 
 namespace {
 
-enum class Cell { Gru, Lstm };
+enum class Cell { Rnn, Gru, Lstm };
 
 struct Geometry {
   Cell cell = Cell::Gru;
@@ -57,6 +58,11 @@ KILN_SIMD void gru_update(const float* xt, const float* rec, float* h, int64_t H
       h[j] = (1.f - z) * cand + z * h[j];
     }
   }
+}
+
+// h = tanh(x W^T + Wb + h R^T + Rb): xt and rec its two projections.
+KILN_SIMD void rnn_update(const float* xt, const float* rec, float* h, int64_t H) {
+  for (int64_t j = 0; j < H; ++j) h[j] = simd::tanh(xt[j] + rec[j]);
 }
 
 // Gate rows i o f c; peepholes [i o f] (or null).
@@ -134,8 +140,14 @@ class RecurrentKernel : public Kernel {
         for (int64_t step = 0; step < g.seq; ++step) {
           const int64_t t = backward ? g.seq - 1 - step : step;
           const float* xt = xwd + x_row(t, b) * GH;
-          if (g.cell == Cell::Gru) gru_step(d, rb, xt, h.data(), rh.data(), rec.data());
-          else lstm_step(d, rb, peep, xt, h.data(), c.data(), rec.data());
+          if (g.cell == Cell::Gru) {
+            gru_step(d, rb, xt, h.data(), rh.data(), rec.data());
+          } else if (g.cell == Cell::Lstm) {
+            lstm_step(d, rb, peep, xt, h.data(), c.data(), rec.data());
+          } else {
+            r_[static_cast<size_t>(d)].apply(h.data(), rb, rec.data());
+            rnn_update(xt, rec.data(), h.data(), H);
+          }
           if (y) std::copy(h.begin(), h.end(), y + yrow(t, d, b));
         }
         if (yh) std::copy(h.begin(), h.end(), yh + state(d, b));
@@ -184,7 +196,7 @@ std::unique_ptr<Kernel> make_recurrent(const ir::Node& n, int threads) {
   for (int i = 5; i <= 6 && i < n.num_inputs(); ++i)
     if (n.input(i) && !plain_elem_size(n.input(i))) return nullptr;
   Geometry g;
-  g.cell = f->lstm ? Cell::Lstm : Cell::Gru;
+  g.cell = f->lstm ? Cell::Lstm : f->rnn ? Cell::Rnn : Cell::Gru;
   g.G = f->gates;
   g.seq = f->seq;
   g.batch = f->batch;
@@ -202,6 +214,7 @@ std::unique_ptr<Kernel> make_recurrent(const ir::Node& n, int threads) {
 }  // namespace
 
 void add_recurrent_kernels(std::vector<KernelFactory>& table) {
+  table.push_back({"", "RNN", make_recurrent});
   table.push_back({"", "GRU", make_recurrent});
   table.push_back({"", "LSTM", make_recurrent});
 }

@@ -15,6 +15,7 @@ void emit_recurrent(EmitContext& ctx) {
   std::string why;
   const std::optional<ops::RecurrentForm> f = ops::recurrent_form(ctx.node, &why);
   if (!f) throw ctx.unsupported(why);
+  if (f->rnn) throw ctx.unsupported("the plain RNN is not emitted");
   const std::string key = ctx.node.input(1)->name() + "/" + ctx.node.input(2)->name();
   auto opt_in = [&](int i) { return ctx.has_input(i) ? ctx.in(i) : std::string("nullptr"); };
   auto opt_out = [&](int i) {

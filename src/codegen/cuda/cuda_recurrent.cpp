@@ -16,6 +16,7 @@ void emit_recurrent(EmitContext& ctx) {
   std::string why;
   const std::optional<ops::RecurrentForm> f = ops::recurrent_form(ctx.node, &why);
   if (!f) throw ctx.unsupported(why);
+  if (f->rnn) throw ctx.unsupported("the plain RNN is not emitted");
   const int64_t H = f->hidden, GH = f->gates * H, rows = f->seq * f->batch;
   const int64_t xw_floats = f->dirs * rows * GH, state_floats = f->dirs * f->batch * (3 * H + GH);
   ctx.scratch_bytes = (xw_floats + state_floats) * static_cast<int64_t>(sizeof(float));

@@ -12,8 +12,9 @@ bool constant_float(const ir::Value* v) {
 bool default_activations(const ir::Node& n, bool lstm, int64_t dirs) {
   if (!n.has_attr("activations")) return true;
   const std::vector<std::string> names = n.attr_strings("activations");
-  const std::vector<std::string> one = lstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                                            : std::vector<std::string>{"Sigmoid", "Tanh"};
+  const std::vector<std::string> one = n.op_type() == "RNN" ? std::vector<std::string>{"Tanh"}
+                                       : lstm               ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                                            : std::vector<std::string>{"Sigmoid", "Tanh"};
   if (names.size() != one.size() * static_cast<size_t>(dirs)) return false;
   for (size_t i = 0; i < names.size(); ++i)
     if (names[i] != one[i % one.size()]) return false;
@@ -30,8 +31,9 @@ std::optional<RecurrentForm> refuse(std::string* why, const std::string& reason)
 std::optional<RecurrentForm> recurrent_form(const ir::Node& n, std::string* why) {
   RecurrentForm f;
   f.lstm = n.op_type() == "LSTM";
-  if (!n.domain().empty() || (!f.lstm && n.op_type() != "GRU")) return refuse(why, "not a GRU or LSTM");
-  f.gates = f.lstm ? 4 : 3;
+  f.rnn = n.op_type() == "RNN";
+  if (!n.domain().empty() || (!f.lstm && !f.rnn && n.op_type() != "GRU")) return refuse(why, "not an RNN, GRU or LSTM");
+  f.gates = f.lstm ? 4 : f.rnn ? 1 : 3;
   if (n.num_inputs() < 3) return refuse(why, "W and R are needed");
   if (n.num_inputs() > 4 && n.input(4)) return refuse(why, "sequence_lens is the reference kernel's");
   if (n.has_attr("clip")) return refuse(why, "clip is the reference kernel's");
