@@ -116,6 +116,17 @@ TEST(BadInput, CheckWithoutTestData) {
   expect_error(run_kiln({"check", d.string()}), "no test_data_set_* folder");
 }
 
+// A model file named without a folder is read from the current one, its test data too.
+TEST(BadInput, CheckOfABareFileNameLooksInTheCurrentFolder) {
+  fs::path d = temp_dir("bare_name");
+  save_model(tiny_model({2, 3}, {{"Relu", {"x"}, {"y"}}}), d / "tiny.onnx");
+  const fs::path was = fs::current_path();
+  fs::current_path(d);
+  const CliResult r = run_kiln({"check", "tiny.onnx"});
+  fs::current_path(was);
+  expect_error(r, "no test_data_set_* folder in '.'");
+}
+
 TEST(BadInput, CycleNamesANode) {
   fs::path d = temp_dir("cycle");
   save_model(tiny_model({2, 3}, {{"Add", {"x", "b"}, {"a"}}, {"Relu", {"a"}, {"b"}}, {"Relu", {"a"}, {"y"}}}),

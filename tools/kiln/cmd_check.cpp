@@ -38,7 +38,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     fs::path dir(args->dir), model;
     if (fs::is_regular_file(dir)) {
       model = dir;
-      dir = dir.parent_path();
+      dir = dir.has_parent_path() ? dir.parent_path() : fs::path(".");  // "model.onnx": the current folder
     } else {
       model = dir / "model.onnx";
       for (const char* other : {"model.json", "model.pb"})  // a TF.js graph model, a frozen GraphDef

@@ -22,6 +22,7 @@ void add_onednn_matmul_kernels(std::vector<KernelFactory>& table);
 void add_matmul_rows_kernels(std::vector<KernelFactory>& table);
 void add_softmax_kernels(std::vector<KernelFactory>& table);
 void add_layernorm_kernels(std::vector<KernelFactory>& table);
+void add_group_norm_kernels(std::vector<KernelFactory>& table);
 void add_attention_kernels(std::vector<KernelFactory>& table);
 void add_onnx_attention_kernels(std::vector<KernelFactory>& table);
 void add_recurrent_kernels(std::vector<KernelFactory>& table);
@@ -79,6 +80,7 @@ const std::vector<KernelFactory>& kernel_factories() {
     add_onednn_matmul_kernels(t);
     add_softmax_kernels(t);
     add_layernorm_kernels(t);
+    add_group_norm_kernels(t);
     add_attention_kernels(t);
     add_onnx_attention_kernels(t);
     add_recurrent_kernels(t);
