@@ -316,20 +316,6 @@ void infer_pad(InferContext& ctx) {
   ctx.set_output(0, in.dtype, out);
 }
 
-// Input coordinate for output coordinate o on one axis, or -1 for the constant fill.
-int64_t pad_source(int64_t o, int64_t begin, int64_t dim, const std::string& mode) {
-  int64_t c = o - begin;
-  if (c >= 0 && c < dim) return c;
-  if (mode == "constant" || dim == 0) return -1;
-  if (mode == "edge") return std::clamp<int64_t>(c, 0, dim - 1);
-  if (mode == "wrap") return (c % dim + dim) % dim;  // opset 19: circular
-  if (dim == 1) return 0;
-  const int64_t period = 2 * (dim - 1);  // reflect without repeating the edge
-  c %= period;
-  if (c < 0) c += period;
-  return c < dim ? c : period - c;
-}
-
 // Output 0 of shape out_dims: `in` shifted by `begin` per axis (negative: cropped), the cells
 // outside it by `mode` (Pad's modes) or, for "constant", the fill value (Pad's own when
 // `pad_fill`, else zero).

@@ -14,6 +14,21 @@
 
 namespace kiln::ops {
 
+// Input coordinate for output coordinate o on one axis of extent `dim` padded by `begin` in
+// front, or -1 for the constant fill.
+inline int64_t pad_source(int64_t o, int64_t begin, int64_t dim, const std::string& mode) {
+  int64_t c = o - begin;
+  if (c >= 0 && c < dim) return c;
+  if (mode == "constant" || dim == 0) return -1;
+  if (mode == "edge") return c < 0 ? 0 : dim - 1;
+  if (mode == "wrap") return (c % dim + dim) % dim;  // opset 19: circular
+  if (dim == 1) return 0;
+  const int64_t period = 2 * (dim - 1);  // reflect without repeating the edge
+  c %= period;
+  if (c < 0) c += period;
+  return c < dim ? c : period - c;
+}
+
 struct PadArgs {
   std::vector<int64_t> pads;  // [begin_0..begin_{r-1}, end_0..end_{r-1}] over all axes
   std::string mode;
