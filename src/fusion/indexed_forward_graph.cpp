@@ -45,6 +45,22 @@ bool same_shape(const ir::TensorType& in, const ir::TensorType& out) {
   return true;
 }
 
+// Whether a Transpose only moves axes of extent 1 (a reshape: the same element order).
+static bool moves_only_unit_axes(const ir::Node& n) {
+  const ir::TensorType& t = n.input(0)->type;
+  std::vector<int64_t> perm = n.attr_ints("perm");
+  if (perm.empty())
+    for (int64_t i = t.rank(); i-- > 0;) perm.push_back(i);
+  std::vector<int64_t> kept;  // the non-unit axes in output order
+  for (int64_t a : perm) {
+    if (a < 0) a += t.rank();
+    if (a < 0 || a >= t.rank()) return false;
+    const ir::Dim& d = t.dims[static_cast<size_t>(a)];
+    if (!d.is_static() || d.value != 1) kept.push_back(a);
+  }
+  return std::is_sorted(kept.begin(), kept.end());
+}
+
 PatternKind node_pattern(const ir::Node& n) {
   if (has_subgraph(n)) return PatternKind::Opaque;
   for (const ir::Value* v : n.inputs())
@@ -56,6 +72,18 @@ PatternKind node_pattern(const ir::Node& n) {
     k = ops::Registry::instance().lookup(n).pattern;
   } catch (const kiln::Error&) {
     return PatternKind::Opaque;  // an op kiln cannot run is certainly not fusable
+  }
+  // A Transpose that moves the innermost axis, in an elementwise group, gathers each output row
+  // from across the whole tensor (one cache line per element, each line met again only rows
+  // later, long evicted from a large tensor); the Transpose kernel moves it in cache-sized 2-D
+  // tiles. It stays a kernel of its own.
+  if (k == PatternKind::Injective && n.domain().empty() && n.op_type() == "Transpose" && n.input(0) &&
+      n.input(0)->type.rank_known && n.input(0)->type.rank() > 1) {
+    const int64_t rank = n.input(0)->type.rank();
+    const std::vector<int64_t> perm = n.attr_ints("perm");
+    const int64_t last = perm.empty() ? 0 : perm.back();  // no perm: reversed axes
+    const int64_t inner = last < 0 ? last + rank : last;
+    if (inner != rank - 1 && !moves_only_unit_axes(n)) return PatternKind::Opaque;
   }
   if (k == PatternKind::Broadcast && n.num_outputs() == 1 && n.output(0)) {
     bool all_same = true;

@@ -196,6 +196,13 @@ class Rewriter {
       replace_with(n, op, ins, std::move(a));
       return true;
     }
+    if (n->domain().empty() && (op == "InstanceNormalization" || op == "GroupNormalization")) {
+      // Each image's statistics are over its pixels whatever their order: channels-last where
+      // its input is.
+      if (!nhwc_source(n->input(0)) || n->num_outputs() != 1) return false;
+      to_channels_last(n, "Nhwc" + op, n->attrs, n->inputs(), {0});
+      return true;
+    }
     if (n->domain().empty() && op == "Slice" && n->num_inputs() >= 3) return sink_slice(n);
     if (n->domain().empty() && op == "Split") {
       ir::Value* s = nhwc_source(n->input(0));

@@ -21,7 +21,8 @@
 //   NhwcMaxPool / NhwcAveragePool / NhwcGlobalAveragePool / NhwcGlobalMaxPool   the ai.onnx
 //       pooling op (its attributes, one output) on an NHWC tensor; NhwcConvTranspose(x, W, B?)
 //       likewise ConvTranspose (weights as ONNX's), NhwcDepthToSpace / NhwcSpaceToDepth the
-//       block moves. The layout assignment
+//       block moves, NhwcInstanceNormalization / NhwcGroupNormalization(x, scale, bias) the
+//       normalizations. The layout assignment
 //       (src/lower/layout_assignment.cpp) forms these and channels_last FusedConv.
 //   ConvConcat(inputs...) -> output   channels-last FusedConvs and the Concat of their outputs
 //       along the channel axis, held in its `body` graph as for FusedElementwise; the CPU
@@ -355,6 +356,12 @@ KILN_REGISTER_OPS(kiln_fused) {
   for (std::string base : {"DepthToSpace", "SpaceToDepth"})
     reg.add({.name = "Nhwc" + base, .domain = "kiln", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
              .max_outputs = 1, .pattern = PatternKind::Injective,
+             .infer = [base](InferContext& c) { infer_nhwc(c, base); },
+             .kernel = [base](KernelContext& c) { nhwc_kernel(c, base); }});
+  // Per-image normalizations on channels-last data (layout assignment); scale and bias as the base op's.
+  for (std::string base : {"InstanceNormalization", "GroupNormalization"})
+    reg.add({.name = "Nhwc" + base, .domain = "kiln", .min_inputs = 3, .max_inputs = 3, .min_outputs = 1,
+             .max_outputs = 1, .pattern = PatternKind::Opaque,
              .infer = [base](InferContext& c) { infer_nhwc(c, base); },
              .kernel = [base](KernelContext& c) { nhwc_kernel(c, base); }});
   // ConvTranspose on channels-last data (layout assignment); weights [C, OC/group, kH, kW] as ONNX's.

@@ -47,6 +47,28 @@ TEST(CpuGroupNorm, GroupsPerChannelAndPerGroup) {
   check(one);
 }
 
+// The channels-last forms the layout assignment makes after a conv: two passes over each image's
+// pixels split across the team, the groups formed from per-channel sums.
+TEST(CpuGroupNorm, ChannelsLast) {
+  Case in{"NhwcInstanceNormalization", "kiln", {{2, 17, 19, 13}, {13}, {13}}, {false, true, true}, {{2, 17, 19, 13}}, eps()};
+  in.threads = 2;
+  in.concurrent = true;
+  in.in_place = true;
+  check(in);
+  Case gn{"NhwcGroupNormalization", "kiln", {{1, 9, 11, 24}, {24}, {24}}, {false, false, false}, {{1, 9, 11, 24}}, groups(6)};
+  gn.opset = 21;
+  gn.threads = 2;
+  gn.fill = [](size_t i, Tensor& t) {
+    if (i == 0)
+      for (int64_t k = 0; k < t.numel(); ++k) t.data<float>()[k] += 100.f;
+  };
+  gn.tol = 1e-3f;
+  check(gn);
+  Case per_group{"NhwcGroupNormalization", "kiln", {{1, 1, 3, 12}, {4}, {4}}, {false, true, true}, {{1, 1, 3, 12}}, groups(4)};
+  per_group.opset = 18;
+  check(per_group);
+}
+
 TEST(CpuGroupNorm, Declines) {
   // Rank 2 (no image), scale and bias of different kinds, a double stash.
   check({"InstanceNormalization", "", {{3, 5}, {5}, {5}}, {false, true, true}, {{3, 5}}, eps()}, false);

@@ -98,10 +98,10 @@ TEST(DominatorTree, Diamond) {
 //   a ───────────────→ f
 TEST(DominatorTree, NestedJoinsAndPatterns) {
   Net n(13);
-  auto x = n.in("x", {4, 6});
+  auto x = n.in("x", {4, 6, 2});
   auto a = n.op("Relu", "a", {x});
-  auto b = n.op("Transpose", "b", {a}, {{"perm", ir::Attribute::of_ints({1, 0})}});
-  auto c = n.op("Transpose", "c", {b}, {{"perm", ir::Attribute::of_ints({1, 0})}});
+  auto b = n.op("Transpose", "b", {a}, {{"perm", ir::Attribute::of_ints({1, 0, 2})}});
+  auto c = n.op("Transpose", "c", {b}, {{"perm", ir::Attribute::of_ints({1, 0, 2})}});
   auto d = n.op("ReduceSum", "d", {a, n.ints({1})});
   auto e = n.op("Add", "e", {c, d});
   n.out(n.op("Mul", "f", {e, a}));
@@ -116,7 +116,7 @@ TEST(DominatorTree, NestedJoinsAndPatterns) {
   // From a to f the paths pass a reduction (d) and transposes.
   EXPECT_EQ(path(n, fg, t, "a"), PatternKind::CommReduce);
   EXPECT_EQ(path(n, fg, t, "b"), PatternKind::Injective);
-  // d → e: e broadcasts d ([4,1] to [4,6]).
+  // d → e: e broadcasts d ([4,1,2] to [4,6,2]).
   EXPECT_EQ(path(n, fg, t, "d"), PatternKind::Broadcast);
 }
 

@@ -230,16 +230,32 @@ TEST(Partitioner, ExternalOutputAfterAnAnchor) {
 // anchors have taken their epilogues.
 TEST(Partitioner, InjectiveChain) {
   Net n;
-  auto x = n.in("x", {2, 3, 4});
+  auto x = n.in("x", {2, 3, 4, 5});
   auto r = n.op("Relu", "relu", {x});
-  auto t = n.op("Transpose", "transpose", {r}, {{"perm", ir::Attribute::of_ints({0, 2, 1})}});
-  auto s = n.op("Reshape", "reshape", {t, n.ints({6, 4})});
+  auto t = n.op("Transpose", "transpose", {r}, {{"perm", ir::Attribute::of_ints({0, 2, 1, 3})}});
+  auto s = n.op("Reshape", "reshape", {t, n.ints({6, 20})});
   n.out(n.op("Sigmoid", "sigmoid", {s}));
   n.infer();
   auto groups = run(n);
   EXPECT_EQ(names(groups), (Names{{"relu", "transpose", "reshape", "sigmoid"}}));
   EXPECT_EQ(groups[0].pattern, PatternKind::Injective);
   EXPECT_EQ(names(run(n, 1)), (Names{{"relu"}, {"transpose"}, {"reshape"}, {"sigmoid"}}));
+}
+
+// A Transpose that moves the innermost axis (NHWC -> NCHW, say) runs as its own kernel: in an
+// elementwise loop it would gather every element from another cache line. One that moves only
+// unit axes is a reshape and fuses.
+TEST(Partitioner, TransposeOfTheInnermostAxisStaysAlone) {
+  Net n;
+  auto x = n.in("x", {1, 6, 5, 4});
+  auto y = n.in("y", {1, 6, 5, 4});
+  auto tx = n.op("Transpose", "tx", {x}, {{"perm", ir::Attribute::of_ints({0, 3, 1, 2})}});
+  auto ty = n.op("Transpose", "ty", {y}, {{"perm", ir::Attribute::of_ints({0, 3, 1, 2})}});
+  auto a = n.op("Add", "add", {tx, ty});
+  auto u = n.op("Transpose", "unit", {n.op("Relu", "relu", {a})}, {{"perm", ir::Attribute::of_ints({1, 0, 2, 3})}});
+  n.out(n.op("Sigmoid", "sigmoid", {u}));
+  n.infer();
+  EXPECT_EQ(names(run(n)), (Names{{"tx"}, {"ty"}, {"add", "relu", "unit", "sigmoid"}}));
 }
 
 // MatMul + bias + Gelu-ish tail as in a transformer MLP: one anchor group.

@@ -238,6 +238,27 @@ TEST(LayoutAssignment, ResizeBetweenConvsFollowsTheLayout) {
     if (n->op_type() == "Resize") { EXPECT_EQ(n->attr_ints("axes"), (std::vector<int64_t>{1, 2})); }
 }
 
+// A style-transfer block: reflection pad -> conv -> InstanceNorm -> Relu -> pad -> conv ->
+// GroupNorm (opset 21, per-channel scale) plus the residual -> conv: the norms follow the
+// layout, so only the input's and the output's layout changes remain.
+TEST(LayoutAssignment, NormalizationsFollowTheLayout) {
+  auto g = assign([](Builder& b) {
+    b.g->opsets[""] = 21;
+    ir::Value* x = b.in("x", {1, 3, 9, 8});
+    auto reflect = [&](ir::Value* v) {
+      return b.op("Pad", {v, b.ints({0, 0, 1, 1, 0, 0, 1, 1})}, {{"mode", S("reflect")}});
+    };
+    ir::Value* c1 = b.op("Conv", {reflect(x), b.rand({8, 3, 3, 3})});
+    ir::Value* n1 = b.op("Relu", {b.op("InstanceNormalization", {c1, b.rand({8}), b.rand({8})})});
+    ir::Value* c2 = b.op("Conv", {reflect(n1), b.rand({8, 8, 3, 3})});
+    ir::Value* n2 = b.op("GroupNormalization", {c2, b.rand({8}), b.rand({8})}, {{"num_groups", I(2)}});
+    b.out(b.op("Conv", {b.op("Add", {n2, n1}), b.rand({3, 8, 1, 1})}));
+  });
+  EXPECT_EQ(count(*g, "Transpose"), 2);
+  EXPECT_EQ(count(*g, "NhwcInstanceNormalization"), 1);
+  EXPECT_EQ(count(*g, "NhwcGroupNormalization"), 1);
+}
+
 TEST(LayoutAssignment, NothingToDoWithoutConvs) {
   lower::LayoutStats st;
   assign([](Builder& b) { b.out(b.op("Relu", {b.in("x", {1, 4, 6, 6})})); }, &st);
