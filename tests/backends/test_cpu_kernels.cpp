@@ -919,6 +919,21 @@ TEST(CpuKernels, ConvTransposeThreeD) {
   check({"ConvTranspose", "", {{1, 4, 3, 4, 5}, {4, 3, 2, 3, 3}, {6}}, {false, true, true}, {1, 6, 6, 8, 5}, a});
 }
 
+// LRN across channels on oneDNN: odd windows, the blocked layout from 16 channels, 1-D and 3-D;
+// even windows declined.
+TEST(CpuKernels, Lrn) {
+  auto lrn = [](int64_t size, float bias) {
+    return ir::Attributes{{"size", ir::Attribute::of_int(size)}, {"alpha", ir::Attribute::of_float(2e-3f)},
+                          {"beta", ir::Attribute::of_float(0.75f)}, {"bias", ir::Attribute::of_float(bias)}};
+  };
+  check({"LRN", "", {{2, 5, 7, 6}}, {false}, {2, 5, 7, 6}, lrn(3, 1.f)});
+  check({"LRN", "", {{1, 20, 9, 11}}, {false}, {1, 20, 9, 11}, lrn(5, 2.f)});
+  check({"LRN", "", {{1, 24, 13}}, {false}, {1, 24, 13}, lrn(5, 1.f)});
+  check({"LRN", "", {{1, 17, 3, 4, 5}}, {false}, {1, 17, 3, 4, 5}, lrn(3, 1.f)});
+  // An even window leans the other way in oneDNN: the reference kernel runs it.
+  check({"LRN", "", {{1, 24, 13}}, {false}, {1, 24, 13}, lrn(4, 1.f)}, false);
+}
+
 TEST(CpuKernels, ConvDeclines) {
   // Non-constant weights: the reference kernel runs it.
   check({"Conv", "", {{1, 3, 5, 5}, {2, 3, 3, 3}}, {false, false}, {1, 2, 3, 3}, {}}, false);

@@ -24,6 +24,7 @@ void add_softmax_kernels(std::vector<KernelFactory>& table);
 void add_layernorm_kernels(std::vector<KernelFactory>& table);
 void add_group_norm_kernels(std::vector<KernelFactory>& table);
 void add_arg_reduce_kernels(std::vector<KernelFactory>& table);
+void add_onednn_lrn_kernels(std::vector<KernelFactory>& table);
 void add_attention_kernels(std::vector<KernelFactory>& table);
 void add_onnx_attention_kernels(std::vector<KernelFactory>& table);
 void add_recurrent_kernels(std::vector<KernelFactory>& table);
@@ -83,6 +84,7 @@ const std::vector<KernelFactory>& kernel_factories() {
     add_layernorm_kernels(t);
     add_group_norm_kernels(t);
     add_arg_reduce_kernels(t);
+    add_onednn_lrn_kernels(t);
     add_attention_kernels(t);
     add_onnx_attention_kernels(t);
     add_recurrent_kernels(t);

@@ -8,6 +8,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
+#include "backends/cpu/onednn_reordered.h"
 #include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
@@ -18,45 +19,7 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-// The pool on the user's tensors (src_, dst_), through the primitive's own layouts (pd's) where
-// they differ: channels-first activations are pooled in oneDNN's blocked layout, reordered in and
-// out (its plain channels-first pooling is a scalar loop per element, several times slower than
-// the two reorders and the blocked pool together).
-class PoolKernel : public Kernel {
- public:
-  PoolKernel(dnnl::pooling_v2_forward::primitive_desc pd, memory::desc src, memory::desc dst)
-      : pd_(pd), prim_(pd), src_(src), dst_(dst) {
-    auto& eng = dnnl_util::engine();
-    if (pd.src_desc() != src) src_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, src, eng, pd.src_desc()));
-    if (pd.dst_desc() != dst) dst_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, pd.dst_desc(), eng, dst));
-  }
-
-  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
-    auto& eng = dnnl_util::engine();
-    dnnl::stream s(eng);
-    memory src_user(src_, eng, const_cast<void*>(inputs[0]->raw()));
-    memory dst_user(dst_, eng, outputs[0]->raw());
-    const size_t src_b = src_reorder_ ? (pd_.src_desc().get_size() + 63) / 64 * 64 : 0;
-    const size_t dst_b = dst_reorder_ ? (pd_.dst_desc().get_size() + 63) / 64 * 64 : 0;
-    char* buf = static_cast<char*>(dnnl_util::scratch(src_b + dst_b + pd_.scratchpad_desc().get_size()));
-    memory src = src_user, dst = dst_user;
-    if (src_reorder_) {
-      src = memory(pd_.src_desc(), eng, buf);
-      src_reorder_.execute(s, src_user, src);
-    }
-    if (dst_reorder_) dst = memory(pd_.dst_desc(), eng, buf + src_b);
-    memory scratchpad(pd_.scratchpad_desc(), eng, buf + src_b + dst_b);
-    prim_.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
-    if (dst_reorder_) dst_reorder_.execute(s, dst, dst_user);
-    s.wait();
-  }
-
- private:
-  dnnl::pooling_v2_forward::primitive_desc pd_;
-  dnnl::pooling_v2_forward prim_;
-  memory::desc src_, dst_;
-  dnnl::reorder src_reorder_, dst_reorder_;
-};
+using PoolKernel = ReorderedKernel<dnnl::pooling_v2_forward>;
 
 std::unique_ptr<Kernel> make_pool(const ir::Node& node, int) {
   std::string op = node.op_type();
@@ -114,7 +77,7 @@ std::unique_ptr<Kernel> make_pool(const ir::Node& node, int) {
     memory::desc src(xd, dt::f32, t);
     memory::desc dst(yd, dt::f32, t);
     // Channels-first with at least a block of channels: pooled in the blocked layout.
-    const tag blocked = nsp == 1 ? tag::nCw16c : nsp == 2 ? tag::nChw16c : tag::nCdhw16c;
+    const tag blocked = blocked16(nsp);
     const bool reorder = !nhwc && xd[1] >= 16;
     memory::desc pool_src = reorder ? memory::desc(xd, dt::f32, blocked) : src;
     memory::desc pool_dst = reorder ? memory::desc(yd, dt::f32, blocked) : dst;
