@@ -6,6 +6,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/node_args.h"
 #include "backends/cpu/strided_copy.h"
+#include "ops/core/shape_util.h"
 
 namespace kiln::backends::cpu {
 
@@ -21,8 +22,8 @@ std::unique_ptr<Kernel> make_tile(const ir::Node& node, int threads) {
   const std::vector<int64_t> d = x->type.static_dims();
   const size_t r = d.size();
   if (!repeats || repeats->size() != r || r == 0) return nullptr;
-  std::vector<int64_t> own(r, 1), dims, strides, out;
-  for (size_t k = r - 1; k > 0; --k) own[k - 1] = own[k] * d[k];
+  const std::vector<int64_t> own = ops::strides_of(d);
+  std::vector<int64_t> dims, strides, out;
   for (size_t k = 0; k < r; ++k) {
     const int64_t rep = (*repeats)[k];
     if (rep < 0) return nullptr;

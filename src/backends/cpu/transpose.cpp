@@ -7,6 +7,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/node_args.h"
 #include "backends/cpu/strided_copy.h"
+#include "ops/core/shape_util.h"
 
 namespace kiln::backends::cpu {
 
@@ -34,8 +35,8 @@ std::unique_ptr<Kernel> make_transpose(const ir::Node& node, int threads) {
     p = *a;
     seen[p] = true;
   }
-  std::vector<int64_t> own(r, 1), dims, strides;
-  for (int64_t k = r - 1; k > 0; --k) own[k - 1] = own[k] * d[k];
+  const std::vector<int64_t> own = ops::strides_of(d);
+  std::vector<int64_t> dims, strides;
   for (int64_t p : perm) {
     dims.push_back(d[p]);
     strides.push_back(own[p]);
