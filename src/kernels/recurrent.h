@@ -1,5 +1,5 @@
-// GRU and LSTM with their default activations (sigmoid gates, tanh candidates), for emitted
-// code: any direction, either layout, initial states, LSTM peepholes and input_forget, GRU's
+// The plain RNN, GRU and LSTM with their default activations (tanh for the RNN; sigmoid gates,
+// tanh candidates), for emitted code: any direction, either layout, initial states, LSTM peepholes and input_forget, GRU's
 // linear_before_reset (ops/core/recurrent_form.h says which nodes take it; src/ops/rnn.cpp holds
 // the semantics). Each (direction, batch element) pair is one sequence whose steps run in order:
 // the input projections of all steps first (one product over the rows of X, four rows per
@@ -18,13 +18,14 @@
 namespace kiln_kernels {
 
 struct RecurrentShape {
-  bool lstm = false;  // else GRU; gates 4 (i o f c) or 3 (z r h)
+  bool lstm = false;  // else GRU or (rnn) the plain RNN; gates 4 (i o f c), 3 (z r h) or 1 (h)
   int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1;
   bool reverse_only = false, batch_major = false, linear_before_reset = false, input_forget = false;
-  int64_t gates() const { return lstm ? 4 : 3; }
+  bool rnn = false;
+  int64_t gates() const { return lstm ? 4 : rnn ? 1 : 3; }
   // GRU without linear_before_reset takes r * h into the candidate's recurrent product: R's
   // first rows (z and r, or all of them) and its candidate rows are packed apart.
-  int64_t direct_rows() const { return lstm || linear_before_reset ? gates() * hidden : 2 * hidden; }
+  int64_t direct_rows() const { return lstm || rnn || linear_before_reset ? gates() * hidden : 2 * hidden; }
   GemvLayout w_layout() const { return {gates() * hidden, input}; }
   GemvLayout r_layout() const { return {direct_rows(), hidden}; }
   GemvLayout r_candidate_layout() const { return {gates() * hidden - direct_rows(), hidden}; }
@@ -156,6 +157,8 @@ inline void recurrent(const RecurrentShape& g, const float* x, const float* wp, 
             c[j] = cn;
             h[j] = o * std::tanh(cn);
           }
+        } else if (g.rnn) {
+          for (int64_t j = 0; j < H; ++j) h[j] = std::tanh(xg[j] + rg[j]);
         } else {
           if (!g.linear_before_reset) {
             for (int64_t j = 0; j < H; ++j) rh[j] = sigmoid(xg[H + j] + rg[H + j]) * h[j];

@@ -80,9 +80,9 @@ inline void write_model_with_data(const ir::Graph& g, const fs::path& dir, const
 }
 
 
-// GRU and LSTM in every form kiln's recurrent kernels take: both directions and reverse, either
-// layout, linear_before_reset or not, biases, initial states (inputs and constants), peepholes,
-// input_forget, odd sizes; written with test data as write_model_with_data does.
+// RNN, GRU and LSTM in every form kiln's recurrent kernels take: both directions and reverse,
+// either layout, linear_before_reset or not, biases, initial states (inputs and constants),
+// peepholes, input_forget, odd sizes; written with test data as write_model_with_data does.
 inline void write_recurrent_model(const fs::path& dir) {
   auto g = std::make_unique<ir::Graph>();
   g->opsets[""] = 17;
@@ -117,6 +117,8 @@ inline void write_recurrent_model(const fs::path& dir) {
       attrs("forward", {}), 3);
   rnn("LSTM", {x, w("lw2", {2, 4 * H, I}), w("lr2", {2, 4 * H, H}), w("lb2", {2, 8 * H})},
       attrs("bidirectional", {{"input_forget", 1}}), 3);
+  rnn("RNN", {x, w("rw1", {2, H, I}), w("rr1", {2, H, H}), w("rb1", {2, 2 * H}), nullptr, h0}, attrs("bidirectional", {}), 2);
+  rnn("RNN", {x, w("rw2", {1, H, I}), w("rr2", {1, H, H})}, attrs("reverse", {{"layout", 1}}), 2);
   std::mt19937 rng(13);
   write_model_with_data(*g, dir, {random_tensor({S, B, I}, rng), random_tensor({2, B, H}, rng)});
 }

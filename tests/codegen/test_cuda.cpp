@@ -253,7 +253,7 @@ TEST(CodegenCuda, OneStreamRunsInPlanOrder) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
-// GRU and LSTM in every form (project_build.h's recurrent_model), on the GPU's kernels.
+// RNN, GRU and LSTM in every form (project_build.h's recurrent_model), on the GPU's kernels.
 TEST(CodegenCuda, RecurrentLayersMatchOnTheHostShim) {
   const fs::path dir = scratch("cuda-recurrent");
   write_recurrent_model(dir);

@@ -246,7 +246,7 @@ TEST(CodegenEmit, ConvBlockMatchesOnEveryIsa) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
-// GRU and LSTM in every form the recurrent kernel takes (project_build.h's recurrent_model),
+// RNN, GRU and LSTM in every form the recurrent kernel takes (project_build.h's recurrent_model),
 // each output checked against the reference kernels.
 TEST(CodegenEmit, RecurrentLayersMatch) {
   const fs::path dir = scratch("recurrent");

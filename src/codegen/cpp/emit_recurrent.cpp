@@ -1,4 +1,4 @@
-// GRU and LSTM (kernels/recurrent.h) in the form kiln's fast recurrent kernels take
+// The plain RNN, GRU and LSTM (kernels/recurrent.h) in the form kiln's fast recurrent kernels take
 // (ops/core/recurrent_form.h): W and R packed in gemv column blocks, the biases split per matrix.
 #include <optional>
 #include <string>
@@ -15,7 +15,6 @@ void emit_recurrent(EmitContext& ctx) {
   std::string why;
   const std::optional<ops::RecurrentForm> f = ops::recurrent_form(ctx.node, &why);
   if (!f) throw ctx.unsupported(why);
-  if (f->rnn) throw ctx.unsupported("the plain RNN is not emitted");
   const std::string key = ctx.node.input(1)->name() + "/" + ctx.node.input(2)->name();
   auto opt_in = [&](int i) { return ctx.has_input(i) ? ctx.in(i) : std::string("nullptr"); };
   auto opt_out = [&](int i) {
@@ -33,6 +32,7 @@ void emit_recurrent(EmitContext& ctx) {
   g.batch_major = f->batch_major;
   g.linear_before_reset = f->linear_before_reset;
   g.input_forget = f->input_forget;
+  g.rnn = f->rnn;
   std::vector<float> wp(static_cast<size_t>(g.dirs * g.w_packed())), rp(static_cast<size_t>(g.dirs * g.r_packed()));
   g.pack(ctx.constant(1).data<float>(), ctx.constant(2).data<float>(), wp.data(), rp.data());
   ctx.use_kernel("recurrent.h");
@@ -48,6 +48,7 @@ void emit_recurrent(EmitContext& ctx) {
   ctx.line("shape.batch_major = " + flag(f->batch_major) + ";");
   ctx.line("shape.linear_before_reset = " + flag(f->linear_before_reset) + ";");
   ctx.line("shape.input_forget = " + flag(f->input_forget) + ";");
+  ctx.line("shape.rnn = " + flag(f->rnn) + ";");
   const std::string p = f->peepholes.empty() ? "nullptr" : ctx.weights(key + "/peepholes", f->peepholes);
   const std::string packed = key + (g.linear_before_reset ? "/lbr" : "");
   ctx.line("kiln_kernels::recurrent(shape, " + ctx.in(0) + ", " + ctx.weights(packed + "/w", wp) + ", " +

@@ -36,6 +36,7 @@ OpEmitFn find_op_emitter(const ir::Node& n) {
       {"Dropout", emit_dropout},
       {"Resize", emit_resize},
       {"Upsample", emit_resize},
+      {"RNN", emit_recurrent},
       {"GRU", emit_recurrent},
       {"LSTM", emit_recurrent},
       {"LayerNormalization", emit_layernorm},

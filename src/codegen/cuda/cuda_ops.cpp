@@ -47,6 +47,7 @@ OpEmitFn find_cuda_op_emitter(const ir::Node& n) {
       {"SpaceToDepth", cpp::emit_depth_space},
       {"Resize", emit_resize},
       {"Upsample", emit_resize},
+      {"RNN", emit_recurrent},
       {"GRU", emit_recurrent},
       {"LSTM", emit_recurrent},
       {"Dropout", emit_dropout},

@@ -1,4 +1,4 @@
-// GRU and LSTM (ops/core/recurrent_form.h's form): every step's input projection as one cuBLAS
+// The plain RNN, GRU and LSTM (ops/core/recurrent_form.h's form): every step's input projection as one cuBLAS
 // product per direction (strided-batched over the directions), then kernels/cuda/device.cuh's
 // recurrent_steps, a block per sequence; both in the stream's workspace.
 #include <optional>
@@ -16,7 +16,6 @@ void emit_recurrent(EmitContext& ctx) {
   std::string why;
   const std::optional<ops::RecurrentForm> f = ops::recurrent_form(ctx.node, &why);
   if (!f) throw ctx.unsupported(why);
-  if (f->rnn) throw ctx.unsupported("the plain RNN is not emitted");
   const int64_t H = f->hidden, GH = f->gates * H, rows = f->seq * f->batch;
   const int64_t xw_floats = f->dirs * rows * GH, state_floats = f->dirs * f->batch * (3 * H + GH);
   ctx.scratch_bytes = (xw_floats + state_floats) * static_cast<int64_t>(sizeof(float));
@@ -36,7 +35,7 @@ void emit_recurrent(EmitContext& ctx) {
   ctx.line("KILN_LAUNCH_SYNC(kiln_kernels::recurrent_steps, " + i64(f->dirs * f->batch) +
            "u, kiln_kernels::kRowThreads, c.stream)(kiln_kernels::RecurrentDims{" + i64(f->seq) + ", " + i64(f->batch) +
            ", " + i64(H) + ", " + i64(f->dirs) + ", " + flag(f->lstm) + ", " + flag(f->reverse_only) + ", " +
-           flag(f->batch_major) + ", " + flag(f->linear_before_reset) + ", " + flag(f->input_forget) + "}, xw, " +
+           flag(f->batch_major) + ", " + flag(f->linear_before_reset) + ", " + flag(f->input_forget) + ", " + flag(f->rnn) + "}, xw, " +
            ctx.in(2) + ", " + ctx.weights(key + "/w_bias", f->w_bias) + ", " + ctx.weights(key + "/r_bias", f->r_bias) +
            ", " + p + ", " + opt_in(5) + ", " + (f->lstm ? opt_in(6) : std::string("nullptr")) + ", " + opt_out(0) +
            ", " + opt_out(1) + ", " + (f->lstm ? opt_out(2) : std::string("nullptr")) + ", xw + " + i64(xw_floats) + ");");

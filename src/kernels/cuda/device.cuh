@@ -345,14 +345,15 @@ __global__ void resize_separable(ResizeShape s, const int64_t* __restrict__ idx0
   y[i] = acc;
 }
 
-// GRU and LSTM steps in the form ops/core/recurrent_form.h reads (default activations): a block
-// per (direction, batch element) sequence, its steps in order. xw holds every step's input
-// projection W x (no bias) [dirs][rows][G*H], rows in X's order; state is per sequence 3H + G*H
+// The plain RNN's, GRU's and LSTM's steps in the form ops/core/recurrent_form.h reads (default
+// activations): a block per (direction, batch element) sequence, its steps in order. xw holds
+// every step's input projection W x (no bias) [dirs][rows][G*H], rows in X's order; state is per
+// sequence 3H + G*H
 // floats of scratch (h, c, r * h, the recurrent products). The block's threads share out the
 // products' rows, then the hidden units, with a barrier between.
 struct RecurrentDims {
   int64_t seq, batch, hidden, dirs;
-  bool lstm, reverse_only, batch_major, linear_before_reset, input_forget;
+  bool lstm, reverse_only, batch_major, linear_before_reset, input_forget, rnn;
 };
 
 __global__ void recurrent_steps(RecurrentDims g, const float* __restrict__ xw, const float* __restrict__ r,
@@ -360,7 +361,7 @@ __global__ void recurrent_steps(RecurrentDims g, const float* __restrict__ xw, c
                                 const float* __restrict__ p, const float* __restrict__ h0,
                                 const float* __restrict__ c0, float* __restrict__ y, float* __restrict__ yh,
                                 float* __restrict__ yc, float* __restrict__ state) {
-  const int64_t H = g.hidden, GH = (g.lstm ? 4 : 3) * H, rows = g.seq * g.batch;
+  const int64_t H = g.hidden, GH = (g.lstm ? 4 : g.rnn ? 1 : 3) * H, rows = g.seq * g.batch;
   const int64_t pair = blockIdx.x, d = pair / g.batch, b = pair % g.batch;
   float* h = state + pair * (3 * H + GH);
   float* c = h + H;
@@ -377,7 +378,7 @@ __global__ void recurrent_steps(RecurrentDims g, const float* __restrict__ xw, c
   }
   __syncthreads();
   // GRU without linear_before_reset takes r * h into the candidate's recurrent product.
-  const int64_t direct = g.lstm || g.linear_before_reset ? GH : 2 * H;
+  const int64_t direct = g.lstm || g.rnn || g.linear_before_reset ? GH : 2 * H;
   for (int64_t step = 0; step < g.seq; ++step) {
     const int64_t t = g.reverse_only || d == 1 ? g.seq - 1 - step : step;
     const int64_t row = g.batch_major ? b * g.seq + t : t * g.batch + b;
@@ -388,7 +389,7 @@ __global__ void recurrent_steps(RecurrentDims g, const float* __restrict__ xw, c
       rg[k] = s;
     }
     __syncthreads();
-    if (!g.lstm && !g.linear_before_reset) {
+    if (!g.lstm && !g.rnn && !g.linear_before_reset) {
       for (int64_t j = threadIdx.x; j < H; j += blockDim.x) rh[j] = math::sigmoid(xg[H + j] + wbd[H + j] + rg[H + j]) * h[j];
       __syncthreads();
       for (int64_t k = 2 * H + threadIdx.x; k < GH; k += blockDim.x) {
@@ -409,6 +410,8 @@ __global__ void recurrent_steps(RecurrentDims g, const float* __restrict__ xw, c
         const float o = math::sigmoid(xg[H + j] + wbd[H + j] + rg[H + j] + (pd ? pd[H + j] * cn : 0.f));
         c[j] = cn;
         h[j] = o * tanhf(cn);
+      } else if (g.rnn) {
+        h[j] = tanhf(xg[j] + wbd[j] + rg[j]);
       } else {
         const float z = math::sigmoid(xg[j] + wbd[j] + rg[j]);
         const float hr = g.linear_before_reset ? math::sigmoid(xg[H + j] + wbd[H + j] + rg[H + j]) * rg[2 * H + j]

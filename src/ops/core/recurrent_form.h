@@ -1,5 +1,5 @@
 // The form of an RNN, GRU or LSTM node that kiln's fast recurrent kernels take (the CPU
-// backend's; the code generation targets' take GRU and LSTM): float32 with constant W, R, B and
+// backend's and the code generation targets'): float32 with constant W, R, B and
 // P, the default activations (tanh for RNN; sigmoid gates, tanh candidates), any direction,
 // either layout, initial states, LSTM peepholes and input_forget, GRU's linear_before_reset.
 // sequence_lens, clip and other activations are the reference kernel's (src/ops/rnn.cpp holds
