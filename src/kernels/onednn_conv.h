@@ -1,4 +1,4 @@
-// A 2-D float convolution on oneDNN (its 2.x C++ API), set up once and run many times: what an
+// A float convolution on oneDNN (its 2.x C++ API), set up once and run many times: what an
 // emitted project (kiln compile --target cpp, without --no-onednn) runs where kiln's plan put a
 // convolution on oneDNN. The primitive, its algorithm (direct, or Winograd for 3x3 stride-1
 // convs) and the weights reordered into the primitive's layout are made at construction, on the
@@ -121,6 +121,15 @@ inline void reorder(const dnnl::reorder& r, int direction, dnnl::stream& strm, d
 
 }  // namespace onednn_detail
 
+// A convolution on channels-first activations of one, two or three spatial dims ([N][C][L],
+// [N][C][H][W], [N][C][D][H][W]): the plan's 1-D and 3-D convs, which its layout assignment
+// leaves channels-first. Per spatial dim, first to last (`rank` of them): input and output
+// extents, kernel, stride, dilation, pads at the start and at the end.
+struct OnednnConvNdShape {
+  int64_t N, C, M, G, rank;
+  int64_t in[3], out[3], k[3], s[3], d[3], p0[3], p1[3];
+};
+
 class OnednnConv {
  public:
   // `weights`: M x (C/G) x KH x KW floats (ONNX's layout); `bias`: M floats or null. Both are
@@ -132,54 +141,40 @@ class OnednnConv {
     using memory = dnnl::memory;
     using tag = memory::format_tag;
     const auto f32 = memory::data_type::f32;
-    auto& eng = onednn_detail::engine();
-    dnnl::post_ops po;
-    if (residual_) po.append_sum(1.f);
-    late_ = act == Act::SiLU;
-    if (!late_ && !append_onednn_activation(po, act, a, b)) throw dnnl::error(dnnl_unimplemented, "activation");
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(po);
-    const bool winograd = (flags & kOnednnWinograd) != 0;
     const memory::dims x_dims{s.N, s.C, s.H, s.W}, y_dims{s.N, s.M, s.OH, s.OW};
-    x_md_ = memory::desc(x_dims, f32, (flags & kOnednnXBlocked) ? tag::nChw16c : tag::nhwc);
-    y_md_ = memory::desc(y_dims, f32, (flags & kOnednnYBlocked) ? tag::nChw16c : tag::nhwc);
-    z_md_ = memory::desc(y_dims, f32, (flags & kOnednnZBlocked) ? tag::nChw16c : tag::nhwc);
     const memory::dims w_dims = s.G == 1 ? memory::dims{s.M, s.C, s.KH, s.KW}
                                          : memory::dims{s.G, s.M / s.G, s.C / s.G, s.KH, s.KW};
-    const memory::desc w_plain(w_dims, f32, s.G == 1 ? tag::oihw : tag::goihw), b_md({s.M}, f32, tag::x);
-    // Winograd, and a direct conv with one end blocked, pick their own activation layouts; a
-    // direct conv otherwise runs on the plan's (oneDNN's NHWC kernels are its brgconv).
-    const memory::desc x_any(x_dims, f32, tag::any), y_any(y_dims, f32, tag::any), w_any(w_dims, f32, tag::any);
-    const memory::dims st{s.sh, s.sw}, dl{s.dh - 1, s.dw - 1}, pl{s.pt, s.pl}, pr{s.pb, s.pr};
-    auto make = [&](bool winograd, bool own) {
-      const auto algo = winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
-      const auto prop = dnnl::prop_kind::forward_inference;
-      const memory::desc& xd = own ? x_any : x_md_;
-      const memory::desc& yd = own ? y_any : y_md_;
-      auto desc = bias ? dnnl::convolution_forward::desc(prop, algo, xd, w_any, b_md, yd, st, dl, pl, pr)
-                       : dnnl::convolution_forward::desc(prop, algo, xd, w_any, yd, st, dl, pl, pr);
-      return dnnl::convolution_forward::primitive_desc(desc, attr, eng);
-    };
-    try {
-      pd_ = make(winograd, winograd || (flags & kOnednnXBlocked) != (flags & kOnednnYBlocked));
-    } catch (const dnnl::error&) {
-      // The CPU running the model has no Winograd implementation (oneDNN 2.x's needs AVX-512,
-      // which the compiling machine may have had): the direct algorithm, in its own layouts.
-      if (!winograd) throw;
-      pd_ = make(false, true);
+    setup(memory::desc(x_dims, f32, (flags & kOnednnXBlocked) ? tag::nChw16c : tag::nhwc),
+          memory::desc(y_dims, f32, (flags & kOnednnYBlocked) ? tag::nChw16c : tag::nhwc),
+          memory::desc(y_dims, f32, (flags & kOnednnZBlocked) ? tag::nChw16c : tag::nhwc),
+          memory::desc(w_dims, f32, s.G == 1 ? tag::oihw : tag::goihw), {s.sh, s.sw}, {s.dh - 1, s.dw - 1},
+          {s.pt, s.pl}, {s.pb, s.pr}, flags, (flags & kOnednnXBlocked) != (flags & kOnednnYBlocked), weights, bias);
+  }
+  // The channels-first form: activations (and the residual) in the plain channels-first layout.
+  OnednnConv(const OnednnConvNdShape& s, unsigned flags, Act act, float a, float b, const float* weights,
+             const float* bias)
+      : act_(act), a_(a), b_(b), residual_((flags & kOnednnResidual) != 0) {
+    using memory = dnnl::memory;
+    using tag = memory::format_tag;
+    const auto f32 = memory::data_type::f32;
+    if (s.rank < 1 || s.rank > 3) throw dnnl::error(dnnl_invalid_arguments, "spatial rank");
+    memory::dims x_dims{s.N, s.C}, y_dims{s.N, s.M}, w_dims{s.M, s.C / s.G}, st, dl, pl, pr;
+    if (s.G > 1) w_dims = {s.G, s.M / s.G, s.C / s.G};
+    for (int64_t i = 0; i < s.rank; ++i) {
+      x_dims.push_back(s.in[i]);
+      y_dims.push_back(s.out[i]);
+      w_dims.push_back(s.k[i]);
+      st.push_back(s.s[i]);
+      dl.push_back(s.d[i] - 1);
+      pl.push_back(s.p0[i]);
+      pr.push_back(s.p1[i]);
     }
-    prim_ = dnnl::convolution_forward(pd_);
-    weights_ = pack(weights, w_plain, pd_.weights_desc(), weights_buf_);
-    if (bias) bias_ = pack(bias, b_md, pd_.bias_desc(), bias_buf_);
-    if (pd_.src_desc() != x_md_) x_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, x_md_, eng, pd_.src_desc()));
-    if (pd_.dst_desc() != y_md_) y_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, pd_.dst_desc(), eng, y_md_));
-    // z goes where the primitive writes: its own buffer, or y.
-    const memory::desc& z_to = y_reorder_ ? pd_.dst_desc() : y_md_;
-    if (residual_ && z_md_ != z_to) z_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, z_md_, eng, z_to));
-    x_dir_ = onednn_detail::blocked_direction(x_md_, pd_.src_desc());
-    y_dir_ = onednn_detail::blocked_direction(pd_.dst_desc(), y_md_);
-    z_dir_ = onednn_detail::blocked_direction(z_md_, z_to);
-    y_elems_ = s.N * s.M * s.OH * s.OW;
+    static const tag plain[] = {tag::ncw, tag::nchw, tag::ncdhw}, filters[] = {tag::oiw, tag::oihw, tag::oidhw},
+                     grouped[] = {tag::goiw, tag::goihw, tag::goidhw};
+    const tag act_tag = plain[s.rank - 1];
+    setup(memory::desc(x_dims, f32, act_tag), memory::desc(y_dims, f32, act_tag), memory::desc(y_dims, f32, act_tag),
+          memory::desc(w_dims, f32, s.G == 1 ? filters[s.rank - 1] : grouped[s.rank - 1]), st, dl, pl, pr, flags & ~kOnednnWinograd,
+          true, weights, bias);
   }
   OnednnConv(const OnednnConv&) = delete;
   OnednnConv& operator=(const OnednnConv&) = delete;
@@ -227,6 +222,63 @@ class OnednnConv {
   }
 
  private:
+  // The primitive for activations x_md -> y_md (the residual z_md) and weights w_plain as ONNX
+  // stores them; `own`: the direct conv picks its own activation layouts (reordered around it).
+  void setup(const dnnl::memory::desc& x_md, const dnnl::memory::desc& y_md, const dnnl::memory::desc& z_md,
+             const dnnl::memory::desc& w_plain, const dnnl::memory::dims& st, const dnnl::memory::dims& dl,
+             const dnnl::memory::dims& pl, const dnnl::memory::dims& pr, unsigned flags, bool own_direct,
+             const float* weights, const float* bias) {
+    using memory = dnnl::memory;
+    using tag = memory::format_tag;
+    const auto f32 = memory::data_type::f32;
+    auto& eng = onednn_detail::engine();
+    dnnl::post_ops po;
+    if (residual_) po.append_sum(1.f);
+    late_ = act_ == Act::SiLU;
+    if (!late_ && !append_onednn_activation(po, act_, a_, b_)) throw dnnl::error(dnnl_unimplemented, "activation");
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    const bool winograd = (flags & kOnednnWinograd) != 0;
+    x_md_ = x_md;
+    y_md_ = y_md;
+    z_md_ = z_md;
+    const memory::dims x_dims = x_md.dims(), y_dims = y_md.dims(), w_dims = w_plain.dims();
+    const memory::desc b_md({y_dims[1]}, f32, tag::x);
+    // Winograd, and a direct conv with one end blocked, pick their own activation layouts; a
+    // direct conv otherwise runs on the plan's (oneDNN's NHWC kernels are its brgconv).
+    const memory::desc x_any(x_dims, f32, tag::any), y_any(y_dims, f32, tag::any), w_any(w_dims, f32, tag::any);
+    auto make = [&](bool winograd, bool own) {
+      const auto algo = winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
+      const auto prop = dnnl::prop_kind::forward_inference;
+      const memory::desc& xd = own ? x_any : x_md_;
+      const memory::desc& yd = own ? y_any : y_md_;
+      auto desc = bias ? dnnl::convolution_forward::desc(prop, algo, xd, w_any, b_md, yd, st, dl, pl, pr)
+                       : dnnl::convolution_forward::desc(prop, algo, xd, w_any, yd, st, dl, pl, pr);
+      return dnnl::convolution_forward::primitive_desc(desc, attr, eng);
+    };
+    try {
+      pd_ = make(winograd, winograd || own_direct);
+    } catch (const dnnl::error&) {
+      // The CPU running the model has no Winograd implementation (oneDNN 2.x's needs AVX-512,
+      // which the compiling machine may have had): the direct algorithm, in its own layouts.
+      if (!winograd) throw;
+      pd_ = make(false, true);
+    }
+    prim_ = dnnl::convolution_forward(pd_);
+    weights_ = pack(weights, w_plain, pd_.weights_desc(), weights_buf_);
+    if (bias) bias_ = pack(bias, b_md, pd_.bias_desc(), bias_buf_);
+    if (pd_.src_desc() != x_md_) x_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, x_md_, eng, pd_.src_desc()));
+    if (pd_.dst_desc() != y_md_) y_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, pd_.dst_desc(), eng, y_md_));
+    // z goes where the primitive writes: its own buffer, or y.
+    const memory::desc& z_to = y_reorder_ ? pd_.dst_desc() : y_md_;
+    if (residual_ && z_md_ != z_to) z_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(eng, z_md_, eng, z_to));
+    x_dir_ = onednn_detail::blocked_direction(x_md_, pd_.src_desc());
+    y_dir_ = onednn_detail::blocked_direction(pd_.dst_desc(), y_md_);
+    z_dir_ = onednn_detail::blocked_direction(z_md_, z_to);
+    y_elems_ = 1;
+    for (int64_t d : y_dims) y_elems_ *= d;
+  }
+
   // Packed weights: on Linux in a mapping advised into transparent huge pages (a Winograd conv
   // reads megabytes of them per run, a TLB miss per 4 KiB page otherwise), else 64-byte aligned.
   struct Buffer {

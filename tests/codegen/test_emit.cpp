@@ -262,6 +262,57 @@ TEST(CodegenEmit, RecurrentLayersMatch) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// Convs and pools the plan keeps channels-first, over 1 and 3 spatial dims: a 1-D conv of two
+// groups with stride, dilation and a ReLU, max and average pools (counting the pads or not), a
+// 3-D conv with a residual and padding at odd sizes, a 3-D average pool, global pools; emitted
+// on oneDNN and on kiln's portable loops (--no-onednn), every output checked against the
+// reference kernels.
+TEST(CodegenEmit, ConvsAndPoolsOfOneAndThreeSpatialDimsMatch) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets[""] = 17;
+  std::mt19937 wrng(3);
+  auto w = [&](const std::string& name, const std::vector<int64_t>& dims) { return g->add_constant(name, random_tensor(dims, wrng)); };
+  auto ints = [](std::vector<int64_t> v) { return ir::Attribute::of_ints(std::move(v)); };
+  auto node = [&](const std::string& op, std::vector<ir::Value*> ins, ir::Attributes a) {
+    ir::Value* y = g->add_value(op + std::to_string(g->nodes().size()));
+    g->add_node(op, std::move(ins), {y}, std::move(a), y->name());
+    return y;
+  };
+  ir::Value* a = g->add_input("a", ir::TensorType::from_dims(DType::Float, {2, 6, 37}));
+  ir::Value* c1 = node("Conv", {a, w("w1", {8, 3, 5}), w("b1", {8})},
+                       {{"group", ir::Attribute::of_int(2)}, {"strides", ints({2})}, {"dilations", ints({2})}, {"pads", ints({3, 2})}});
+  ir::Value* r1 = node("Relu", {c1}, {});
+  ir::Value* mp = node("MaxPool", {r1}, {{"kernel_shape", ints({3})}, {"strides", ints({2})}, {"pads", ints({1, 1})}});
+  ir::Value* ap = node("AveragePool", {r1}, {{"kernel_shape", ints({4})}, {"pads", ints({1, 2})}, {"count_include_pad", ir::Attribute::of_int(1)}});
+  g->add_output(mp);
+  g->add_output(ap);
+  g->add_output(node("GlobalMaxPool", {r1}, {}));
+  ir::Value* v = g->add_input("v", ir::TensorType::from_dims(DType::Float, {1, 5, 6, 9, 7}));
+  ir::Value* c3 = node("Conv", {v, w("w3", {5, 5, 3, 3, 3}), w("b3", {5})}, {{"pads", ints({1, 1, 1, 1, 1, 1})}});
+  ir::Value* sum = node("Add", {c3, v}, {});
+  ir::Value* r3 = node("Relu", {sum}, {});
+  g->add_output(node("AveragePool", {r3}, {{"kernel_shape", ints({2, 3, 2})}, {"strides", ints({2, 2, 2})}}));
+  g->add_output(node("GlobalAveragePool", {r3}, {}));
+  const fs::path dir = scratch("conv-nd");
+  std::mt19937 rng(11);
+  write_model_with_data(*g, dir, {random_tensor({2, 6, 37}, rng), random_tensor({1, 5, 6, 9, 7}, rng)});
+  for (const std::string flags : {"", "--no-onednn"}) {
+    fs::remove_all(dir / "project");
+    Result r = emit_and_build(dir, flags);
+    ASSERT_EQ(r.status, 0) << flags << ": " << r.out;
+    std::ifstream f(dir / "project" / "model.cpp");
+    const std::string code((std::istreambuf_iterator<char>(f)), {});
+    EXPECT_EQ(code.find("kiln_kernels::OnednnConvNdShape") != std::string::npos, flags.empty()) << flags;
+    EXPECT_EQ(code.find("kiln_kernels::kOnednnResidual") != std::string::npos, flags.empty()) << flags << " (the Add)";
+    EXPECT_EQ(code.find("kiln_kernels::conv_nd_nchw") != std::string::npos, !flags.empty()) << flags;
+    EXPECT_NE(code.find("kiln_kernels::pool_nd_nchw"), std::string::npos) << flags;
+    r = sh((dir / "project" / "build" / "kiln_model_main").string());
+    EXPECT_EQ(r.status, 0) << flags << ": " << r.out;
+    EXPECT_NE(r.out.find("check passed"), std::string::npos) << flags << ": " << r.out;
+  }
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 TEST(CodegenEmit, AnOpWithoutAnEmitterIsAClearError) {
   auto g = std::make_unique<ir::Graph>();
   g->opsets[""] = 17;

@@ -202,6 +202,7 @@ void emit_conv(EmitContext& ctx) {
   const Operand& x = ctx.step.inputs.at(0);
   const Operand& y = ctx.step.outputs.at(0);
   if (x.dtype != DType::Float) throw ctx.unsupported("only float convolutions are emitted");
+  if (x.dims.size() != 4 || !ctx.node.attr_int("channels_last", 0)) return emit_conv_nd(ctx);
   if (runs_on_onednn(ctx)) return emit_onednn_conv(ctx);
   if (ctx.step.instruction->spec.impl == "gemv") return emit_gemv_conv(ctx);
   const bool winograd_ok = ctx.step.instruction->spec.impl.find("winograd") != std::string::npos;

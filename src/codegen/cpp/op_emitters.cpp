@@ -24,6 +24,11 @@ OpEmitFn find_op_emitter(const ir::Node& n) {
       {"NhwcSpaceToDepth", emit_depth_space},
   };
   static const std::map<std::string, OpEmitFn> onnx_ops = {
+      {"Conv", emit_conv},
+      {"MaxPool", emit_pool_nd},
+      {"AveragePool", emit_pool_nd},
+      {"GlobalAveragePool", emit_global_pool_nd},
+      {"GlobalMaxPool", emit_global_pool_nd},
       {"Gemm", emit_gemm},
       {"MatMul", emit_matmul},
       {"Concat", emit_concat},

@@ -19,6 +19,10 @@ void emit_elementwise_node(EmitContext& ctx);
 void emit_conv(EmitContext& ctx);
 void emit_pool(EmitContext& ctx);
 void emit_global_pool(EmitContext& ctx);
+// emit_conv_nd.cpp: channels-first convs and pools of 1 to 3 spatial dims (kernels/conv_nd.h).
+void emit_conv_nd(EmitContext& ctx);
+void emit_pool_nd(EmitContext& ctx);
+void emit_global_pool_nd(EmitContext& ctx);
 // emit_onednn.cpp: whether the plan runs this instruction on oneDNN and the project may call
 // it; a channels-last kiln.FusedConv as a oneDNN convolution (kernels/onednn_conv.h).
 bool runs_on_onednn(const EmitContext& ctx);
