@@ -313,6 +313,48 @@ TEST(CodegenEmit, ConvsAndPoolsOfOneAndThreeSpatialDimsMatch) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// Pad's reflect, edge and wrap modes, Tile, InstanceNormalization (channels-first, and
+// channels-last after a conv), GroupNormalization-18 (scale per group), ArgMax and ArgMin, every
+// output checked against the reference kernels.
+TEST(CodegenEmit, PadsTileNormsAndArgReducesMatch) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets[""] = 19;
+  std::mt19937 wrng(7);
+  auto w = [&](const std::string& name, const std::vector<int64_t>& dims) { return g->add_constant(name, random_tensor(dims, wrng)); };
+  auto node = [&](const std::string& op, std::vector<ir::Value*> ins, ir::Attributes a) {
+    ir::Value* y = g->add_value(op + std::to_string(g->nodes().size()));
+    g->add_node(op, std::move(ins), {y}, std::move(a), y->name());
+    return y;
+  };
+  auto mode = [](const char* m) { return ir::Attributes{{"mode", ir::Attribute::of_string(m)}}; };
+  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {2, 6, 5, 7}));
+  ir::Value* reflect = node("Pad", {x, g->add_constant("p1", ints({0, 0, 2, 1, 0, 0, 1, 3}))}, mode("reflect"));
+  g->add_output(node("Pad", {x, g->add_constant("p2", ints({0, 0, 1, 0, 0, 0, 0, 2}))}, mode("edge")));
+  g->add_output(node("Pad", {x, g->add_constant("p3", ints({0, 0, 3, 2, 0, 0, 4, 1}))}, mode("wrap")));
+  g->add_output(node("Tile", {x, g->add_constant("reps", ints({1, 2, 1, 3}))}, {}));
+  g->add_output(node("InstanceNormalization", {reflect, w("is", {6}), w("ib", {6})}, {}));
+  g->add_output(node("GroupNormalization", {x, w("gs", {3}), w("gb", {3})}, {{"num_groups", ir::Attribute::of_int(3)}}));
+  ir::Value* conv = node("Conv", {x, w("cw", {8, 6, 3, 3}), w("cb", {8})}, {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}});
+  ir::Value* norm = node("InstanceNormalization", {conv, w("ns", {8}), w("nb", {8})}, {});
+  g->add_output(node("Relu", {norm}, {}));
+  g->add_output(node("ArgMax", {x}, {{"axis", ir::Attribute::of_int(1)}, {"keepdims", ir::Attribute::of_int(0)}}));
+  g->add_output(node("ArgMin", {x}, {{"axis", ir::Attribute::of_int(-1)}, {"select_last_index", ir::Attribute::of_int(1)}}));
+  const fs::path dir = scratch("pads-norms");
+  std::mt19937 rng(17);
+  write_model_with_data(*g, dir, {random_tensor({2, 6, 5, 7}, rng)});
+  Result r = emit_and_build(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::ifstream f(dir / "project" / "model.cpp");
+  const std::string code((std::istreambuf_iterator<char>(f)), {});
+  for (const char* call : {"kiln_kernels::axis_gather<", "kiln_kernels::group_norm(", "kiln_kernels::arg_reduce<"})
+    EXPECT_NE(code.find(call), std::string::npos) << call;
+  EXPECT_NE(code.find(", true, false, "), std::string::npos) << "the channels-last InstanceNorm after the conv";
+  r = sh((dir / "project" / "build" / "kiln_model_main").string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 TEST(CodegenEmit, AnOpWithoutAnEmitterIsAClearError) {
   auto g = std::make_unique<ir::Graph>();
   g->opsets[""] = 17;

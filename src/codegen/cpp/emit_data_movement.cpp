@@ -92,6 +92,35 @@ void emit_gather(EmitContext& ctx) {
   (void)y;
 }
 
+namespace {
+
+// y's copy of x through per-axis source tables (kernels/axis_gather.h), `table(k, o)` giving the
+// input coordinate on axis k of output coordinate o (or -1 for `fill`): written as static arrays
+// in the instruction's function.
+template <typename Table>
+void emit_axis_gather(EmitContext& ctx, const Table& table, double fill) {
+  const Operand& x = ctx.step.inputs.at(0);
+  const Operand& y = ctx.step.outputs.at(0);
+  const int64_t rank = static_cast<int64_t>(y.dims.size());
+  if (rank < 1 || rank > 9 || static_cast<int64_t>(x.dims.size()) != rank)
+    throw ctx.unsupported("only tensors of rank 1 to 9 are emitted");
+  ctx.use_kernel("axis_gather.h");
+  std::string tables;
+  for (int64_t k = 0; k < rank; ++k) {
+    std::vector<int64_t> src;
+    for (int64_t o = 0; o < y.dims[k]; ++o) src.push_back(table(k, o));
+    ctx.line("static const int64_t src" + i64(k) + "[] = " + int_list(src) + ";");
+    tables += (k ? ", src" : "src") + i64(k);
+  }
+  ctx.line("static const int64_t* const src[] = {" + tables + "};");
+  ctx.line("static const int64_t ydims[] = " + int_list(y.dims) + ";");
+  ctx.line("static const int64_t xstrides[] = " + int_list(dense_strides(x.dims)) + ";");
+  ctx.line("kiln_kernels::axis_gather<" + ctype(y.dtype) + ">(" + i64(rank) + ", ydims, xstrides, src, " + ctx.in(0) +
+           ", " + ctx.out(0) + ", " + literal(y.dtype, fill) + ");");
+}
+
+}  // namespace
+
 void emit_pad(EmitContext& ctx) {
   const Operand& x = ctx.step.inputs.at(0);
   const Operand& y = ctx.step.outputs.at(0);
@@ -100,7 +129,11 @@ void emit_pad(EmitContext& ctx) {
   ops::pad_args(ctx.node, opset_of(ctx.node), rank,
                 [&](int i) -> const Tensor* { return ctx.is_constant(i) ? &ctx.constant(i) : nullptr; }, a) ||
       (throw ctx.unsupported("the pads and axes must be constants"), false);
-  if (a.mode != "constant") throw ctx.unsupported("Pad mode '" + a.mode + "' is not emitted (only constant)");
+  if (a.mode != "constant") {
+    if (ctx.cuda) throw ctx.unsupported("Pad mode '" + a.mode + "' is not emitted for CUDA (only constant)");
+    return emit_axis_gather(
+        ctx, [&](int64_t k, int64_t o) { return ops::pad_source(o, a.pads[k], x.dims[k], a.mode); }, 0.0);
+  }
   double value = opset_of(ctx.node) < 11 ? ctx.node.attr_float("value", 0.f) : 0.0;
   if (ctx.has_input(2)) {
     if (!ctx.is_constant(2)) throw ctx.unsupported("the constant value must be a constant");
@@ -125,6 +158,16 @@ void emit_pad(EmitContext& ctx) {
     dst += std::max<int64_t>(0, b) * ys[k];
   }
   emit_strided_copy(ctx, x.dtype, ctx.in(0), src, xs, ctx.out(0), dst, ys, extent);
+}
+
+// Tile with constant repeats: output coordinate o of an axis reads o modulo the input's extent.
+void emit_tile(EmitContext& ctx) {
+  const Operand& x = ctx.step.inputs.at(0);
+  if (ctx.cuda) throw ctx.unsupported("Tile is not emitted for CUDA");
+  if (!ctx.is_constant(1)) throw ctx.unsupported("the repeats must be a constant");
+  for (int64_t d : x.dims)
+    if (d == 0) throw ctx.unsupported("an empty input is not emitted");
+  emit_axis_gather(ctx, [&](int64_t k, int64_t o) { return o % x.dims[k]; }, 0.0);
 }
 
 // DepthToSpace / SpaceToDepth, ONNX's on NCHW and kiln's channels-last forms, as one strided

@@ -1,5 +1,8 @@
 // Row-wise ops over the last axis and attention: kiln.SkipLayerNorm, LayerNormalization,
-// Softmax (kernels/norm.h), kiln.Attention (kernels/attention.h); reductions as loop nests.
+// Softmax (kernels/norm.h), kiln.Attention (kernels/attention.h); InstanceNormalization and
+// GroupNormalization (kernels/group_norm.h); ArgMax and ArgMin (kernels/arg_reduce.h);
+// reductions as loop nests.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,50 @@ void emit_layernorm(EmitContext& ctx) {
   ctx.line("kiln_kernels::layernorm_rows(" + i64(rows) + ", " + i64(H) + ", " + ctx.in(0) + ", nullptr, " + ctx.in(1) +
            ", " + opt_in(ctx, 2) + ", nullptr, " + literal_float(ctx.node.attr_float("epsilon", 1e-5f)) + ", " +
            ctx.out(0) + ", nullptr, c.team);");
+}
+
+// InstanceNormalization, GroupNormalization and their channels-last kiln.Nhwc* forms.
+void emit_group_norm(EmitContext& ctx) {
+  require_float(ctx);
+  const ir::Node& n = ctx.node;
+  const Operand& x = ctx.step.inputs.at(0);
+  const bool nhwc = n.domain() == "kiln";
+  if (x.dims.size() < 3 || (nhwc && x.dims.size() != 4)) throw ctx.unsupported("x must be [N, C, spatial...] (or NHWC)");
+  const int64_t N = x.dims[0], C = nhwc ? x.dims[3] : x.dims[1];
+  const int64_t P = x.numel() / std::max<int64_t>(1, N * C);
+  const bool instance = n.op_type().ends_with("InstanceNormalization");
+  const int64_t G = instance ? C : n.attr_int("num_groups", 0);
+  if (G < 1 || C % G) throw ctx.unsupported("num_groups must divide the channels");
+  if (!instance && n.attr_int("stash_type", 1) != 1) throw ctx.unsupported("only stash_type float is emitted");
+  const int64_t scale = ctx.step.inputs.at(1).numel(), bias = ctx.step.inputs.at(2).numel();
+  const bool per_group = scale != C;
+  if ((scale != C && (instance || scale != G)) || bias != scale)
+    throw ctx.unsupported("scale and bias must both be per channel or both per group");
+  ctx.use_kernel("group_norm.h");
+  ctx.line("static const kiln_kernels::GroupNormShape s{" + i64(N) + ", " + i64(C) + ", " + i64(G) + ", " + i64(P) + ", " +
+           (nhwc ? "true" : "false") + ", " + (per_group ? "true" : "false") + ", " +
+           literal_float(n.attr_float("epsilon", 1e-5f)) + "};");
+  ctx.line("kiln_kernels::group_norm(s, " + ctx.in(0) + ", " + ctx.in(1) + ", " + ctx.in(2) + ", " + ctx.out(0) +
+           ", c.team);");
+}
+
+void emit_arg_reduce(EmitContext& ctx) {
+  require_float(ctx);
+  const Operand& x = ctx.step.inputs.at(0);
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  if (rank < 1) throw ctx.unsupported("a scalar input is not emitted");
+  const int64_t axis = ops::normalize_axis(ctx.node.attr_int("axis", 0), rank, ctx.node);
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (k < axis) outer *= x.dims[k];
+    if (k > axis) inner *= x.dims[k];
+  }
+  if (x.dims[axis] < 1) throw ctx.unsupported("an empty reduced axis is not emitted");
+  ctx.use_kernel("arg_reduce.h");
+  ctx.line("kiln_kernels::arg_reduce<" + std::string(ctx.node.op_type() == "ArgMax" ? "true" : "false") + ">(" +
+           i64(outer) + ", " + i64(x.dims[axis]) + ", " + i64(inner) + ", " +
+           (ctx.node.attr_int("select_last_index", 0) ? "true" : "false") + ", " + ctx.in(0) + ", " + ctx.out(0) +
+           ", c.team);");
 }
 
 void emit_softmax(EmitContext& ctx) {

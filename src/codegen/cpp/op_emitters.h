@@ -37,6 +37,7 @@ void emit_gemv_conv(EmitContext& ctx);
 // emit_data_movement.cpp: Concat, Slice, Split, Gather, Pad (constant), Dropout (inference), MatMul
 // of two computed operands.
 void emit_pad(EmitContext& ctx);
+void emit_tile(EmitContext& ctx);
 void emit_depth_space(EmitContext& ctx);
 void emit_dropout(EmitContext& ctx);
 void emit_matmul_runtime(EmitContext& ctx);
@@ -48,6 +49,8 @@ void emit_gather(EmitContext& ctx);
 void emit_skip_layernorm(EmitContext& ctx);
 void emit_layernorm(EmitContext& ctx);
 void emit_softmax(EmitContext& ctx);
+void emit_group_norm(EmitContext& ctx);
+void emit_arg_reduce(EmitContext& ctx);
 void emit_attention(EmitContext& ctx);
 void emit_reduce(EmitContext& ctx);
 // emit_resize.cpp: Resize and Upsample (nearest, linear, cubic; up to two resized axes).
