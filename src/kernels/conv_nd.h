@@ -1,7 +1,7 @@
 // Convolution and pooling on channels-first activations of one, two or three spatial dims (an
 // audio model's [N][C][L], a video model's [N][C][D][H][W]), for emitted code where kiln's plan
 // keeps them channels-first: its layout assignment moves 2-D convs and pools to NHWC
-// (conv2d.h, pool.h), not these. Every shape is taken as 3-D, the dims a tensor lacks being 1
+// (conv2d.h, pool.h), not these. And the transposed convolution of either layout. Every shape is taken as 3-D, the dims a tensor lacks being 1
 // at the front. Direct loops: per output plane, each tap adds a weight times a run of input
 // along the innermost output dim, which the compiler vectorizes where the stride is 1.
 #pragma once
@@ -78,6 +78,61 @@ inline void conv_nd_nchw(const ConvNdShape& s, const float* x, const float* w, c
         for (int64_t i = 0; i < out_plane; ++i) yp[i] += zp[i];
       }
       activate_all<A>(yp, out_plane, a, b);
+    }
+  });
+}
+
+// The transposed convolution (ConvTranspose): input [N][C][D][H][W] (or channels-last
+// [N][D][H][W][C]), output [N][M][OD][OH][OW] (or channels-last); w [C][M/G][KD][KH][KW] as ONNX
+// stores it; P* the pads at the start of the output (what conv_transpose_pads gives).
+struct ConvTransposeShape {
+  int64_t N, C, M, G;
+  int64_t D, H, W, OD, OH, OW;
+  int64_t KD, KH, KW, SD, SH, SW, DD, DH, DW, PD, PH, PW;
+  bool channels_last;
+};
+
+// y = act(conv_transpose(x, w) + bias). Each (image, filter) plane of y is one thread's: for each
+// input channel of its group and each tap, every input element adds its product to the output
+// element it lands on.
+template <Act A>
+inline void conv_transpose_nd(const ConvTransposeShape& s, const float* x, const float* w, const float* bias, float* y,
+                              float a, float b, Team* team) {
+  const int64_t CG = s.C / s.G, MG = s.M / s.G, in_plane = s.D * s.H * s.W, out_plane = s.OD * s.OH * s.OW;
+  const int64_t taps = s.KD * s.KH * s.KW;
+  // Strides of a channel and of a pixel in x and y.
+  const int64_t xc = s.channels_last ? 1 : in_plane, xp = s.channels_last ? s.C : 1;
+  const int64_t yc = s.channels_last ? 1 : out_plane, yp = s.channels_last ? s.M : 1;
+  parallel_for(team, s.N * s.M, [&](int64_t p0, int64_t p1) {
+    for (int64_t q = p0; q < p1; ++q) {
+      const int64_t n = q / s.M, m = q % s.M, g = m / MG;
+      float* yo = y + n * s.M * out_plane + m * yc;
+      const float b0 = bias ? bias[m] : 0.f;
+      for (int64_t i = 0; i < out_plane; ++i) yo[i * yp] = b0;
+      for (int64_t c = g * CG; c < (g + 1) * CG; ++c) {
+        const float* xi = x + n * s.C * in_plane + c * xc;
+        const float* wc = w + (c * MG + (m - g * MG)) * taps;
+        for (int64_t kd = 0; kd < s.KD; ++kd)
+          for (int64_t kh = 0; kh < s.KH; ++kh)
+            for (int64_t kw = 0; kw < s.KW; ++kw) {
+              const float wv = wc[(kd * s.KH + kh) * s.KW + kw];
+              for (int64_t id = 0; id < s.D; ++id) {
+                const int64_t od = id * s.SD + kd * s.DD - s.PD;
+                if (od < 0 || od >= s.OD) continue;
+                for (int64_t ih = 0; ih < s.H; ++ih) {
+                  const int64_t oh = ih * s.SH + kh * s.DH - s.PH;
+                  if (oh < 0 || oh >= s.OH) continue;
+                  const float* xr = xi + (id * s.H + ih) * s.W * xp;
+                  float* yr = yo + (od * s.OH + oh) * s.OW * yp;
+                  for (int64_t iw = 0; iw < s.W; ++iw) {
+                    const int64_t ow = iw * s.SW + kw * s.DW - s.PW;
+                    if (ow >= 0 && ow < s.OW) yr[ow * yp] += wv * xr[iw * xp];
+                  }
+                }
+              }
+            }
+      }
+      for (int64_t i = 0; i < out_plane; ++i) yo[i * yp] = activate<A>(yo[i * yp], a, b);
     }
   });
 }

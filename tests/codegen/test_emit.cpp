@@ -355,6 +355,47 @@ TEST(CodegenEmit, PadsTileNormsAndArgReducesMatch) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// ConvTranspose over 1, 2 (channels-last after the layout assignment) and 3 spatial dims:
+// strides, pads, output_padding, groups, dilation, an output_shape, SAME_UPPER, a ReLU after;
+// every output checked against the reference kernels.
+TEST(CodegenEmit, TransposedConvolutionsMatch) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opsets[""] = 17;
+  std::mt19937 wrng(9);
+  auto w = [&](const std::string& name, const std::vector<int64_t>& dims) { return g->add_constant(name, random_tensor(dims, wrng)); };
+  auto node = [&](const std::string& op, std::vector<ir::Value*> ins, ir::Attributes a) {
+    ir::Value* y = g->add_value(op + std::to_string(g->nodes().size()));
+    g->add_node(op, std::move(ins), {y}, std::move(a), y->name());
+    return y;
+  };
+  auto is = [](std::vector<int64_t> v) { return ir::Attribute::of_ints(std::move(v)); };
+  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {2, 6, 5, 7}));
+  ir::Value* t1 = node("ConvTranspose", {x, w("w1", {6, 4, 3, 3}), w("b1", {8})},
+                       {{"group", ir::Attribute::of_int(2)}, {"strides", is({2, 2})}, {"pads", is({1, 0, 0, 1})},
+                        {"output_padding", is({1, 0})}, {"dilations", is({1, 2})}});
+  g->add_output(node("Relu", {t1}, {}));
+  g->add_output(node("ConvTranspose", {x, w("w2", {6, 3, 4, 4})}, {{"strides", is({2, 3})}, {"output_shape", is({11, 21})}}));
+  g->add_output(node("ConvTranspose", {x, w("w3", {6, 5, 3, 2}), w("b3", {5})},
+                     {{"strides", is({2, 2})}, {"auto_pad", ir::Attribute::of_string("SAME_UPPER")}}));
+  ir::Value* a = g->add_input("a", ir::TensorType::from_dims(DType::Float, {1, 4, 9}));
+  g->add_output(node("ConvTranspose", {a, w("w4", {4, 3, 5}), w("b4", {3})}, {{"strides", is({3})}, {"pads", is({2, 1})}}));
+  ir::Value* v = g->add_input("v", ir::TensorType::from_dims(DType::Float, {1, 3, 3, 4, 2}));
+  g->add_output(node("ConvTranspose", {v, w("w5", {3, 2, 2, 3, 2})}, {{"strides", is({2, 1, 2})}}));
+  const fs::path dir = scratch("conv-transpose");
+  std::mt19937 rng(19);
+  write_model_with_data(*g, dir, {random_tensor({2, 6, 5, 7}, rng), random_tensor({1, 4, 9}, rng), random_tensor({1, 3, 3, 4, 2}, rng)});
+  Result r = emit_and_build(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::ifstream f(dir / "project" / "model.cpp");
+  const std::string code((std::istreambuf_iterator<char>(f)), {});
+  EXPECT_NE(code.find("kiln_kernels::conv_transpose_nd<"), std::string::npos);
+  EXPECT_NE(code.find(", true};"), std::string::npos) << "a channels-last ConvTranspose";
+  r = sh((dir / "project" / "build" / "kiln_model_main").string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 TEST(CodegenEmit, AnOpWithoutAnEmitterIsAClearError) {
   auto g = std::make_unique<ir::Graph>();
   g->opsets[""] = 17;

@@ -1,7 +1,8 @@
 // Window ops on channels-first activations of one, two or three spatial dims (kernels/conv_nd.h,
 // and kernels/onednn_conv.h's channels-first form where the plan runs the conv on oneDNN): the
 // 1-D and 3-D convs and pools kiln's layout assignment leaves channels-first, and any conv or
-// pool a plan made without the channels_last rewrite keeps so.
+// pool a plan made without the channels_last rewrite keeps so. ConvTranspose in either layout
+// (kernels/conv_nd.h's conv_transpose_nd).
 #include <string>
 #include <vector>
 
@@ -57,6 +58,11 @@ NdWindow nd_window(const EmitContext& ctx, const ir::Node& n, const std::vector<
   return w;
 }
 
+// A constant weight or bias tensor as ONNX stores it, in weights.bin.
+std::string raw_weights(EmitContext& ctx, const std::string& key, const Tensor& t) {
+  return ctx.weights(key, std::string_view(static_cast<const char*>(t.raw()), t.nbytes()), DType::Float);
+}
+
 // The last `rank` entries of a 3-entry list, as a braced list.
 std::string last(const std::vector<int64_t>& v, int64_t rank) {
   return int_list(std::vector<int64_t>(v.end() - rank, v.end()));
@@ -85,13 +91,8 @@ void emit_conv_nd(EmitContext& ctx) {
     throw ctx.unsupported("the bias must be a constant of one value per filter");
   const Epilogue e = epilogue_of(n);
   const std::string key = "conv_nd:" + n.input(1)->name();
-  const std::string wp = ctx.weights(key, std::string_view(static_cast<const char*>(w.raw()), w.nbytes()), DType::Float);
-  std::string bp = "nullptr";
-  if (bias) {
-    const Tensor& b = n.input(2)->constant();
-    bp = ctx.weights(key + ":bias:" + n.input(2)->name(), std::string_view(static_cast<const char*>(b.raw()), b.nbytes()),
-                     DType::Float);
-  }
+  const std::string wp = raw_weights(ctx, key, w);
+  const std::string bp = bias ? raw_weights(ctx, key + ":bias:" + n.input(2)->name(), n.input(2)->constant()) : "nullptr";
   const std::string z = residual ? ctx.in(3) : "nullptr";
   if (runs_on_onednn(ctx)) {
     ctx.use_kernel("onednn_conv.h");
@@ -112,6 +113,74 @@ void emit_conv_nd(EmitContext& ctx) {
            ";");
   ctx.line("kiln_kernels::conv_nd_nchw<" + e.act + ">(s, " + ctx.in(0) + ", " + wp + ", " + bp + ", " + z + ", " +
            ctx.out(0) + ", " + e.a + ", " + e.b + ", c.team);");
+}
+
+void emit_conv_transpose(EmitContext& ctx) {
+  const ir::Node& n = ctx.node;
+  const Operand& x = ctx.step.inputs.at(0);
+  const Operand& y = ctx.step.outputs.at(0);
+  if (x.dtype != DType::Float) throw ctx.unsupported("only float transposed convolutions are emitted");
+  const bool nhwc = n.domain() == "kiln";  // kiln.NhwcConvTranspose: [N, H, W, C]
+  const int64_t rank = static_cast<int64_t>(x.dims.size()) - 2;
+  if (rank < 1 || rank > 3 || y.dims.size() != x.dims.size() || (nhwc && rank != 2))
+    throw ctx.unsupported("only transposed convolutions over 1 to 3 spatial dims are emitted");
+  if (!n.has_input(1) || !n.input(1)->is_constant()) throw ctx.unsupported("the weights must be a constant");
+  const Tensor& w = n.input(1)->constant();
+  const int64_t N = x.dims[0], C = nhwc ? x.dims[3] : x.dims[1], M = nhwc ? y.dims[3] : y.dims[1];
+  const int64_t G = n.attr_int("group", 1);
+  if (w.dtype() != DType::Float || w.rank() != rank + 2 || w.dim(0) != C || G < 1 || C % G || M % G || w.dim(1) != M / G)
+    throw ctx.unsupported("weights do not match");
+  // The spatial extents, in order.
+  std::vector<int64_t> in, out;
+  for (int64_t i = 0; i < rank; ++i) {
+    in.push_back(nhwc ? x.dims[1 + i] : x.dims[2 + i]);
+    out.push_back(nhwc ? y.dims[1 + i] : y.dims[2 + i]);
+  }
+  const std::vector<int64_t> s = n.attr_ints("strides", std::vector<int64_t>(rank, 1));
+  const std::vector<int64_t> d = n.attr_ints("dilations", std::vector<int64_t>(rank, 1));
+  const std::vector<int64_t> p = n.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
+  const std::vector<int64_t> opad = n.attr_ints("output_padding", std::vector<int64_t>(rank, 0));
+  if (static_cast<int64_t>(s.size()) != rank || static_cast<int64_t>(d.size()) != rank ||
+      static_cast<int64_t>(p.size()) != 2 * rank || static_cast<int64_t>(opad.size()) != rank)
+    throw ctx.unsupported("strides, dilations, pads or output_padding do not match the window's dims");
+  const auto ap = ops::auto_pad_of(n);
+  if (!ap) throw ctx.unsupported("undefined auto_pad");
+  const bool target = !n.attr_ints("output_shape").empty() || ops::is_same_pad(*ap);
+  // Per dim, padded at the front to three (a missing dim: extent 1, kernel 1, stride 1, no pad):
+  // extents, kernel, stride, dilation, pad at the start of the output.
+  std::vector<int64_t> i3, o3, k3, s3, d3, p3;
+  for (int64_t i = 0; i < 3; ++i) {
+    const int64_t a = i - (3 - rank);
+    if (a < 0) {
+      for (auto* v : {&i3, &o3, &k3, &s3, &d3}) v->push_back(1);
+      p3.push_back(0);
+      continue;
+    }
+    const int64_t k = w.dim(static_cast<int>(2 + a));
+    int64_t begin = *ap == ops::AutoPad::Valid ? 0 : p[a];
+    if (target) begin = ops::conv_transpose_pads(*ap, in[a], out[a], k, s[a], d[a], opad[a]).begin;
+    i3.push_back(in[a]);
+    o3.push_back(out[a]);
+    k3.push_back(k);
+    s3.push_back(s[a]);
+    d3.push_back(d[a]);
+    p3.push_back(begin);
+  }
+  const bool bias = n.num_inputs() > 2 && n.has_input(2);
+  if (bias && (!n.input(2)->is_constant() || n.input(2)->constant().numel() != M))
+    throw ctx.unsupported("the bias must be a constant of one value per filter");
+  const std::string key = "conv_transpose:" + n.input(1)->name();
+  const std::string wp = raw_weights(ctx, key, w);
+  const std::string bp = bias ? raw_weights(ctx, key + ":bias:" + n.input(2)->name(), n.input(2)->constant()) : "nullptr";
+  const Epilogue e = epilogue_of(n);
+  ctx.use_kernel("conv_nd.h");
+  std::string dims;
+  for (const auto* v : {&i3, &o3, &k3, &s3, &d3, &p3})
+    for (int64_t extent : *v) dims += ", " + i64(extent);
+  ctx.line("static const kiln_kernels::ConvTransposeShape s{" + i64(N) + ", " + i64(C) + ", " + i64(M) + ", " + i64(G) + dims +
+           ", " + (nhwc ? "true" : "false") + "};");
+  ctx.line("kiln_kernels::conv_transpose_nd<" + e.act + ">(s, " + ctx.in(0) + ", " + wp + ", " + bp + ", " + ctx.out(0) +
+           ", " + e.a + ", " + e.b + ", c.team);");
 }
 
 void emit_pool_nd(EmitContext& ctx) {

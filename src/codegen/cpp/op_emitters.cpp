@@ -16,6 +16,7 @@ OpEmitFn find_op_emitter(const ir::Node& n) {
       {"NhwcAveragePool", emit_pool},
       {"NhwcGlobalAveragePool", emit_global_pool},
       {"NhwcGlobalMaxPool", emit_global_pool},
+      {"NhwcConvTranspose", emit_conv_transpose},
       {"NhwcInstanceNormalization", emit_group_norm},
       {"NhwcGroupNormalization", emit_group_norm},
       {"FusedGemm", emit_gemm},
@@ -27,6 +28,7 @@ OpEmitFn find_op_emitter(const ir::Node& n) {
   };
   static const std::map<std::string, OpEmitFn> onnx_ops = {
       {"Conv", emit_conv},
+      {"ConvTranspose", emit_conv_transpose},
       {"MaxPool", emit_pool_nd},
       {"AveragePool", emit_pool_nd},
       {"GlobalAveragePool", emit_global_pool_nd},

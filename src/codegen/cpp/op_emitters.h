@@ -23,6 +23,7 @@ void emit_global_pool(EmitContext& ctx);
 void emit_conv_nd(EmitContext& ctx);
 void emit_pool_nd(EmitContext& ctx);
 void emit_global_pool_nd(EmitContext& ctx);
+void emit_conv_transpose(EmitContext& ctx);
 // emit_onednn.cpp: whether the plan runs this instruction on oneDNN and the project may call
 // it; a channels-last kiln.FusedConv as a oneDNN convolution (kernels/onednn_conv.h).
 bool runs_on_onednn(const EmitContext& ctx);
