@@ -920,7 +920,8 @@ TEST(CpuKernels, ConvTransposeThreeD) {
 }
 
 // LRN across channels on oneDNN: odd windows, the blocked layout from 16 channels, 1-D and 3-D;
-// even windows declined.
+// even windows (and any, when asked) on kiln's loops, at 1 and 2 threads, runs of more than 256
+// pixels.
 TEST(CpuKernels, Lrn) {
   auto lrn = [](int64_t size, float bias) {
     return ir::Attributes{{"size", ir::Attribute::of_int(size)}, {"alpha", ir::Attribute::of_float(2e-3f)},
@@ -930,8 +931,13 @@ TEST(CpuKernels, Lrn) {
   check({"LRN", "", {{1, 20, 9, 11}}, {false}, {1, 20, 9, 11}, lrn(5, 2.f)});
   check({"LRN", "", {{1, 24, 13}}, {false}, {1, 24, 13}, lrn(5, 1.f)});
   check({"LRN", "", {{1, 17, 3, 4, 5}}, {false}, {1, 17, 3, 4, 5}, lrn(3, 1.f)});
-  // An even window leans the other way in oneDNN: the reference kernel runs it.
-  check({"LRN", "", {{1, 24, 13}}, {false}, {1, 24, 13}, lrn(4, 1.f)}, false);
+  // An even window leans the other way in oneDNN: kiln's loops run it.
+  check({"LRN", "", {{1, 24, 13}}, {false}, {1, 24, 13}, lrn(4, 1.f)});
+  for (int threads : {1, 2}) {
+    check({"LRN", "", {{2, 7, 19, 17}}, {false}, {2, 7, 19, 17}, lrn(2, 1.5f), "kiln", threads});
+    check({"LRN", "", {{1, 9, 5}}, {false}, {1, 9, 5}, lrn(5, 1.f), "kiln", threads});
+    check({"LRN", "", {{3, 4}}, {false}, {3, 4}, lrn(6, 1.f), "kiln", threads});
+  }
 }
 
 TEST(CpuKernels, ConvDeclines) {

@@ -314,9 +314,9 @@ TEST(CodegenEmit, ConvsAndPoolsOfOneAndThreeSpatialDimsMatch) {
 }
 
 // Pad's reflect, edge and wrap modes, Tile, InstanceNormalization (channels-first, and
-// channels-last after a conv), GroupNormalization-18 (scale per group), ArgMax and ArgMin, every
-// output checked against the reference kernels.
-TEST(CodegenEmit, PadsTileNormsAndArgReducesMatch) {
+// channels-last after a conv), GroupNormalization-18 (scale per group), ArgMax and ArgMin, LRN
+// of an even window, every output checked against the reference kernels.
+TEST(CodegenEmit, PadsTileNormsArgReducesAndLrnMatch) {
   auto g = std::make_unique<ir::Graph>();
   g->opsets[""] = 19;
   std::mt19937 wrng(7);
@@ -339,6 +339,8 @@ TEST(CodegenEmit, PadsTileNormsAndArgReducesMatch) {
   g->add_output(node("Relu", {norm}, {}));
   g->add_output(node("ArgMax", {x}, {{"axis", ir::Attribute::of_int(1)}, {"keepdims", ir::Attribute::of_int(0)}}));
   g->add_output(node("ArgMin", {x}, {{"axis", ir::Attribute::of_int(-1)}, {"select_last_index", ir::Attribute::of_int(1)}}));
+  g->add_output(node("LRN", {x}, {{"size", ir::Attribute::of_int(4)}, {"alpha", ir::Attribute::of_float(0.02f)},
+                                  {"beta", ir::Attribute::of_float(0.6f)}, {"bias", ir::Attribute::of_float(1.5f)}}));
   const fs::path dir = scratch("pads-norms");
   std::mt19937 rng(17);
   write_model_with_data(*g, dir, {random_tensor({2, 6, 5, 7}, rng)});
@@ -346,7 +348,8 @@ TEST(CodegenEmit, PadsTileNormsAndArgReducesMatch) {
   ASSERT_EQ(r.status, 0) << r.out;
   std::ifstream f(dir / "project" / "model.cpp");
   const std::string code((std::istreambuf_iterator<char>(f)), {});
-  for (const char* call : {"kiln_kernels::axis_gather<", "kiln_kernels::group_norm(", "kiln_kernels::arg_reduce<"})
+  for (const char* call :
+       {"kiln_kernels::axis_gather<", "kiln_kernels::group_norm(", "kiln_kernels::arg_reduce<", "kiln_kernels::lrn_planes("})
     EXPECT_NE(code.find(call), std::string::npos) << call;
   EXPECT_NE(code.find(", true, false, "), std::string::npos) << "the channels-last InstanceNorm after the conv";
   r = sh((dir / "project" / "build" / "kiln_model_main").string());

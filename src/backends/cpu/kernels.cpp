@@ -25,6 +25,7 @@ void add_layernorm_kernels(std::vector<KernelFactory>& table);
 void add_group_norm_kernels(std::vector<KernelFactory>& table);
 void add_arg_reduce_kernels(std::vector<KernelFactory>& table);
 void add_onednn_lrn_kernels(std::vector<KernelFactory>& table);
+void add_lrn_kernels(std::vector<KernelFactory>& table);
 void add_tile_kernels(std::vector<KernelFactory>& table);
 void add_attention_kernels(std::vector<KernelFactory>& table);
 void add_onnx_attention_kernels(std::vector<KernelFactory>& table);
@@ -86,6 +87,7 @@ const std::vector<KernelFactory>& kernel_factories() {
     add_group_norm_kernels(t);
     add_arg_reduce_kernels(t);
     add_onednn_lrn_kernels(t);
+    add_lrn_kernels(t);
     add_tile_kernels(t);
     add_attention_kernels(t);
     add_onnx_attention_kernels(t);

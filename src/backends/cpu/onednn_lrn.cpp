@@ -1,7 +1,7 @@
 // LRN (across channels, float32, 1-3 spatial dims) on oneDNN's LRN primitive: y = x / (bias +
 // alpha / size * the sum of squares over the channel window)^beta. Odd sizes only (AlexNet's and
 // GoogLeNet's 5): for an even size ONNX's window reaches one channel further up than down, and
-// oneDNN's the other way. Channels-first activations of 16 channels and up run in oneDNN's
+// oneDNN's the other way (those run on kiln's loops, lrn.cpp). Channels-first activations of 16 channels and up run in oneDNN's
 // blocked layout, reordered in and out (onednn_reordered.h).
 #include <memory>
 

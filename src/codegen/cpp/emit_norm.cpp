@@ -79,6 +79,22 @@ void emit_group_norm(EmitContext& ctx) {
            ", c.team);");
 }
 
+// LRN on channels-first x (kernels/lrn.h), the team splitting the (image, channel) planes.
+void emit_lrn(EmitContext& ctx) {
+  require_float(ctx);
+  const Operand& x = ctx.step.inputs.at(0);
+  if (x.dims.size() < 2) throw ctx.unsupported("x must be [N, C, ...]");
+  const int64_t N = x.dims[0], C = x.dims[1], P = x.numel() / std::max<int64_t>(1, N * C);
+  const ir::Node& n = ctx.node;
+  ctx.use_kernel("lrn.h");
+  ctx.use_kernel("parallel.h");
+  ctx.line("static const kiln_kernels::LrnShape s{" + i64(N) + ", " + i64(C) + ", " + i64(P) + ", " +
+           i64(n.attr_int("size", 1)) + ", " + literal_float(n.attr_float("alpha", 1e-4f)) + ", " +
+           literal_float(n.attr_float("beta", 0.75f)) + ", " + literal_float(n.attr_float("bias", 1.f)) + "};");
+  ctx.line("kiln_kernels::parallel_for(c.team, " + i64(N * C) + ", [&](int64_t q0, int64_t q1) { kiln_kernels::lrn_planes(s, " +
+           ctx.in(0) + ", " + ctx.out(0) + ", q0, q1); });");
+}
+
 void emit_arg_reduce(EmitContext& ctx) {
   require_float(ctx);
   const Operand& x = ctx.step.inputs.at(0);

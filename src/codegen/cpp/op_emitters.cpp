@@ -53,6 +53,7 @@ OpEmitFn find_op_emitter(const ir::Node& n) {
       {"Softmax", emit_softmax},
       {"InstanceNormalization", emit_group_norm},
       {"GroupNormalization", emit_group_norm},
+      {"LRN", emit_lrn},
       {"ArgMax", emit_arg_reduce},
       {"ArgMin", emit_arg_reduce},
       {"ReduceMean", emit_reduce},
