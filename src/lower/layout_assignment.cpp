@@ -13,6 +13,7 @@
 //       Pad(T_nchw(a), p)            =>  T_nchw(Pad(a, p moved))
 //       Resize(T_nchw(a), sizes)     =>  T_nchw(Resize(a, sizes moved))   (where it then cancels)
 //       Transpose(Reshape(T_nchw(a), [N,C,HW]), [0,2,1]) => Reshape(a, [N,HW,C])
+//       ArgMax(T_nchw(a), axis=1)    =>  ArgMax(a, axis=3)   (ArgMin likewise; a kept dim a view)
 //       T_nhwc(T_nchw(a))            =>  a
 //
 //     What remains are the layout changes a model really needs: after its input, before its
@@ -168,6 +169,8 @@ class Rewriter {
 
   // Step 2, one node; returns true when it moved a layout change past n.
   bool sink(ir::Node* n) {
+    // Before the check for readers: a class map is often a graph output that nothing reads.
+    if (n->domain().empty() && (n->op_type() == "ArgMax" || n->op_type() == "ArgMin")) return sink_channel_arg_reduce(n);
     if (n->num_outputs() < 1 || !n->output(0) || n->output(0)->uses().empty()) return false;
     if (n->domain().empty() && n->op_type() == "Reshape") return sink_channel_shuffle(n) || sink_flatten_spatial(n);
     if (n->domain().empty() && n->op_type() == "Pad") return sink_pad(n);
@@ -336,6 +339,36 @@ class Rewriter {
                 g_.unique_name(n->name()), "kiln");
     ir::Value* r = g_.add_value(g_.unique_name(y->name()), y->type);
     reshape(pooled, r, n->name());
+    g_.replace_all_uses(y, r);
+    return true;
+  }
+
+  // ArgMax or ArgMin over the channels of NHWC data (a segmentation head's class map) is the same
+  // op over its last axis: [N, H, W] as the NCHW result without the kept dim (the node itself
+  // then reads the NHWC data, so a graph output keeps its value), [N, H, W, 1] with it, whose
+  // bytes are the NCHW [N, 1, H, W]'s (a Reshape, a view).
+  bool sink_channel_arg_reduce(ir::Node* n) {
+    ir::Value* src = nhwc_source(n->input(0));
+    ir::Value* y = n->output(0);
+    if (!src || !src->type.is_static() || !y || !y->type.is_static() || n->num_outputs() != 1) return false;
+    int64_t axis = n->attr_int("axis", 0);
+    if (axis < 0) axis += 4;
+    if (axis != 1) return false;
+    const bool keep = n->attr_int("keepdims", 1) != 0;
+    const auto d = n->input(0)->type.static_dims();  // N, C, H, W
+    if (!keep) {
+      n->set_input(0, src);
+      n->attrs["axis"] = ir::Attribute::of_int(3);
+      return true;
+    }
+    if (ir::is_graph_output(g_, y)) return false;
+    ir::Attributes a = n->attrs;
+    a["axis"] = ir::Attribute::of_int(3);
+    ir::Value* reduced = g_.add_value(g_.unique_name(y->name() + "_nhwc"),
+                                      ir::TensorType::from_dims(y->type.dtype, {d[0], d[2], d[3], 1}));
+    g_.add_node(n->op_type(), {src}, {reduced}, std::move(a), g_.unique_name(n->name()));
+    ir::Value* r = g_.add_value(g_.unique_name(y->name()), y->type);
+    reshape(reduced, r, n->name());
     g_.replace_all_uses(y, r);
     return true;
   }

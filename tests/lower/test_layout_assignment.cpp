@@ -259,6 +259,22 @@ TEST(LayoutAssignment, NormalizationsFollowTheLayout) {
   EXPECT_EQ(count(*g, "NhwcGroupNormalization"), 1);
 }
 
+// A segmentation head's class map: ArgMax over the channels after a conv reads the NHWC data
+// (as a graph output without the kept dim, and with it before another op), ArgMin likewise;
+// no layout change is left but the input's.
+TEST(LayoutAssignment, ChannelArgMaxFollowsTheLayout) {
+  auto g = assign([](Builder& b) {
+    ir::Value* x = b.in("x", {2, 3, 7, 6});
+    ir::Value* logits = b.op("Conv", {x, b.rand({5, 3, 3, 3}), b.rand({5})}, pad1());
+    b.out(b.op("ArgMax", {logits}, {{"axis", I(1)}, {"keepdims", I(0)}}));
+    ir::Value* kept = b.op("ArgMin", {logits}, {{"axis", I(-3)}, {"select_last_index", I(1)}});
+    b.out(b.op("Cast", {kept}, {{"to", I(1)}}));
+  });
+  EXPECT_EQ(count(*g, "Transpose"), 1);
+  for (const ir::Node* n : g->nodes())
+    if (n->op_type() == "ArgMax" || n->op_type() == "ArgMin") { EXPECT_EQ(n->attr_int("axis", 0), 3) << n->op_type(); }
+}
+
 TEST(LayoutAssignment, NothingToDoWithoutConvs) {
   lower::LayoutStats st;
   assign([](Builder& b) { b.out(b.op("Relu", {b.in("x", {1, 4, 6, 6})})); }, &st);
