@@ -6,6 +6,7 @@
 
 #include "backends/cpu/cache_size.h"
 #include "backends/cpu/nhwc_global_pool.h"
+#include "backends/cpu/parallel.h"
 #include "backends/cpu/simd.h"
 
 namespace kiln {
@@ -107,6 +108,47 @@ TEST(NhwcGlobalPool, SplitsAGraphInputBeyondOneCoresL2) {
     EXPECT_EQ(backends::cpu::global_pool_split(*pool, 2).team, beyond_l2 ? 2 : 1) << side;
     EXPECT_FALSE(backends::cpu::global_pool_split(*pool, 2).channels);
   }
+}
+
+// A pool split by pixels sums the same parts in the same order whether its team runs them or one
+// thread does (outside a held team, at a hold's first job, in a stretch run alone): every run
+// gives the same bits, so a session and the one loaded from its .kiln file agree exactly.
+TEST(NhwcGlobalPool, TheSameBitsWhoeverRunsTheParts) {
+  ir::Graph g;
+  g.opsets[""] = 17;
+  g.opsets["kiln"] = 1;
+  ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {1, 7, 7, 40}));
+  ir::Value *e = g.add_value("e"), *y = g.add_value("y");
+  g.add_node("FusedConv", {x, g.add_constant("we", Tensor(DType::Float, {1000, 40, 1, 1}))}, {e},
+             {{"channels_last", ir::Attribute::of_int(1)}}, "expand", "kiln");
+  ir::Node* pool = g.add_node("NhwcGlobalAveragePool", {e}, {y}, {}, "pool", "kiln");
+  g.add_output(y);
+  ops::ShapeInference().run(g);
+  const backends::cpu::GlobalPoolSplit split = backends::cpu::global_pool_split(*pool, 2);
+  ASSERT_EQ(split.team, 2);
+  ASSERT_FALSE(split.channels);
+  std::mt19937 rng(11);
+  const Tensor in = kernel_check::random_tensor({1, 7, 7, 1000}, rng);
+  auto kernel = backends::make_cpu_backend(2)->create(*pool);
+  ASSERT_TRUE(kernel);
+  auto run = [&] {
+    Tensor out(DType::Float, {1, 1, 1, 1000});
+    kernel->run({&in}, {&out});
+    return out;
+  };
+  const Tensor plain = run();
+  std::vector<Tensor> held;
+  backends::cpu::hold_team(2, [&] {
+    held.push_back(run());  // the hold's first job: its workers are still starting
+    backends::cpu::parallel_for(2, 2, [](int64_t, int64_t) {});
+    for (int i = 0; i < 4; ++i) held.push_back(run());  // now they wait for the next
+  });
+  backends::TeamChoice alone;  // the team measured slower than one thread: the stretch runs alone
+  for (bool team : {true, true, false, false}) alone.record(team, team ? 1000000 : 1000);
+  ASSERT_FALSE(alone.use_team());
+  backends::cpu::hold_team(2, [&] { held.push_back(run()); }, &alone);
+  for (const Tensor& t : held)
+    EXPECT_EQ(std::memcmp(t.raw(), plain.raw(), static_cast<size_t>(plain.nbytes())), 0);
 }
 
 TEST(NhwcGlobalPool, IsTheFirstCandidate) {
