@@ -20,6 +20,39 @@ namespace {
 
 Tensor ints(const std::vector<int64_t>& v) { return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v); }
 
+ir::Attribute attr_ints(std::vector<int64_t> v) { return ir::Attribute::of_ints(std::move(v)); }
+
+// A graph of one-output nodes, each named after its op, with constants of random weights.
+struct GraphBuilder {
+  std::unique_ptr<ir::Graph> g = std::make_unique<ir::Graph>();
+  std::mt19937 rng;
+  GraphBuilder(int64_t opset, unsigned seed) : rng(seed) { g->opsets[""] = opset; }
+  ir::Value* in(const std::string& name, const std::vector<int64_t>& dims) {
+    return g->add_input(name, ir::TensorType::from_dims(DType::Float, dims));
+  }
+  ir::Value* weights(const std::string& name, const std::vector<int64_t>& dims) {
+    return g->add_constant(name, random_tensor(dims, rng));
+  }
+  ir::Value* op(const std::string& type, std::vector<ir::Value*> ins, ir::Attributes a = {}) {
+    ir::Value* y = g->add_value(type + std::to_string(g->nodes().size()));
+    g->add_node(type, std::move(ins), {y}, std::move(a), y->name());
+    return y;
+  }
+};
+
+// The model.cpp of dir's emitted project.
+std::string model_code(const fs::path& dir) {
+  std::ifstream f(dir / "project" / "model.cpp");
+  return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+
+// Runs dir's built program on its test data: it must pass its check.
+void expect_check_passes(const fs::path& dir, const std::string& what = "") {
+  const Result r = sh((dir / "project" / "build" / "kiln_model_main").string());
+  EXPECT_EQ(r.status, 0) << what << ": " << r.out;
+  EXPECT_NE(r.out.find("check passed"), std::string::npos) << what << ": " << r.out;
+}
+
 // x [2,rows,cols] float and idx [3] int64 through views, copies, gathers, reductions and
 // elementwise chains; every intermediate of interest is an output.
 std::unique_ptr<ir::Graph> ops_mix(int64_t rows = 6, int64_t cols = 8) {
@@ -268,47 +301,34 @@ TEST(CodegenEmit, RecurrentLayersMatch) {
 // on oneDNN and on kiln's portable loops (--no-onednn), every output checked against the
 // reference kernels.
 TEST(CodegenEmit, ConvsAndPoolsOfOneAndThreeSpatialDimsMatch) {
-  auto g = std::make_unique<ir::Graph>();
-  g->opsets[""] = 17;
-  std::mt19937 wrng(3);
-  auto w = [&](const std::string& name, const std::vector<int64_t>& dims) { return g->add_constant(name, random_tensor(dims, wrng)); };
-  auto ints = [](std::vector<int64_t> v) { return ir::Attribute::of_ints(std::move(v)); };
-  auto node = [&](const std::string& op, std::vector<ir::Value*> ins, ir::Attributes a) {
-    ir::Value* y = g->add_value(op + std::to_string(g->nodes().size()));
-    g->add_node(op, std::move(ins), {y}, std::move(a), y->name());
-    return y;
-  };
-  ir::Value* a = g->add_input("a", ir::TensorType::from_dims(DType::Float, {2, 6, 37}));
-  ir::Value* c1 = node("Conv", {a, w("w1", {8, 3, 5}), w("b1", {8})},
-                       {{"group", ir::Attribute::of_int(2)}, {"strides", ints({2})}, {"dilations", ints({2})}, {"pads", ints({3, 2})}});
-  ir::Value* r1 = node("Relu", {c1}, {});
-  ir::Value* mp = node("MaxPool", {r1}, {{"kernel_shape", ints({3})}, {"strides", ints({2})}, {"pads", ints({1, 1})}});
-  ir::Value* ap = node("AveragePool", {r1}, {{"kernel_shape", ints({4})}, {"pads", ints({1, 2})}, {"count_include_pad", ir::Attribute::of_int(1)}});
-  g->add_output(mp);
-  g->add_output(ap);
-  g->add_output(node("GlobalMaxPool", {r1}, {}));
-  ir::Value* v = g->add_input("v", ir::TensorType::from_dims(DType::Float, {1, 5, 6, 9, 7}));
-  ir::Value* c3 = node("Conv", {v, w("w3", {5, 5, 3, 3, 3}), w("b3", {5})}, {{"pads", ints({1, 1, 1, 1, 1, 1})}});
-  ir::Value* sum = node("Add", {c3, v}, {});
-  ir::Value* r3 = node("Relu", {sum}, {});
-  g->add_output(node("AveragePool", {r3}, {{"kernel_shape", ints({2, 3, 2})}, {"strides", ints({2, 2, 2})}}));
-  g->add_output(node("GlobalAveragePool", {r3}, {}));
+  GraphBuilder b(17, 3);
+  ir::Value* a = b.in("a", {2, 6, 37});
+  ir::Value* c1 = b.op("Conv", {a, b.weights("w1", {8, 3, 5}), b.weights("b1", {8})},
+                       {{"group", ir::Attribute::of_int(2)}, {"strides", attr_ints({2})}, {"dilations", attr_ints({2})},
+                        {"pads", attr_ints({3, 2})}});
+  ir::Value* r1 = b.op("Relu", {c1});
+  b.g->add_output(b.op("MaxPool", {r1}, {{"kernel_shape", attr_ints({3})}, {"strides", attr_ints({2})}, {"pads", attr_ints({1, 1})}}));
+  b.g->add_output(b.op("AveragePool", {r1},
+                       {{"kernel_shape", attr_ints({4})}, {"pads", attr_ints({1, 2})}, {"count_include_pad", ir::Attribute::of_int(1)}}));
+  b.g->add_output(b.op("GlobalMaxPool", {r1}));
+  ir::Value* v = b.in("v", {1, 5, 6, 9, 7});
+  ir::Value* c3 = b.op("Conv", {v, b.weights("w3", {5, 5, 3, 3, 3}), b.weights("b3", {5})}, {{"pads", attr_ints({1, 1, 1, 1, 1, 1})}});
+  ir::Value* r3 = b.op("Relu", {b.op("Add", {c3, v})});
+  b.g->add_output(b.op("AveragePool", {r3}, {{"kernel_shape", attr_ints({2, 3, 2})}, {"strides", attr_ints({2, 2, 2})}}));
+  b.g->add_output(b.op("GlobalAveragePool", {r3}));
   const fs::path dir = scratch("conv-nd");
   std::mt19937 rng(11);
-  write_model_with_data(*g, dir, {random_tensor({2, 6, 37}, rng), random_tensor({1, 5, 6, 9, 7}, rng)});
+  write_model_with_data(*b.g, dir, {random_tensor({2, 6, 37}, rng), random_tensor({1, 5, 6, 9, 7}, rng)});
   for (const std::string flags : {"", "--no-onednn"}) {
     fs::remove_all(dir / "project");
-    Result r = emit_and_build(dir, flags);
+    const Result r = emit_and_build(dir, flags);
     ASSERT_EQ(r.status, 0) << flags << ": " << r.out;
-    std::ifstream f(dir / "project" / "model.cpp");
-    const std::string code((std::istreambuf_iterator<char>(f)), {});
+    const std::string code = model_code(dir);
     EXPECT_EQ(code.find("kiln_kernels::OnednnConvNdShape") != std::string::npos, flags.empty()) << flags;
     EXPECT_EQ(code.find("kiln_kernels::kOnednnResidual") != std::string::npos, flags.empty()) << flags << " (the Add)";
     EXPECT_EQ(code.find("kiln_kernels::conv_nd_nchw") != std::string::npos, !flags.empty()) << flags;
     EXPECT_NE(code.find("kiln_kernels::pool_nd_nchw"), std::string::npos) << flags;
-    r = sh((dir / "project" / "build" / "kiln_model_main").string());
-    EXPECT_EQ(r.status, 0) << flags << ": " << r.out;
-    EXPECT_NE(r.out.find("check passed"), std::string::npos) << flags << ": " << r.out;
+    expect_check_passes(dir, flags);
   }
   if (!HasFailure()) fs::remove_all(dir);
 }
@@ -317,44 +337,32 @@ TEST(CodegenEmit, ConvsAndPoolsOfOneAndThreeSpatialDimsMatch) {
 // channels-last after a conv), GroupNormalization-18 (scale per group), ArgMax and ArgMin, LRN
 // of an even window, every output checked against the reference kernels.
 TEST(CodegenEmit, PadsTileNormsArgReducesAndLrnMatch) {
-  auto g = std::make_unique<ir::Graph>();
-  g->opsets[""] = 19;
-  std::mt19937 wrng(7);
-  auto w = [&](const std::string& name, const std::vector<int64_t>& dims) { return g->add_constant(name, random_tensor(dims, wrng)); };
-  auto node = [&](const std::string& op, std::vector<ir::Value*> ins, ir::Attributes a) {
-    ir::Value* y = g->add_value(op + std::to_string(g->nodes().size()));
-    g->add_node(op, std::move(ins), {y}, std::move(a), y->name());
-    return y;
-  };
+  GraphBuilder b(19, 7);
   auto mode = [](const char* m) { return ir::Attributes{{"mode", ir::Attribute::of_string(m)}}; };
-  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {2, 6, 5, 7}));
-  ir::Value* reflect = node("Pad", {x, g->add_constant("p1", ints({0, 0, 2, 1, 0, 0, 1, 3}))}, mode("reflect"));
-  g->add_output(node("Pad", {x, g->add_constant("p2", ints({0, 0, 1, 0, 0, 0, 0, 2}))}, mode("edge")));
-  g->add_output(node("Pad", {x, g->add_constant("p3", ints({0, 0, 3, 2, 0, 0, 4, 1}))}, mode("wrap")));
-  g->add_output(node("Tile", {x, g->add_constant("reps", ints({1, 2, 1, 3}))}, {}));
-  g->add_output(node("InstanceNormalization", {reflect, w("is", {6}), w("ib", {6})}, {}));
-  g->add_output(node("GroupNormalization", {x, w("gs", {3}), w("gb", {3})}, {{"num_groups", ir::Attribute::of_int(3)}}));
-  ir::Value* conv = node("Conv", {x, w("cw", {8, 6, 3, 3}), w("cb", {8})}, {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}});
-  ir::Value* norm = node("InstanceNormalization", {conv, w("ns", {8}), w("nb", {8})}, {});
-  g->add_output(node("Relu", {norm}, {}));
-  g->add_output(node("ArgMax", {x}, {{"axis", ir::Attribute::of_int(1)}, {"keepdims", ir::Attribute::of_int(0)}}));
-  g->add_output(node("ArgMin", {x}, {{"axis", ir::Attribute::of_int(-1)}, {"select_last_index", ir::Attribute::of_int(1)}}));
-  g->add_output(node("LRN", {x}, {{"size", ir::Attribute::of_int(4)}, {"alpha", ir::Attribute::of_float(0.02f)},
-                                  {"beta", ir::Attribute::of_float(0.6f)}, {"bias", ir::Attribute::of_float(1.5f)}}));
+  ir::Value* x = b.in("x", {2, 6, 5, 7});
+  ir::Value* reflect = b.op("Pad", {x, b.g->add_constant("p1", ints({0, 0, 2, 1, 0, 0, 1, 3}))}, mode("reflect"));
+  b.g->add_output(b.op("Pad", {x, b.g->add_constant("p2", ints({0, 0, 1, 0, 0, 0, 0, 2}))}, mode("edge")));
+  b.g->add_output(b.op("Pad", {x, b.g->add_constant("p3", ints({0, 0, 3, 2, 0, 0, 4, 1}))}, mode("wrap")));
+  b.g->add_output(b.op("Tile", {x, b.g->add_constant("reps", ints({1, 2, 1, 3}))}));
+  b.g->add_output(b.op("InstanceNormalization", {reflect, b.weights("is", {6}), b.weights("ib", {6})}));
+  b.g->add_output(b.op("GroupNormalization", {x, b.weights("gs", {3}), b.weights("gb", {3})}, {{"num_groups", ir::Attribute::of_int(3)}}));
+  ir::Value* conv = b.op("Conv", {x, b.weights("cw", {8, 6, 3, 3}), b.weights("cb", {8})}, {{"pads", attr_ints({1, 1, 1, 1})}});
+  b.g->add_output(b.op("Relu", {b.op("InstanceNormalization", {conv, b.weights("ns", {8}), b.weights("nb", {8})})}));
+  b.g->add_output(b.op("ArgMax", {x}, {{"axis", ir::Attribute::of_int(1)}, {"keepdims", ir::Attribute::of_int(0)}}));
+  b.g->add_output(b.op("ArgMin", {x}, {{"axis", ir::Attribute::of_int(-1)}, {"select_last_index", ir::Attribute::of_int(1)}}));
+  b.g->add_output(b.op("LRN", {x}, {{"size", ir::Attribute::of_int(4)}, {"alpha", ir::Attribute::of_float(0.02f)},
+                                    {"beta", ir::Attribute::of_float(0.6f)}, {"bias", ir::Attribute::of_float(1.5f)}}));
   const fs::path dir = scratch("pads-norms");
   std::mt19937 rng(17);
-  write_model_with_data(*g, dir, {random_tensor({2, 6, 5, 7}, rng)});
-  Result r = emit_and_build(dir);
+  write_model_with_data(*b.g, dir, {random_tensor({2, 6, 5, 7}, rng)});
+  const Result r = emit_and_build(dir);
   ASSERT_EQ(r.status, 0) << r.out;
-  std::ifstream f(dir / "project" / "model.cpp");
-  const std::string code((std::istreambuf_iterator<char>(f)), {});
+  const std::string code = model_code(dir);
   for (const char* call :
        {"kiln_kernels::axis_gather<", "kiln_kernels::group_norm(", "kiln_kernels::arg_reduce<", "kiln_kernels::lrn_planes("})
     EXPECT_NE(code.find(call), std::string::npos) << call;
   EXPECT_NE(code.find(", true, false, "), std::string::npos) << "the channels-last InstanceNorm after the conv";
-  r = sh((dir / "project" / "build" / "kiln_model_main").string());
-  EXPECT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+  expect_check_passes(dir);
   if (!HasFailure()) fs::remove_all(dir);
 }
 
@@ -362,40 +370,31 @@ TEST(CodegenEmit, PadsTileNormsArgReducesAndLrnMatch) {
 // strides, pads, output_padding, groups, dilation, an output_shape, SAME_UPPER, a ReLU after;
 // every output checked against the reference kernels.
 TEST(CodegenEmit, TransposedConvolutionsMatch) {
-  auto g = std::make_unique<ir::Graph>();
-  g->opsets[""] = 17;
-  std::mt19937 wrng(9);
-  auto w = [&](const std::string& name, const std::vector<int64_t>& dims) { return g->add_constant(name, random_tensor(dims, wrng)); };
-  auto node = [&](const std::string& op, std::vector<ir::Value*> ins, ir::Attributes a) {
-    ir::Value* y = g->add_value(op + std::to_string(g->nodes().size()));
-    g->add_node(op, std::move(ins), {y}, std::move(a), y->name());
-    return y;
-  };
-  auto is = [](std::vector<int64_t> v) { return ir::Attribute::of_ints(std::move(v)); };
-  ir::Value* x = g->add_input("x", ir::TensorType::from_dims(DType::Float, {2, 6, 5, 7}));
-  ir::Value* t1 = node("ConvTranspose", {x, w("w1", {6, 4, 3, 3}), w("b1", {8})},
-                       {{"group", ir::Attribute::of_int(2)}, {"strides", is({2, 2})}, {"pads", is({1, 0, 0, 1})},
-                        {"output_padding", is({1, 0})}, {"dilations", is({1, 2})}});
-  g->add_output(node("Relu", {t1}, {}));
-  g->add_output(node("ConvTranspose", {x, w("w2", {6, 3, 4, 4})}, {{"strides", is({2, 3})}, {"output_shape", is({11, 21})}}));
-  g->add_output(node("ConvTranspose", {x, w("w3", {6, 5, 3, 2}), w("b3", {5})},
-                     {{"strides", is({2, 2})}, {"auto_pad", ir::Attribute::of_string("SAME_UPPER")}}));
-  ir::Value* a = g->add_input("a", ir::TensorType::from_dims(DType::Float, {1, 4, 9}));
-  g->add_output(node("ConvTranspose", {a, w("w4", {4, 3, 5}), w("b4", {3})}, {{"strides", is({3})}, {"pads", is({2, 1})}}));
-  ir::Value* v = g->add_input("v", ir::TensorType::from_dims(DType::Float, {1, 3, 3, 4, 2}));
-  g->add_output(node("ConvTranspose", {v, w("w5", {3, 2, 2, 3, 2})}, {{"strides", is({2, 1, 2})}}));
+  GraphBuilder b(17, 9);
+  ir::Value* x = b.in("x", {2, 6, 5, 7});
+  ir::Value* t1 = b.op("ConvTranspose", {x, b.weights("w1", {6, 4, 3, 3}), b.weights("b1", {8})},
+                       {{"group", ir::Attribute::of_int(2)}, {"strides", attr_ints({2, 2})}, {"pads", attr_ints({1, 0, 0, 1})},
+                        {"output_padding", attr_ints({1, 0})}, {"dilations", attr_ints({1, 2})}});
+  b.g->add_output(b.op("Relu", {t1}));
+  b.g->add_output(b.op("ConvTranspose", {x, b.weights("w2", {6, 3, 4, 4})},
+                       {{"strides", attr_ints({2, 3})}, {"output_shape", attr_ints({11, 21})}}));
+  b.g->add_output(b.op("ConvTranspose", {x, b.weights("w3", {6, 5, 3, 2}), b.weights("b3", {5})},
+                       {{"strides", attr_ints({2, 2})}, {"auto_pad", ir::Attribute::of_string("SAME_UPPER")}}));
+  ir::Value* a = b.in("a", {1, 4, 9});
+  b.g->add_output(b.op("ConvTranspose", {a, b.weights("w4", {4, 3, 5}), b.weights("b4", {3})},
+                       {{"strides", attr_ints({3})}, {"pads", attr_ints({2, 1})}}));
+  ir::Value* v = b.in("v", {1, 3, 3, 4, 2});
+  b.g->add_output(b.op("ConvTranspose", {v, b.weights("w5", {3, 2, 2, 3, 2})}, {{"strides", attr_ints({2, 1, 2})}}));
   const fs::path dir = scratch("conv-transpose");
   std::mt19937 rng(19);
-  write_model_with_data(*g, dir, {random_tensor({2, 6, 5, 7}, rng), random_tensor({1, 4, 9}, rng), random_tensor({1, 3, 3, 4, 2}, rng)});
-  Result r = emit_and_build(dir);
+  write_model_with_data(*b.g, dir,
+                        {random_tensor({2, 6, 5, 7}, rng), random_tensor({1, 4, 9}, rng), random_tensor({1, 3, 3, 4, 2}, rng)});
+  const Result r = emit_and_build(dir);
   ASSERT_EQ(r.status, 0) << r.out;
-  std::ifstream f(dir / "project" / "model.cpp");
-  const std::string code((std::istreambuf_iterator<char>(f)), {});
+  const std::string code = model_code(dir);
   EXPECT_NE(code.find("kiln_kernels::conv_transpose_nd<"), std::string::npos);
   EXPECT_NE(code.find(", true};"), std::string::npos) << "a channels-last ConvTranspose";
-  r = sh((dir / "project" / "build" / "kiln_model_main").string());
-  EXPECT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("check passed"), std::string::npos) << r.out;
+  expect_check_passes(dir);
   if (!HasFailure()) fs::remove_all(dir);
 }
 
