@@ -91,20 +91,22 @@ class NhwcGlobalPoolKernel : public Kernel {
         // The same `team` parts of the pixels, each summed into its own row and combined in
         // order, however many threads run them: the result does not depend on the run's team
         // (a stretch run on one thread, workers not waiting), so every run gives the same bits.
-        std::vector<float> partial(static_cast<size_t>(team * c_), init);
+        // The rows are the calling thread's, kept from run to run; the team writes them through
+        // `rows` (a thread_local named inside the lambda would be each worker's own).
+        thread_local std::vector<float> partial;
+        partial.assign(static_cast<size_t>(team * c_), init);
+        float* rows = partial.data();
         auto parts = [&](int64_t t0, int64_t t1) {
-          for (int64_t t = t0; t < t1; ++t)
-            reduce(xb, pixels_ * t / team, pixels_ * (t + 1) / team, partial.data() + t * c_);
+          for (int64_t t = t0; t < t1; ++t) reduce(xb, pixels_ * t / team, pixels_ * (t + 1) / team, rows + t * c_);
         };
         // A split whose hand-off would wait for workers still starting or blocked costs more
         // than the pool itself, unless the image is beyond one core's L2.
         const HeldTeam* held = HeldTeam::current();
         if (!big_ && !(held && held->workers_waiting())) parts(0, team);
         else parallel_for(team, team, parts);
-        std::copy(partial.begin(), partial.begin() + c_, yb);
+        std::copy(rows, rows + c_, yb);
         for (int t = 1; t < team; ++t)
-          for (int64_t k = 0; k < c_; ++k)
-            yb[k] = is_max_ ? std::max(yb[k], partial[t * c_ + k]) : yb[k] + partial[t * c_ + k];
+          for (int64_t k = 0; k < c_; ++k) yb[k] = is_max_ ? std::max(yb[k], rows[t * c_ + k]) : yb[k] + rows[t * c_ + k];
       }
       if (!is_max_)
         for (int64_t k = 0; k < c_; ++k) yb[k] /= static_cast<float>(pixels_);
