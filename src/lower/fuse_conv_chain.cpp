@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "lower/fuse_conv_prologue.h"
 #include "lower/outline.h"
 #include "ir/graph_util.h"
 #include "ops/core/conv_geometry.h"
@@ -80,24 +81,42 @@ int64_t bytes_of(const ir::Value* v) {
   return bytes;
 }
 
-bool small_kernel(const ir::Node* c) {
+// A 1x1 conv of stride 1 without pads.
+bool pointwise(const ir::Node* n) {
+  const auto wd = n->input(1)->type.static_dims();
+  return n->attr_int("group", 1) == 1 && wd[2] == 1 && wd[3] == 1 &&
+         n->attr_ints("strides", {1, 1}) == std::vector<int64_t>{1, 1} &&
+         n->attr_ints("pads", {0, 0, 0, 0}) == std::vector<int64_t>{0, 0, 0, 0};
+}
+
+// A layer of few multiply-adds per element it reads or writes, which the banded kernel runs on
+// kiln's own row kernels: a pool or depthwise conv of at most 3x3 taps, a 1x1 stride-1 conv, a
+// stem (at most 3x3 taps on at most 8 input channels). A tensor between two such layers is
+// worth keeping in bands even where it fits the L2, its trip through the cache being a real part
+// of their time. Not a dense conv of more taps or channels: its multiply-adds hide that trip, and
+// in a chain it runs as a oneDNN primitive on plain rows (inception's 1x7 and 7x1 convs and
+// 3x3 stride-2 reductions ran slower chained than alone, at 1 thread and at 2).
+bool light_layer(const ir::Node* c) {
   if (pool_member(c)) {
     const auto k = c->attr_ints("kernel_shape");
     return k[0] * k[1] <= 9;
   }
   const auto wd = c->input(1)->type.static_dims();
-  return wd[2] * wd[3] <= 9;
+  if (wd[2] * wd[3] > 9) return false;
+  if (depthwise(c)) return true;
+  if (c->attr_int("group", 1) != 1) return false;
+  return pointwise(c) || wd[1] <= 8;
 }
 
 // The conv or pool after `n` in a chain: the only reader of n's output, reading it as its X,
 // when that output is big enough to be worth keeping in bands (`light_min_bytes` between two
-// layers of at most 3x3 taps).
+// light layers).
 ir::Node* next_link(const ir::Graph& g, const ir::Node* n, int64_t min_bytes, int64_t light_min_bytes, bool pools) {
   const ir::Value* y = n->output(0);
   if (y->uses().size() != 1 || ir::is_graph_output(g, y)) return nullptr;
   const ir::Use& u = y->uses()[0];
   if (u.input_index != 0 || !(member(u.node) || (pools && pool_member(u.node)))) return nullptr;
-  const int64_t min = small_kernel(n) && small_kernel(u.node) ? std::min(min_bytes, light_min_bytes) : min_bytes;
+  const int64_t min = light_layer(n) && light_layer(u.node) ? std::min(min_bytes, light_min_bytes) : min_bytes;
   return bytes_of(y) >= min ? u.node : nullptr;
 }
 
@@ -171,14 +190,8 @@ double chain_share_efficiency(const std::vector<ir::Node*>& chain, int threads) 
   return largest > 0 ? total / threads / largest : 1.0;
 }
 
-// An inverted-residual block: a 1x1 conv, a depthwise conv, a 1x1 conv (stride 1, no pads),
-// the last one's residual optional, no global pool after it.
-bool pointwise(const ir::Node* n) {
-  const auto wd = n->input(1)->type.static_dims();
-  return n->attr_int("group", 1) == 1 && wd[2] == 1 && wd[3] == 1 &&
-         n->attr_ints("strides", {1, 1}) == std::vector<int64_t>{1, 1} &&
-         n->attr_ints("pads", {0, 0, 0, 0}) == std::vector<int64_t>{0, 0, 0, 0};
-}
+// An inverted-residual block: a 1x1 conv (pointwise), a depthwise conv, a 1x1 conv, the last
+// one's residual optional, no global pool after it.
 
 bool inverted_residual(const std::vector<ir::Node*>& chain) {
   if (chain.size() != 3 || pool_member(chain[1]) || pool_member(chain[2]) || pool_of(chain[2]->output(0))) return false;
@@ -252,15 +265,21 @@ std::vector<ir::Node*> squeeze_excitation_block(const ir::Graph& g, ir::Node* e)
 }  // namespace
 
 int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, bool pools, int threads,
-                     bool input_transpose, bool channels) {
+                     bool input_transpose, bool channels, const std::function<bool(const ir::Node&)>& takes_prologue) {
   const bool split = channels && threads > 1;
+  // A conv that will compute its elementwise input itself (fuse_conv_prologue) starts no chain:
+  // the prologue keeps a whole tensor (DenseNet's BatchNorm + ReLU before a transition's conv)
+  // out of memory, where a chain would leave it to a separate pass.
+  auto keeps_prologue = [&](const ir::Node* n) {
+    return takes_prologue && conv_prologue_of(g, n) && takes_prologue(*n);
+  };
   std::vector<std::vector<ir::Node*>> chains;
   std::unordered_set<const ir::Node*> taken, split_channels;
   // Squeeze-excitation blocks first: split by channels their threads meet three times (the
   // squeeze, the project, the partial sums), where as separate ops they meet at each of six.
   if (split)
     for (ir::Node* n : g.nodes()) {
-      if (taken.count(n)) continue;
+      if (taken.count(n) || keeps_prologue(n)) continue;
       std::vector<ir::Node*> block = squeeze_excitation_block(g, n);
       if (block.empty()) continue;
       const std::vector<ir::Node*> convs{block[0], block[1], block[5]};
@@ -272,7 +291,7 @@ int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, b
       chains.push_back(std::move(block));
     }
   for (ir::Node* n : g.nodes()) {  // topological order: a chain is met at its first conv
-    if (taken.count(n) || !member(n)) continue;  // (a pool joins after a conv, never first)
+    if (taken.count(n) || !member(n) || keeps_prologue(n)) continue;  // (a pool joins after a conv, never first)
     std::vector<ir::Node*> chain{n};
     for (ir::Node* next; (next = next_link(g, chain.back(), min_bytes, light_min_bytes, pools)) && !taken.count(next);)
       chain.push_back(next);
@@ -321,10 +340,11 @@ int fuse_conv_chains(ir::Graph& g, int64_t min_bytes, int64_t light_min_bytes, b
   return static_cast<int>(chains.size());
 }
 
-std::unique_ptr<passes::Pass> make_conv_chain_pass(int threads, bool input_transpose, bool channels, int* chains) {
+std::unique_ptr<passes::Pass> make_conv_chain_pass(int threads, bool input_transpose, bool channels,
+                                                   std::function<bool(const ir::Node&)> takes_prologue, int* chains) {
   return std::make_unique<passes::FunctionPass>("conv_chain", [=](ir::Graph& g) {
     *chains = fuse_conv_chains(g, kConvChainMinBytes, kConvChainLightMinBytes, /*pools=*/true, threads, input_transpose,
-                               channels);
+                               channels, takes_prologue);
     return *chains > 0;
   });
 }

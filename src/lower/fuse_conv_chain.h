@@ -16,6 +16,7 @@
 // there a grouped 3x3 conv of 2-16 channels a group may stand for the depthwise, RegNet's).
 #pragma once
 #include <cstdint>
+#include <functional>
 
 #include <memory>
 
@@ -26,7 +27,8 @@ namespace kiln::lower {
 
 // A link is formed where the intermediate tensor has at least this many bytes.
 constexpr int64_t kConvChainMinBytes = 1 << 20;
-// From this many between convs of at most 3x3 taps (mobilenet_v2's 28x28 and 14x14 blocks):
+// From this many between two light layers (a 1x1 conv, a depthwise conv or pool of at most 3x3
+// taps, a stem: mobilenet_v2's 28x28 and 14x14 blocks):
 // with two or more threads a chain's threads each run their rows through the whole block without
 // meeting, where separate convs synchronize at every op and hand rows between cores. At 1
 // thread they pay too, the chain's 1x1 layers being kiln's pointwise kernel. From 128 KiB the
@@ -58,11 +60,15 @@ constexpr double kCrossCoreMacsPerFloat = 29.0;
 // planes.
 // `channels`: the backend splits inverted-residual chains by channels (else none is marked and
 // every chain must split its rows evenly enough).
+// `takes_prologue`: whether the backend runs a FusedConv with its elementwise input as a prologue
+// (fuse_conv_prologue, which runs after this pass): such a conv starts no chain. Empty: none does.
 int fuse_conv_chains(ir::Graph& g, int64_t min_bytes = kConvChainMinBytes,
                      int64_t light_min_bytes = kConvChainMinBytes, bool pools = true, int threads = 1,
-                     bool input_transpose = true, bool channels = false);
+                     bool input_transpose = true, bool channels = false,
+                     const std::function<bool(const ir::Node&)>& takes_prologue = {});
 // As a lowering pass: "conv_chain" with the default link sizes and pools; *chains = how many it
 // formed.
-std::unique_ptr<passes::Pass> make_conv_chain_pass(int threads, bool input_transpose, bool channels, int* chains);
+std::unique_ptr<passes::Pass> make_conv_chain_pass(int threads, bool input_transpose, bool channels,
+                                                   std::function<bool(const ir::Node&)> takes_prologue, int* chains);
 
 }  // namespace kiln::lower

@@ -6,10 +6,7 @@
 
 namespace kiln::lower {
 
-namespace {
-
-// The FusedElementwise whose output is conv's input and read by nothing else, or nullptr.
-ir::Node* prologue_of(const ir::Graph& g, const ir::Node* conv) {
+ir::Node* conv_prologue_of(const ir::Graph& g, const ir::Node* conv) {
   if (conv->domain() != "kiln" || conv->op_type() != "FusedConv" || conv->num_inputs() < 1) return nullptr;
   const ir::Value* x = conv->input(0);
   if (!x || x->is_constant() || x->uses().size() != 1 || ir::is_graph_output(g, x)) return nullptr;
@@ -26,12 +23,10 @@ ir::Node* prologue_of(const ir::Graph& g, const ir::Node* conv) {
   return f;
 }
 
-}  // namespace
-
 int fuse_conv_prologue(ir::Graph& g, const std::function<bool(const ir::Node&)>& takes) {
   std::vector<std::pair<ir::Node*, ir::Node*>> pairs;  // found first, outlined after
   for (ir::Node* n : g.nodes())
-    if (ir::Node* f = prologue_of(g, n); f && takes(*n)) pairs.emplace_back(f, n);
+    if (ir::Node* f = conv_prologue_of(g, n); f && takes(*n)) pairs.emplace_back(f, n);
   for (auto [f, conv] : pairs) outline(g, {f, conv}, {conv->output(0)}, "PrologueConv", "prologue_" + conv->name());
   if (!pairs.empty()) g.topological_sort();  // each new node went to the end
   return static_cast<int>(pairs.size());

@@ -17,6 +17,10 @@
 
 namespace kiln::lower {
 
+// The FusedElementwise whose one output is `conv`'s input X and read by nothing else (and
+// holds no view), which fuse_conv_prologue would move into the conv; nullptr if none.
+ir::Node* conv_prologue_of(const ir::Graph& g, const ir::Node* conv);
+
 // Rewrites a channels-last graph with static types; returns how many convs took a prologue.
 // `takes`: whether the backend runs a given FusedConv with a prologue (Backend::
 // takes_conv_prologue); the others keep their FusedElementwise.

@@ -54,8 +54,9 @@ passes::PassManager make_lowering_pipeline(const LoweringTarget& t, LoweringStat
     if (t.fusion_level > 0 && on("concat_elementwise"))
       pm.add(make_concat_elementwise_pass(&st->layout.concat_readers));
     if (t.fusion_level > 0 && on("conv_chain"))
-      pm.add(make_conv_chain_pass(t.threads, on("conv_chain_input"), t.chain_channels && on("conv_chain_channels"),
-                                  &st->layout.conv_chains));
+      pm.add(make_conv_chain_pass(
+          t.threads, on("conv_chain_input"), t.chain_channels && on("conv_chain_channels"),
+          on("conv_prologue") ? t.takes_conv_prologue : std::function<bool(const ir::Node&)>{}, &st->layout.conv_chains));
     // After the chains, which take 1x1 convs of their own, and the Concats' readers, whose
     // gathers a prologue keeps.
     if (t.fusion_level > 0 && t.takes_conv_prologue && on("conv_prologue"))

@@ -226,9 +226,11 @@ TEST(FuseConvChain, PoolsJoinAfterAConv) {
       1);
 }
 
-// With a lower threshold for convs of at most 3x3 taps (the 2-thread setting), small links
-// between them form and a 5x5 link still needs the full size.
-TEST(FuseConvChain, LightLinksBetweenSmallKernels) {
+// With a lower threshold between light layers (1x1 convs, depthwise convs and pools of at most
+// 3x3 taps, stems), small links between them form; a 5x5 depthwise link, and a link into or out
+// of a dense conv of more taps or channels (a 1x7, a 3x3 stride-2 reduction: compute-bound), still
+// need the full size.
+TEST(FuseConvChain, LightLinksBetweenLightLayers) {
   auto build = [](int64_t k) {
     return [k](Builder& b) {
       ir::Value* x = b.in("x", {1, 9, 7, 6});
@@ -240,6 +242,19 @@ TEST(FuseConvChain, LightLinksBetweenSmallKernels) {
   fuse_and_compare(build(3), 1, bytes + 1, bytes);
   fuse_and_compare(build(5), 0, bytes + 1, bytes);
   fuse_and_compare(build(3), 0, bytes + 1, bytes + 1);
+  auto dense = [](bool seven_taps) {
+    return [seven_taps](Builder& b) {
+      ir::Value* x = b.in("x", {1, 9, 7, 6});
+      ir::Value* e = b.op("FusedConv", {x, b.rand({18, 6, 1, 1})}, conv(1), "kiln");
+      ir::Attributes a{{"pads", Is({0, 3, 0, 3})}, {"channels_last", ir::Attribute::of_int(1)}};
+      if (seven_taps) b.out(b.op("FusedConv", {e, b.rand({18, 18, 1, 7})}, a, "kiln"));
+      else b.out(b.op("FusedConv", {e, b.rand({24, 18, 3, 3})}, conv(3, 2), "kiln"));
+    };
+  };
+  for (bool seven_taps : {true, false}) {
+    fuse_and_compare(dense(seven_taps), 0, bytes + 1, bytes);
+    fuse_and_compare(dense(seven_taps), 1, bytes, bytes);
+  }
 }
 
 // The layout's Transpose of the NCHW input joins a chain in front when only a stem (few input

@@ -99,5 +99,43 @@ TEST(LoweringPipelines, FusionLevelAndTargetDecideThePasses) {
   EXPECT_EQ(std::count(plain.begin(), plain.end(), "collapse_groups"), 1);
 }
 
+// x * s + t -> Relu -> 1x1 Conv -> 2x2 AveragePool on an NHWC image (DenseNet's transition): the conv takes the
+// elementwise group as its prologue rather than starting a chain with the pool, which would
+// leave the group to write its whole output first; without the prologue pass the chain forms.
+TEST(LoweringPipelines, AConvThatTakesItsPrologueStartsNoChain) {
+  auto transition = [] {
+    auto g = std::make_unique<ir::Graph>();
+    g->opsets[""] = 13;
+    // An NHWC image, so that the layout keeps the whole graph channels-last.
+    ir::Value* image = g->add_input("image", ir::TensorType::from_dims(DType::Float, {1, 56, 56, 64}));
+    ir::Value* x = g->add_value("x");
+    g->add_node("Transpose", {image}, {x}, {{"perm", ir::Attribute::of_ints({0, 3, 1, 2})}}, "nchw");
+    ir::Value* s = g->add_constant("s", Tensor::from_vector<float>({1, 64, 1, 1}, std::vector<float>(64, 0.5f)));
+    ir::Value* t = g->add_constant("t", Tensor::from_vector<float>({1, 64, 1, 1}, std::vector<float>(64, 0.25f)));
+    ir::Value* w = g->add_constant("w", Tensor(DType::Float, {128, 64, 1, 1}));
+    ir::Value *m = g->add_value("m"), *a = g->add_value("a"), *r = g->add_value("r"), *c = g->add_value("c"),
+              *y = g->add_value("y");
+    g->add_node("Mul", {x, s}, {m}, {}, "mul");
+    g->add_node("Add", {m, t}, {a}, {}, "add");
+    g->add_node("Relu", {a}, {r}, {}, "relu");
+    g->add_node("Conv", {r, w}, {c}, {}, "conv");
+    g->add_node("AveragePool", {c}, {y},
+                {{"kernel_shape", ir::Attribute::of_ints({2, 2})}, {"strides", ir::Attribute::of_ints({2, 2})}}, "pool");
+    g->add_output(y);
+    ops::ShapeInference().run(*g);
+    return g;
+  };
+  auto g = transition();
+  LoweringStats st = run_lowering(*g, cpu_like());
+  EXPECT_EQ(st.layout.conv_prologues, 1);
+  EXPECT_EQ(st.layout.conv_chains, 0);
+  auto h = transition();
+  LoweringTarget t = cpu_like();
+  t.disabled = {"conv_prologue"};
+  st = run_lowering(*h, t);
+  EXPECT_EQ(st.layout.conv_prologues, 0);
+  EXPECT_EQ(st.layout.conv_chains, 1);
+}
+
 }  // namespace
 }  // namespace kiln::lower
