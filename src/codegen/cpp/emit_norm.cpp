@@ -1,7 +1,7 @@
 // Row-wise ops over the last axis and attention: kiln.SkipLayerNorm, LayerNormalization,
 // Softmax (kernels/norm.h), kiln.Attention (kernels/attention.h); InstanceNormalization and
-// GroupNormalization (kernels/group_norm.h); ArgMax and ArgMin (kernels/arg_reduce.h);
-// reductions as loop nests.
+// GroupNormalization (kernels/group_norm.h); ArgMax and ArgMin (kernels/arg_reduce.h); TopK
+// (kernels/topk.h); reductions as loop nests.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -112,6 +112,38 @@ void emit_arg_reduce(EmitContext& ctx) {
            i64(outer) + ", " + i64(x.dims[axis]) + ", " + i64(inner) + ", " +
            (ctx.node.attr_int("select_last_index", 0) ? "true" : "false") + ", " + ctx.in(0) + ", " + ctx.out(0) +
            ", c.team);");
+}
+
+void emit_topk(EmitContext& ctx) {
+  const Operand& x = ctx.step.inputs.at(0);
+  if (x.dtype != DType::Float) throw ctx.unsupported("only a float input is emitted");
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  if (rank < 1) throw ctx.unsupported("a scalar input is not emitted");
+  const int64_t axis = ops::normalize_axis(ctx.node.attr_int("axis", -1), rank, ctx.node);
+  // K as the plan fixed it: the extent of either output along the axis.
+  const auto present = [&](int i) { return i < static_cast<int>(ctx.step.outputs.size()) && ctx.step.outputs[i].buffer >= 0; };
+  if (!present(0) && !present(1)) return;
+  const Operand& y = ctx.step.outputs.at(present(0) ? 0 : 1);
+  if (static_cast<int64_t>(y.dims.size()) != rank) throw ctx.unsupported("its outputs' rank differs from its input's");
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (k < axis) outer *= x.dims[k];
+    if (k > axis) inner *= x.dims[k];
+  }
+  const int64_t k = y.dims[axis];
+  if (k < 0 || k > x.dims[axis]) throw ctx.unsupported("K is larger than the axis");
+  ctx.use_kernel("topk.h");
+  ctx.use_kernel("parallel.h");
+  // K from a run-time input: the plan's shapes hold for that K only.
+  if (ctx.has_input(1) && !ctx.is_constant(1))
+    ctx.line("if (" + ctx.in(1) + "[0] != " + i64(k) + ") return c.fail(" +
+             c_string(ctx.node.describe() + ": K must be " + std::to_string(k) + ", the value the model was compiled for") +
+             ");");
+  ctx.line("static const kiln_kernels::TopKShape s{" + i64(outer) + ", " + i64(x.dims[axis]) + ", " + i64(inner) + ", " +
+           i64(k) + ", " + (ctx.node.attr_int("largest", 1) ? "true" : "false") + "};");
+  ctx.line("kiln_kernels::parallel_for(c.team, " + i64(outer * inner) + ", [&](int64_t r0, int64_t r1) { " +
+           "kiln_kernels::topk_rows(s, " + ctx.in(0) + ", " + (present(0) ? ctx.out(0) : std::string("nullptr")) + ", " +
+           (present(1) ? ctx.out(1) : std::string("nullptr")) + ", r0, r1); });");
 }
 
 void emit_softmax(EmitContext& ctx) {

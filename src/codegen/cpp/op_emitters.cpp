@@ -56,6 +56,7 @@ OpEmitFn find_op_emitter(const ir::Node& n) {
       {"LRN", emit_lrn},
       {"ArgMax", emit_arg_reduce},
       {"ArgMin", emit_arg_reduce},
+      {"TopK", emit_topk},
       {"ReduceMean", emit_reduce},
       {"ReduceSum", emit_reduce},
       {"ReduceMax", emit_reduce},

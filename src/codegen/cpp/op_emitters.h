@@ -52,6 +52,7 @@ void emit_layernorm(EmitContext& ctx);
 void emit_softmax(EmitContext& ctx);
 void emit_group_norm(EmitContext& ctx);
 void emit_arg_reduce(EmitContext& ctx);
+void emit_topk(EmitContext& ctx);
 void emit_lrn(EmitContext& ctx);
 void emit_attention(EmitContext& ctx);
 void emit_reduce(EmitContext& ctx);
