@@ -425,6 +425,27 @@ TEST(CodegenEmit, TopKMatches) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// GatherND without and with batch dims, negative indices among them (movenet's keypoint
+// gathers); against the reference kernels.
+TEST(CodegenEmit, GatherNDMatches) {
+  GraphBuilder b(13, 31);
+  ir::Value* x = b.in("x", {2, 3, 4, 5});
+  auto gather = [&](const char* name, const std::vector<int64_t>& dims, const std::vector<int64_t>& v, int64_t batch) {
+    ir::Value* i = b.g->add_constant(name, Tensor::from_vector<int64_t>(dims, v));
+    b.g->add_output(b.op("GatherND", {x, i}, {{"batch_dims", ir::Attribute::of_int(batch)}}));
+  };
+  gather("i0", {3, 2}, {0, 1, 1, -1, 0, 2}, 0);
+  gather("i1", {2, 2, 1}, {2, -3, 1, 0}, 1);
+  gather("i2", {2, 3}, {1, 2, 3, -1, 0, -5}, 1);
+  const fs::path dir = scratch("gather-nd");
+  std::mt19937 rng(31);
+  write_model_with_data(*b.g, dir, {random_tensor({2, 3, 4, 5}, rng)});
+  const Result r = emit_and_build(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  expect_check_passes(dir);
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 TEST(CodegenEmit, AnOpWithoutAnEmitterIsAClearError) {
   auto g = std::make_unique<ir::Graph>();
   g->opsets[""] = 17;

@@ -92,6 +92,48 @@ void emit_gather(EmitContext& ctx) {
   (void)y;
 }
 
+// GatherND with batch_dims b: data [B..., D_0..D_{k-1}, S...], indices [B..., M..., k]; each
+// index tuple (negative values counting from the end) picks a slice of S's elements.
+void emit_gather_nd(EmitContext& ctx) {
+  const Operand& x = ctx.step.inputs.at(0);
+  const Operand& idx = ctx.step.inputs.at(1);
+  if (idx.dtype != DType::Int64) throw ctx.unsupported("indices must be int64");
+  const int64_t r = static_cast<int64_t>(x.dims.size()), q = static_cast<int64_t>(idx.dims.size());
+  const int64_t b = ctx.node.attr_int("batch_dims", 0);
+  if (q < 1 || b < 0 || b >= std::min(r, q)) throw ctx.unsupported("batch_dims out of range");
+  const int64_t k = idx.dims.back();
+  if (k < 1 || b + k > r) throw ctx.unsupported("the index tuples' length is out of range");
+  int64_t batch = 1, tuples = 1, slice = 1;
+  for (int64_t a = 0; a < b; ++a) batch *= x.dims[a];
+  for (int64_t a = b; a < q - 1; ++a) tuples *= idx.dims[a];
+  for (int64_t a = b + k; a < r; ++a) slice *= x.dims[a];
+  std::vector<int64_t> dims, strides;
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t stride = 1;
+    for (int64_t a = b + j + 1; a < r; ++a) stride *= x.dims[a];
+    dims.push_back(x.dims[b + j]);
+    strides.push_back(stride);
+  }
+  const int64_t batch_stride = b > 0 ? strides.front() * dims.front() : 0;
+  const std::string T = ctype(x.dtype);
+  ctx.line("static const int64_t dims[] = " + int_list(dims) + ", strides[] = " + int_list(strides) + ";");
+  ctx.line("const " + T + "* x = " + ctx.in(0) + ";");
+  ctx.line("const int64_t* idx = " + ctx.in(1) + ";");
+  ctx.line(T + "* y = " + ctx.out(0) + ";");
+  ctx.line("for (int64_t n = 0; n < " + i64(batch) + "; ++n)");
+  ctx.line("  for (int64_t t = 0; t < " + i64(tuples) + "; ++t) {");
+  ctx.line("    const int64_t* ix = idx + (n * " + i64(tuples) + " + t) * " + i64(k) + ";");
+  ctx.line("    int64_t at = n * " + i64(batch_stride) + ";");
+  ctx.line("    for (int64_t j = 0; j < " + i64(k) + "; ++j) {");
+  ctx.line("      if (ix[j] < -dims[j] || ix[j] >= dims[j]) return c.fail(" +
+           c_string(ctx.node.describe() + ": an index is out of range") + ");");
+  ctx.line("      at += (ix[j] < 0 ? ix[j] + dims[j] : ix[j]) * strides[j];");
+  ctx.line("    }");
+  ctx.line("    std::memcpy(y + (n * " + i64(tuples) + " + t) * " + i64(slice) + ", x + at, " + i64(slice) + " * sizeof(" + T +
+           "));");
+  ctx.line("  }");
+}
+
 namespace {
 
 // y's copy of x through per-axis source tables (kernels/axis_gather.h), `table(k, o)` giving the

@@ -39,6 +39,7 @@ OpEmitFn find_op_emitter(const ir::Node& n) {
       {"Slice", emit_slice},
       {"Split", emit_split},
       {"Gather", emit_gather},
+      {"GatherND", emit_gather_nd},
       {"Pad", emit_pad},
       {"Tile", emit_tile},
       {"DepthToSpace", emit_depth_space},

@@ -46,6 +46,7 @@ void emit_concat(EmitContext& ctx);
 void emit_slice(EmitContext& ctx);
 void emit_split(EmitContext& ctx);
 void emit_gather(EmitContext& ctx);
+void emit_gather_nd(EmitContext& ctx);
 // emit_norm.cpp: kiln.SkipLayerNorm, LayerNormalization, Softmax, kiln.Attention; reductions.
 void emit_skip_layernorm(EmitContext& ctx);
 void emit_layernorm(EmitContext& ctx);
