@@ -89,23 +89,25 @@ bool pointwise(const ir::Node* n) {
          n->attr_ints("pads", {0, 0, 0, 0}) == std::vector<int64_t>{0, 0, 0, 0};
 }
 
+// A dense conv of 2 to 9 taps on at most 8 input channels (a model's stem, on its image).
+bool stem(const ir::Node* n) {
+  const auto wd = n->input(1)->type.static_dims();
+  return n->attr_int("group", 1) == 1 && wd[1] <= 8 && wd[2] * wd[3] > 1 && wd[2] * wd[3] <= 9;
+}
+
 // A layer of few multiply-adds per element it reads or writes, which the banded kernel runs on
 // kiln's own row kernels: a pool or depthwise conv of at most 3x3 taps, a 1x1 stride-1 conv, a
-// stem (at most 3x3 taps on at most 8 input channels). A tensor between two such layers is
-// worth keeping in bands even where it fits the L2, its trip through the cache being a real part
-// of their time. Not a dense conv of more taps or channels: its multiply-adds hide that trip, and
-// in a chain it runs as a oneDNN primitive on plain rows (inception's 1x7 and 7x1 convs and
-// 3x3 stride-2 reductions ran slower chained than alone, at 1 thread and at 2).
+// stem. A tensor between two such layers is worth keeping in bands even where it fits the L2,
+// its trip through the cache being a real part of their time. Not a dense conv of more taps or
+// channels (a 1x7, a 3x3 stride-2 reduction): its multiply-adds hide that trip, and in a chain
+// it runs as a oneDNN primitive on plain rows, slower than alone.
 bool light_layer(const ir::Node* c) {
   if (pool_member(c)) {
     const auto k = c->attr_ints("kernel_shape");
     return k[0] * k[1] <= 9;
   }
   const auto wd = c->input(1)->type.static_dims();
-  if (wd[2] * wd[3] > 9) return false;
-  if (depthwise(c)) return true;
-  if (c->attr_int("group", 1) != 1) return false;
-  return pointwise(c) || wd[1] <= 8;
+  return (depthwise(c) && wd[2] * wd[3] <= 9) || pointwise(c) || stem(c);
 }
 
 // The conv or pool after `n` in a chain: the only reader of n's output, reading it as its X,
@@ -141,9 +143,7 @@ ir::Node* transpose_into(const ir::Graph& g, const ir::Node* n) {
     return nullptr;
   if (t->attr_ints("perm") != std::vector<int64_t>{0, 2, 3, 1} || x->uses().size() != 1 || ir::is_graph_output(g, x))
     return nullptr;
-  const auto wd = n->input(1)->type.static_dims();
-  const bool stem = n->attr_int("group", 1) == 1 && wd[1] <= 8 && wd[2] * wd[3] > 1 && wd[2] * wd[3] <= 9;
-  return stem ? t : nullptr;
+  return stem(n) ? t : nullptr;
 }
 
 // How evenly `threads` share a chain's work, as the kernel splits it (src/kernels/chain_schedule.h,

@@ -52,6 +52,7 @@ class EmitContext {
   std::string in(int i) const { return ptr(step.inputs.at(i)); }
   std::string out(int i) const { return ptr(step.outputs.at(i), true); }
   bool has_input(int i) const { return i < static_cast<int>(step.inputs.size()) && step.inputs[i].buffer >= 0; }
+  bool has_output(int i) const { return i < static_cast<int>(step.outputs.size()) && step.outputs[i].buffer >= 0; }
   // Adds bytes (elements of type t) to weights.bin under `key`; returns a const pointer expression.
   std::string weights(const std::string& key, std::string_view bytes, DType t);
   std::string weights(const std::string& key, const std::vector<float>& v) {

@@ -121,9 +121,8 @@ void emit_topk(EmitContext& ctx) {
   if (rank < 1) throw ctx.unsupported("a scalar input is not emitted");
   const int64_t axis = ops::normalize_axis(ctx.node.attr_int("axis", -1), rank, ctx.node);
   // K as the plan fixed it: the extent of either output along the axis.
-  const auto present = [&](int i) { return i < static_cast<int>(ctx.step.outputs.size()) && ctx.step.outputs[i].buffer >= 0; };
-  if (!present(0) && !present(1)) return;
-  const Operand& y = ctx.step.outputs.at(present(0) ? 0 : 1);
+  if (!ctx.has_output(0) && !ctx.has_output(1)) return;
+  const Operand& y = ctx.step.outputs.at(ctx.has_output(0) ? 0 : 1);
   if (static_cast<int64_t>(y.dims.size()) != rank) throw ctx.unsupported("its outputs' rank differs from its input's");
   int64_t outer = 1, inner = 1;
   for (int64_t k = 0; k < rank; ++k) {
@@ -142,8 +141,8 @@ void emit_topk(EmitContext& ctx) {
   ctx.line("static const kiln_kernels::TopKShape s{" + i64(outer) + ", " + i64(x.dims[axis]) + ", " + i64(inner) + ", " +
            i64(k) + ", " + (ctx.node.attr_int("largest", 1) ? "true" : "false") + "};");
   ctx.line("kiln_kernels::parallel_for(c.team, " + i64(outer * inner) + ", [&](int64_t r0, int64_t r1) { " +
-           "kiln_kernels::topk_rows(s, " + ctx.in(0) + ", " + (present(0) ? ctx.out(0) : std::string("nullptr")) + ", " +
-           (present(1) ? ctx.out(1) : std::string("nullptr")) + ", r0, r1); });");
+           "kiln_kernels::topk_rows(s, " + ctx.in(0) + ", " + (ctx.has_output(0) ? ctx.out(0) : std::string("nullptr")) + ", " +
+           (ctx.has_output(1) ? ctx.out(1) : std::string("nullptr")) + ", r0, r1); });");
 }
 
 void emit_softmax(EmitContext& ctx) {
