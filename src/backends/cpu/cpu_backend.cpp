@@ -55,14 +55,15 @@ class CpuBackend : public Backend {
   // Both of its Attention kernels (attention.cpp) take strided operands.
   bool reads_attention_layouts() const override { return true; }
   // oneDNN's Winograd (on a CPU with AVX-512, from kOnednnWinogradMinChannels input channels)
-  // runs the 3x3 stride-1 convs kiln's own Winograd does not take. The blocked-layout pass has
-  // checked the conv's form and its channels-last input.
+  // runs the 3x3 stride-1 convs kiln's own Winograd does not take, where Winograd pays at all.
+  // The blocked-layout pass has checked the conv's form and its channels-last input.
   bool runs_blocked(const ir::Node& node) const override {
     cpu::DisabledKernels scope(&disabled_kernels());
     if (!cpu::has_avx512() || !cpu::kernel_enabled("onednn_winograd")) return false;
     const ir::Value* x = node.num_inputs() > 0 ? node.input(0) : nullptr;
     if (!x || !x->type.is_static() || x->type.rank() != 4 || x->type.static_dims()[3] < cpu::kOnednnWinogradMinChannels)
       return false;
+    if (!cpu::winograd_pays(node)) return false;
     return !cpu::kernel_enabled("kiln_winograd") || !cpu::kiln_winograd_accepts(node);
   }
   // omp_set_num_threads sets the calling thread's team size only: a run on another thread than

@@ -344,7 +344,7 @@ std::unique_ptr<Kernel> make_conv(const ir::Node& node, bool alt, bool winograd 
     const bool plain = winograd || x_blocked != y_blocked ? false : nhwc ? !alt : alt;
     if (winograd && (G != 1 || KH != 3 || KW != 3 || strides[0] != 1 || strides[1] != 1 || dil[0] != 1 || dil[1] != 1))
       return nullptr;
-    if (winograd && C < kOnednnWinogradMinChannels) return nullptr;
+    if (winograd && (C < kOnednnWinogradMinChannels || !winograd_pays(node))) return nullptr;
     const auto algo = winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
     memory::dims st(strides.begin(), strides.end()), dl, pl(pads.begin(), pads.begin() + nsp), pr(pads.begin() + nsp, pads.end());
     for (int64_t d : dil) dl.push_back(d - 1);

@@ -413,6 +413,38 @@ class WinogradKernel : public Kernel {
 
 }  // namespace
 
+bool winograd_pays(const WinogradShape& s) {
+  const int n = rule_tile(s.OH, s.OW);
+  // Costs in multiply-adds: a byte of weights streamed costs Winograd 6.7 of them and the
+  // direct conv 7.5 (its loads overlap its products less), and the direct conv, a oneDNN
+  // primitive, pays about 5 us a call (its memory objects, and at 2+ threads an OpenMP region:
+  // 500k). Fitted on both kernels' times on 3x3 to 14x14 images of 128 to 512 channels at 1
+  // thread (bench/results/experiments-20261207-session47.md). The transforms' own cost is left
+  // out, which can only favour Winograd, as kiln chose before.
+  constexpr double kWinogradByteCost = 6.7, kDirectByteCost = 7.5, kDirectCallCost = 5e5;
+  const double C = static_cast<double>(s.C), OC = static_cast<double>(s.OC), positions = (n + 2.0) * (n + 2.0);
+  const double tiles = static_cast<double>((s.OH + n - 1) / n) * static_cast<double>((s.OW + n - 1) / n);
+  // The transforms work on 16-lane channel vectors and the products' depth is the channels
+  // padded to 16: on a few-channel image (a 3-channel input) the (n + 2)^2 / n^2 products per
+  // output over 16 lanes outnumber the direct conv's 9 per channel, whatever the call costs.
+  if ((n + 2) * (n + 2) * round16(s.C) >= 9 * n * n * s.C) return false;
+  const double winograd = tiles * positions * static_cast<double>(round16(s.C)) * OC +
+                          kWinogradByteCost * positions * C * OC * sizeof(float);
+  const double direct = static_cast<double>(s.OH) * static_cast<double>(s.OW) * 9 * C * OC +
+                        kDirectByteCost * 9 * C * OC * sizeof(float) + kDirectCallCost;
+  return winograd < direct;
+}
+
+bool winograd_pays(const ir::Node& node) {
+  if (node.num_inputs() < 2 || node.num_outputs() < 1) return false;
+  const ir::Value *x = node.input(0), *w = node.input(1), *y = node.output(0);
+  if (!x || !w || !y || !x->type.is_static() || !w->type.is_static() || !y->type.is_static()) return false;
+  const auto xd = x->type.static_dims(), wd = w->type.static_dims(), yd = y->type.static_dims();
+  if (xd.size() != 4 || wd.size() != 4 || yd.size() != 4 || wd[2] != 3 || wd[3] != 3) return false;
+  if (node.attr_int("channels_last", 0)) return winograd_pays({xd[1], xd[2], xd[3], yd[1], yd[2], yd[3]});
+  return winograd_pays({xd[2], xd[3], xd[1], yd[2], yd[3], yd[1]});
+}
+
 std::map<std::string, plan::ParamValue> winograd_params(const ir::Node& node, int threads) {
   const ir::Value* y = node.num_outputs() == 1 ? node.output(0) : nullptr;
   const ir::Value* x = node.num_inputs() > 0 ? node.input(0) : nullptr;
@@ -455,11 +487,7 @@ std::optional<WinogradShape> winograd_shape(const ir::Node& node) {
     return std::nullopt;
   if (b && b->type.static_dims() != std::vector<int64_t>{s.OC}) return std::nullopt;
   if (!epilogue_of(node)) return std::nullopt;
-  // The transforms work on 16-lane channel vectors and the products' depth is the channels
-  // padded to 16: on a few-channel image (a 3-channel input) the (N + 2)^2 / N^2 products per
-  // output over 16 lanes outnumber the direct conv's 9 per channel.
-  const int n = rule_tile(s.OH, s.OW);
-  if ((n + 2) * (n + 2) * round16(s.C) >= 9 * n * n * s.C) return std::nullopt;
+  if (!winograd_pays(s)) return std::nullopt;
   return s;
 }
 

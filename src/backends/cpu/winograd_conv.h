@@ -61,8 +61,21 @@ class WinogradConv {
 };
 
 // Whether make_kiln_winograd takes the node (with the rule's parameters): a channels-last 3x3
-// stride-1 FusedConv of one group, not blocked, without a channel scale, on a CPU with AVX-512.
+// stride-1 FusedConv of one group, not blocked, without a channel scale, on a CPU with AVX-512,
+// where Winograd pays (winograd_pays).
 bool kiln_winograd_accepts(const ir::Node& node);
+
+// Whether Winograd (with kiln's n x n output tiles for the shape, winograd_params' "tile")
+// beats a direct conv for this shape, by a cost model of each: multiply-adds plus the weights
+// each run streams from beyond the caches. A direct conv uses each weight at every output
+// pixel; Winograd's transformed weights are (n + 2)^2 / 9 as many and each is used once per
+// tile, so on a few pixels of many channels (a late layer of a small input) their stream
+// outweighs the products Winograd saves.
+bool winograd_pays(const WinogradShape& s);
+// The same for a conv node with a 3x3 kernel and static 4-D input and output, channels-last
+// (the "channels_last" attribute) or NCHW; false for any other node. oneDNN's Winograd asks it
+// too, in the blocked-layout pass and as a kernel.
+bool winograd_pays(const ir::Node& node);
 
 // The kernel for such a FusedConv (its residual Z added before the activation), or nullptr; `out_channels_total` > 0 makes its output a channel slice of a tensor
 // with that many channels. `tile` (2 or 4) and `block_tiles` (>= 1) as winograd_params
