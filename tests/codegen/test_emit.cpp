@@ -425,6 +425,38 @@ TEST(CodegenEmit, TopKMatches) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
+// Reductions with their elementwise prologue and epilogue (kiln.FusedReduce): an L2 norm over the
+// last axis (Mul -> ReduceSum -> Sqrt, mobilefacenet's embedding normalization), a ReduceMax
+// over a middle axis of a prologue without epilogue, and a ReduceMean over the last two axes
+// with an epilogue; against
+// the reference kernels.
+TEST(CodegenEmit, FusedReduceMatches) {
+  GraphBuilder b(18, 37);
+  ir::Value* x = b.in("x", {3, 6, 5});
+  auto axes = [&](const char* name, std::vector<int64_t> a) {
+    const int64_t n = static_cast<int64_t>(a.size());
+    return b.g->add_constant(name, Tensor::from_vector<int64_t>({n}, a));
+  };
+  ir::Value* sq = b.op("ReduceSum", {b.op("Mul", {x, x}), axes("a0", {-1})}, {{"keepdims", ir::Attribute::of_int(1)}});
+  b.g->add_output(b.op("Sqrt", {sq}));
+  ir::Value* shifted = b.op("Abs", {b.op("Sub", {x, b.weights("shift", {5})})});
+  b.g->add_output(b.op("ReduceMax", {shifted, axes("a1", {1})}, {{"keepdims", ir::Attribute::of_int(0)}}));
+  ir::Value* mean = b.op("ReduceMean", {b.op("Exp", {x}), axes("a2", {1, 2})}, {{"keepdims", ir::Attribute::of_int(1)}});
+  b.g->add_output(b.op("Mul", {mean, b.weights("scale", {3, 1, 1})}));
+  const fs::path dir = scratch("fused-reduce");
+  std::mt19937 rng(37);
+  write_model_with_data(*b.g, dir, {random_tensor({3, 6, 5}, rng)});
+  const Result r = emit_and_build(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string code = model_code(dir);
+  int fused = 0;
+  for (size_t at = code.find("// kiln.FusedReduce '"); at != std::string::npos; at = code.find("// kiln.FusedReduce '", at + 1))
+    ++fused;
+  EXPECT_EQ(fused, 3) << code;
+  expect_check_passes(dir);
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
 // GatherND without and with batch dims, negative indices among them (movenet's keypoint
 // gathers); against the reference kernels.
 TEST(CodegenEmit, GatherNDMatches) {

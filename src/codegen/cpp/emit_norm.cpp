@@ -1,7 +1,7 @@
 // Row-wise ops over the last axis and attention: kiln.SkipLayerNorm, LayerNormalization,
 // Softmax (kernels/norm.h), kiln.Attention (kernels/attention.h); InstanceNormalization and
 // GroupNormalization (kernels/group_norm.h); ArgMax and ArgMin (kernels/arg_reduce.h); TopK
-// (kernels/topk.h); reductions as loop nests.
+// (kernels/topk.h); reductions as loop nests, kiln.FusedReduce's prologue and epilogue too.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -213,33 +213,29 @@ void emit_attention(EmitContext& ctx) {
   ctx.line("});");
 }
 
-void emit_reduce(EmitContext& ctx) {
-  const ir::Node& n = ctx.node;
-  const Operand& x = ctx.step.inputs.at(0);
-  const Operand& y = ctx.step.outputs.at(0);
-  if (x.dtype != DType::Float) throw ctx.unsupported("only float reductions are emitted");
-  const int64_t rank = static_cast<int64_t>(x.dims.size());
-  std::vector<int64_t> axes = n.attr_ints("axes");
-  if (ctx.has_input(1)) axes = ctx.constant(1).to_int64_vector();
-  if (axes.empty() && n.attr_int("noop_with_empty_axes", 0)) throw ctx.unsupported("noop_with_empty_axes is not emitted");
-  std::vector<bool> reduced(rank, axes.empty());
-  for (int64_t a : ops::normalize_axes(axes, rank, n)) reduced[a] = true;
-  const std::string& op = n.op_type();
-  const std::vector<int64_t> xs = dense_strides(x.dims);
+namespace {
+
+// y = the reduction `op` (ReduceSum/Mean/Max/Min) of the float tensor at `x` (dense, `dims`)
+// over the axes marked in `reduced`, written to `y` (dense, the kept dims in order).
+void emit_reduce_loops(EmitContext& ctx, const std::string& op, const std::string& x, const std::vector<int64_t>& dims,
+                       const std::vector<bool>& reduced, const std::string& y) {
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  const std::vector<int64_t> xs = dense_strides(dims);
   // The kept dims outside (in order, as the output has them), the reduced dims inside.
   std::vector<int64_t> kept, red;
   for (int64_t k = 0; k < rank; ++k) (reduced[k] ? red : kept).push_back(k);
   int64_t count = 1;
-  for (int64_t k : red) count *= x.dims[k];
-  ctx.line("const float* KILN_RESTRICT x = " + ctx.in(0) + ";");
-  ctx.line("float* KILN_RESTRICT y = " + ctx.out(0) + ";");
-  std::string indent, xi, yi;
+  for (int64_t k : red) count *= dims[k];
+  ctx.line("{");
+  ctx.line("  const float* KILN_RESTRICT x = " + x + ";");
+  ctx.line("  float* KILN_RESTRICT y = " + y + ";");
+  std::string indent = "  ", xi, yi;
   for (size_t j = 0; j < kept.size(); ++j) {
     const std::string i = "k" + i64(static_cast<int64_t>(j));
-    ctx.line(indent + "for (int64_t " + i + " = 0; " + i + " < " + i64(x.dims[kept[j]]) + "; ++" + i + ")");
+    ctx.line(indent + "for (int64_t " + i + " = 0; " + i + " < " + i64(dims[kept[j]]) + "; ++" + i + ")");
     indent += "  ";
     xi += " + " + i + " * " + i64(xs[kept[j]]);
-    yi = yi.empty() ? i : "(" + yi + ") * " + i64(x.dims[kept[j]]) + " + " + i;
+    yi = yi.empty() ? i : "(" + yi + ") * " + i64(dims[kept[j]]) + " + " + i;
   }
   ctx.line(indent + "{");
   const std::string init = op == "ReduceMax" ? "-INFINITY" : op == "ReduceMin" ? "INFINITY" : "0.f";
@@ -247,7 +243,7 @@ void emit_reduce(EmitContext& ctx) {
   std::string inner = indent + "  ";
   for (size_t j = 0; j < red.size(); ++j) {
     const std::string i = "r" + i64(static_cast<int64_t>(j));
-    ctx.line(inner + "for (int64_t " + i + " = 0; " + i + " < " + i64(x.dims[red[j]]) + "; ++" + i + ")");
+    ctx.line(inner + "for (int64_t " + i + " = 0; " + i + " < " + i64(dims[red[j]]) + "; ++" + i + ")");
     inner += "  ";
     xi += " + " + i + " * " + i64(xs[red[j]]);
   }
@@ -258,7 +254,85 @@ void emit_reduce(EmitContext& ctx) {
   const std::string fin = op == "ReduceMean" ? "acc / " + literal_float(static_cast<float>(count)) : "acc";
   ctx.line(indent + "  y[" + (yi.empty() ? "0" : yi) + "] = " + fin + ";");
   ctx.line(indent + "}");
-  (void)y;
+  ctx.line("}");
+}
+
+// Which axes of its rank-`rank` input a ReduceSum/Mean/Max/Min node reduces: `axes` (from its
+// attribute or constant input), all of them when empty.
+std::vector<bool> reduced_axes(EmitContext& ctx, const ir::Node& n, const std::vector<int64_t>& axes, int64_t rank) {
+  if (axes.empty() && n.attr_int("noop_with_empty_axes", 0)) throw ctx.unsupported("noop_with_empty_axes is not emitted");
+  std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
+  for (int64_t a : ops::normalize_axes(axes, rank, n)) reduced[static_cast<size_t>(a)] = true;
+  return reduced;
+}
+
+bool is_reduction(const ir::Node& n) {
+  const std::string& op = n.op_type();
+  return n.domain().empty() && (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin");
+}
+
+}  // namespace
+
+void emit_reduce(EmitContext& ctx) {
+  const ir::Node& n = ctx.node;
+  const Operand& x = ctx.step.inputs.at(0);
+  if (x.dtype != DType::Float) throw ctx.unsupported("only float reductions are emitted");
+  std::vector<int64_t> axes = n.attr_ints("axes");
+  if (ctx.has_input(1)) axes = ctx.constant(1).to_int64_vector();
+  const auto reduced = reduced_axes(ctx, n, axes, static_cast<int64_t>(x.dims.size()));
+  emit_reduce_loops(ctx, n.op_type(), ctx.in(0), x.dims, reduced, ctx.out(0));
+}
+
+// kiln.FusedReduce: its body's elementwise prologue into a buffer of the reduction's input, the
+// reduction, and its elementwise epilogue (ops of the reduced shape) from a buffer of the
+// reduced values; the buffers are the function's own (a loop nest writes one, the next reads it).
+void emit_fused_reduce(EmitContext& ctx) {
+  auto it = ctx.node.attrs.find("body");
+  if (it == ctx.node.attrs.end() || !it->second.g) throw ctx.unsupported("has no body graph");
+  if (ctx.cuda) throw ctx.unsupported("a fused reduction is not written as CUDA kernels");
+  const ir::Graph& body = *it->second.g;
+  const std::vector<ir::Node*> nodes = body.nodes();
+  size_t at = 0;
+  while (at < nodes.size() && !is_reduction(*nodes[at])) ++at;
+  if (at == nodes.size() || body.outputs().size() != 1) throw ctx.unsupported("has no reduction to end its prologue");
+  const ir::Node& red = *nodes[at];
+  const ir::Value *x = red.input(0), *r = red.output(0), *y = body.outputs()[0];
+  if (!x->type.is_static() || !r->type.is_static() || x->type.dtype != DType::Float)
+    throw ctx.unsupported("its reduction " + red.describe() + " is not of a static float tensor");
+  std::vector<int64_t> axes = red.attr_ints("axes");
+  if (red.has_input(1)) {
+    if (!red.input(1)->is_constant()) throw ctx.unsupported("its reduction's axes are not constant");
+    axes = red.input(1)->constant().to_int64_vector();
+  }
+  const std::vector<int64_t> xd = x->type.static_dims();
+  const auto reduced = reduced_axes(ctx, red, axes, static_cast<int64_t>(xd.size()));
+  const std::vector<const ir::Value*> sources(body.inputs().begin(), body.inputs().end());
+  int64_t x_numel = 1, r_numel = 1;
+  for (int64_t d : xd) x_numel *= d;
+  for (int64_t d : r->type.static_dims()) r_numel *= d;
+
+  std::string x_ptr = "x_in";
+  const auto source = std::find(sources.begin(), sources.end(), x);
+  if (at == 0 && source != sources.end()) {
+    x_ptr = ctx.in(static_cast<int>(source - sources.begin()));  // no prologue: the input itself
+  } else {
+    ctx.line("std::vector<float> x_in_buf(" + i64(x_numel) + ");  // the reduction's input");
+    ctx.line("float* x_in = x_in_buf.data();");
+    ctx.line("{");  // each loop nest's pointers in a scope of their own
+    emit_loop_nest(ctx, {nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(at)}, sources, {x}, {{x, "x_in"}});
+    ctx.line("}");
+  }
+  if (at + 1 == nodes.size()) {
+    if (r != y) throw ctx.unsupported("its reduction is not its output");
+    emit_reduce_loops(ctx, red.op_type(), x_ptr, xd, reduced, ctx.out(0));
+    return;
+  }
+  ctx.line("std::vector<float> reduced_buf(" + i64(r_numel) + ");  // the reduced values");
+  ctx.line("float* reduced = reduced_buf.data();");
+  emit_reduce_loops(ctx, red.op_type(), x_ptr, xd, reduced, "reduced");
+  ctx.line("{");
+  emit_loop_nest(ctx, {nodes.begin() + static_cast<std::ptrdiff_t>(at) + 1, nodes.end()}, sources, {y}, {{r, "reduced"}});
+  ctx.line("}");
 }
 
 }  // namespace kiln::codegen::cpp

@@ -329,7 +329,8 @@ void emit_strided_copy(EmitContext& ctx, DType t, const std::string& src, int64_
 bool loop_nest_supports(const ir::Node& n) { return fusion::is_view_op(n) || expr_of(n) != nullptr; }
 
 void emit_loop_nest(EmitContext& ctx, const std::vector<const ir::Node*>& nodes,
-                    const std::vector<const ir::Value*>& sources, const std::vector<const ir::Value*>& outputs) {
+                    const std::vector<const ir::Value*>& sources, const std::vector<const ir::Value*>& outputs,
+                    const std::unordered_map<const ir::Value*, std::string>& locals) {
   for (const ir::Node* n : nodes)
     if (!loop_nest_supports(*n)) throw ctx.unsupported("member " + n->describe() + " has no C++ expression yet");
   auto plan = fusion::plan_access(nodes, outputs);
@@ -353,7 +354,10 @@ void emit_loop_nest(EmitContext& ctx, const std::vector<const ir::Node*>& nodes,
     const std::string T = ctype(v->type.dtype);
     auto it = source_index.find(v);
     std::string p;
-    if (it != source_index.end()) {
+    const auto local = locals.find(v);
+    if (local != locals.end()) {
+      p = local->second;
+    } else if (it != source_index.end()) {
       const Operand& o = ctx.step.inputs.at(it->second);
       if (o.storage.kind == StorageKind::Constant && o.numel() == 1) {
         operand_expr[k] = literal(v->type.dtype, scalar_of(o.value->constant()));
@@ -371,7 +375,7 @@ void emit_loop_nest(EmitContext& ctx, const std::vector<const ir::Node*>& nodes,
       throw ctx.unsupported("'" + v->name() + "' is read by the group but is neither an input nor a constant");
     }
     bool aliased = false;
-    if (it != source_index.end())
+    if (local == locals.end() && it != source_index.end())
       for (const Operand& o : ctx.step.outputs) aliased = aliased || (o.buffer >= 0 && o.storage == ctx.step.inputs.at(it->second).storage);
     ptrs.push_back({"const " + T, "p" + std::to_string(k), p, ctx.cuda && !aliased});
     reads.push_back("const " + T + " s" + std::to_string(k) + " = p" + std::to_string(k) + "[" +
@@ -411,10 +415,14 @@ void emit_loop_nest(EmitContext& ctx, const std::vector<const ir::Node*>& nodes,
 
   // Outputs: a writable pointer each (restrict unless it shares storage with a source).
   for (size_t k = 0; k < outputs.size(); ++k) {
-    const Operand& o = ctx.step.outputs.at(k);
-    bool shared = false;
-    for (const Operand& i : ctx.step.inputs) shared = shared || (i.buffer >= 0 && i.storage == o.storage);
-    ptrs.push_back({ctype(o.dtype), "o" + std::to_string(k), ctx.ptr(o, true), !shared});
+    if (const auto local = locals.find(outputs[k]); local != locals.end()) {
+      ptrs.push_back({ctype(outputs[k]->type.dtype), "o" + std::to_string(k), local->second, true});
+    } else {
+      const Operand& o = ctx.step.outputs.at(k);
+      bool shared = false;
+      for (const Operand& i : ctx.step.inputs) shared = shared || (i.buffer >= 0 && i.storage == o.storage);
+      ptrs.push_back({ctype(o.dtype), "o" + std::to_string(k), ctx.ptr(o, true), !shared});
+    }
     auto it = var.find(outputs[k]);
     if (it == var.end()) throw ctx.unsupported("output '" + outputs[k]->name() + "' is not computed by the group");
     body.push_back("o" + std::to_string(k) + "[" + index_expr(merged[n_ops + k]) + "] = " + it->second + ";");

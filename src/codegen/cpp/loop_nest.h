@@ -14,6 +14,7 @@
 //     }
 #pragma once
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "codegen/cpp/emit_context.h"
@@ -25,8 +26,12 @@ namespace kiln::codegen::cpp {
 // nodes read are literals or weights, `outputs` the values written to ctx.step.outputs in order.
 // An UnsupportedError naming the node for an op or type it cannot write, or when no single loop
 // reads every source (a value needed in two layouts).
+// `locals` maps values that live in the function's own buffers (a kiln.FusedReduce's reduction
+// input and result) to pointer expressions: such a source is read there, such an output written
+// there instead of to ctx.step.outputs (its position among `outputs` then skips none of them).
 void emit_loop_nest(EmitContext& ctx, const std::vector<const ir::Node*>& nodes,
-                    const std::vector<const ir::Value*>& sources, const std::vector<const ir::Value*>& outputs);
+                    const std::vector<const ir::Value*>& sources, const std::vector<const ir::Value*>& outputs,
+                    const std::unordered_map<const ir::Value*, std::string>& locals = {});
 
 // A strided copy as a loop nest: dst[dst_offset + sum_k i_k * dst_strides[k]] = src[src_offset +
 // sum_k i_k * src_strides[k]] over the index space `dims`, elements of type t (Concat, Slice,

@@ -10,6 +10,7 @@ namespace kiln::codegen::cpp {
 OpEmitFn find_op_emitter(const ir::Node& n) {
   static const std::map<std::string, OpEmitFn> kiln_ops = {
       {"FusedElementwise", emit_fused_elementwise},
+      {"FusedReduce", emit_fused_reduce},
       {"FusedConv", emit_conv},
       {"ConvChain", emit_conv_chain},
       {"NhwcMaxPool", emit_pool},

@@ -47,7 +47,8 @@ void emit_slice(EmitContext& ctx);
 void emit_split(EmitContext& ctx);
 void emit_gather(EmitContext& ctx);
 void emit_gather_nd(EmitContext& ctx);
-// emit_norm.cpp: kiln.SkipLayerNorm, LayerNormalization, Softmax, kiln.Attention; reductions.
+// emit_norm.cpp: kiln.SkipLayerNorm, LayerNormalization, Softmax, kiln.Attention; reductions,
+// alone and as kiln.FusedReduce (with their elementwise prologue and epilogue).
 void emit_skip_layernorm(EmitContext& ctx);
 void emit_layernorm(EmitContext& ctx);
 void emit_softmax(EmitContext& ctx);
@@ -57,6 +58,7 @@ void emit_topk(EmitContext& ctx);
 void emit_lrn(EmitContext& ctx);
 void emit_attention(EmitContext& ctx);
 void emit_reduce(EmitContext& ctx);
+void emit_fused_reduce(EmitContext& ctx);
 // emit_resize.cpp: Resize and Upsample (nearest, linear, cubic; up to two resized axes).
 void emit_resize(EmitContext& ctx);
 // The resize as at most two separable axes with their tap tables, or nullopt when it copies
