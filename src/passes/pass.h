@@ -50,6 +50,7 @@ std::unique_ptr<Pass> make_fold_batchnorm();
 std::unique_ptr<Pass> make_decompose_batchnorm();
 std::unique_ptr<Pass> make_fold_pad();
 std::unique_ptr<Pass> make_convtranspose_to_conv();
+std::unique_ptr<Pass> make_lift_1d_spatial();
 std::unique_ptr<Pass> make_fold_scale_bias();
 std::unique_ptr<Pass> make_matmul_add_to_gemm();
 std::unique_ptr<Pass> make_pattern_substitution();

@@ -33,8 +33,9 @@ PassManager make_pipeline(const OptimizeOptions& o) {
   pm.add_stage(list(make_decompose_batchnorm(), make_fold_scale_bias()));
   pm.add_stage(cleanup());
   if (o.level >= 2) {
+    // 1-D convs and pools as 2-D ones over one row; the Reshapes between two of them fold away.
     pm.add_stage(list(make_pattern_substitution(), make_onnx_attention(), make_convtranspose_to_conv(),
-                      make_transpose_folding()));
+                      make_lift_1d_spatial(), make_reshape_folding(), make_transpose_folding()));
     pm.add_stage(cleanup());
   }
   if (o.level >= 3) {
