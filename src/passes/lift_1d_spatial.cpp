@@ -5,8 +5,8 @@
 //
 // with kernel_shape, strides, dilations and pads given a leading row of 1, 1, 1 and 0, 0
 // (MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool likewise). The elementwise ops that
-// alone read the result (an activation, a BatchNormalization left unfolded, an op with a scalar
-// constant) move into the lifted form with it, as they mean the same on [N,C,1,W]. Between two
+// alone read the result (an activation, a BatchNormalization left unfolded, a per-channel bias, a
+// residual Add) move into the lifted form with it, as they mean the same on [N,C,1,W]. Between two
 // lifted ops the Reshape pair folds away (reshape folding, then the same-shape Reshape is a
 // no-op), so a
 // 1-D CNN (an audio or time-series model, a text CNN) runs on the 2-D kernels and the 2-D
@@ -49,22 +49,34 @@ ir::Value* reshaped(ir::Graph& g, ir::Value* x, const std::vector<int64_t>& dims
   return y;
 }
 
-// Whether `c` computes the same on y's values laid out as [N,C,1,W] as on [N,C,W] when it reads
-// y as its first input: elementwise with every other input a scalar constant, or an inference
-// BatchNormalization (per channel, axis 1).
+// Whether `c` computes the same on y's values laid out as [N,C,1,W] as on [N,C,W]: an
+// elementwise or broadcasting op (no axis attribute) whose output has y's shape and whose other
+// inputs are static of rank 3 at most (each given the same unit row: lifted_operand), or an
+// inference BatchNormalization of y (per channel, axis 1).
 bool moves_along(const ir::Node& c, const ir::Value* y) {
-  if (c.num_outputs() != 1 || c.num_inputs() < 1 || c.input(0) != y || has_subgraph(c)) return false;
-  for (int i = 1; i < c.num_inputs(); ++i) {
-    if (!c.has_input(i)) continue;
-    if (c.input(i) == y) return false;
-    if (c.domain().empty() && c.op_type() == "BatchNormalization") continue;
-    const Tensor* t = const_of(c.input(i));
-    if (!t || t->numel() != 1) return false;
-  }
-  if (c.domain().empty() && c.op_type() == "BatchNormalization") return true;
+  if (c.num_outputs() != 1 || c.num_inputs() < 1 || has_subgraph(c) || c.has_attr("axis")) return false;
+  if (!c.output(0)->type.is_static() || c.output(0)->type.static_dims() != y->type.static_dims()) return false;
+  if (c.domain().empty() && c.op_type() == "BatchNormalization") return c.input(0) == y;
   const ops::OpDef* def = ops::Registry::instance().find(c.domain(), c.op_type());
-  return def && (def->pattern == ops::PatternKind::ElemWise || def->pattern == ops::PatternKind::Broadcast) &&
-         c.output(0)->type.is_static() && c.output(0)->type.static_dims() == y->type.static_dims();
+  if (!def || (def->pattern != ops::PatternKind::ElemWise && def->pattern != ops::PatternKind::Broadcast)) return false;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    const ir::Value* v = c.has_input(i) ? c.input(i) : nullptr;
+    if (!v || v == y) continue;
+    if (!v->type.is_tensor() || !v->type.rank_known || v->type.rank() > 3 || !v->type.is_static()) return false;
+  }
+  return true;
+}
+
+// Another input of a lifted elementwise op, broadcasting against [N,C,W]: the same with a unit
+// dim before its last (rank 2 and 3: [C,W] -> [C,1,W]); a scalar or a rank-1 one (along W)
+// broadcasts against [N,C,1,W] as it is. A constant is reshaped, a computed value read through
+// a Reshape (which folds away where the value is itself a lifted op's result).
+ir::Value* lifted_operand(ir::Graph& g, ir::Value* v) {
+  if (v->type.rank() < 2) return v;
+  std::vector<int64_t> d = v->type.static_dims();
+  d.insert(d.end() - 1, 1);
+  if (const Tensor* t = const_of(v)) return add_const(g, g.unique_name(v->name() + "_2d"), t->reshaped(d));
+  return reshaped(g, v, d, v->name() + "_2d");
 }
 
 class Lift1dSpatial : public Pass {
@@ -104,7 +116,10 @@ class Lift1dSpatial : public Pass {
     while (y->uses().size() == 1 && !is_graph_output(g, y) && moves_along(*y->uses()[0].node, y)) {
       const ir::Node& c = *y->uses()[0].node;
       std::vector<ir::Value*> c_ins = c.inputs();
-      c_ins[0] = out4;
+      const bool batchnorm = c.domain().empty() && c.op_type() == "BatchNormalization";
+      for (ir::Value*& v : c_ins)
+        if (v == y) v = out4;
+        else if (v && !batchnorm) v = lifted_operand(g, v);
       ir::Value* next = g.add_value(g.unique_name(c.output(0)->name() + "_2d"),
                                     ir::TensorType::from_dims(c.output(0)->type.dtype, y4));
       g.add_node(c.op_type(), c_ins, {next}, c.attrs, g.unique_name(c.name() + "_2d"), c.domain());

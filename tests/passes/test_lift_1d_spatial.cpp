@@ -44,6 +44,26 @@ TEST(Lift1dSpatial, ConvsAndPoolsBecomeTwoDAndTheReshapesBetweenThemFold) {
   EXPECT_EQ(count(*g, "Reshape"), 5);
 }
 
+// A 1-D residual block as exporters write one without folding: a conv without bias, a separate
+// per-channel bias [C,1], the residual Add of the block's input, ReLU. The Add's other operand (the
+// block's input, itself a lifted pool's result) is read through a Reshape that folds away: the
+// block is 2-D from the pool to the last ReLU.
+TEST(Lift1dSpatial, ABiasAndAResidualAddMoveAlong) {
+  auto g = check_rewrite(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {1, 6, 40});
+        ir::Value* p = b.op("MaxPool", {x}, {{"kernel_shape", Is({2})}, {"strides", Is({2})}});
+        ir::Value* y = b.op("Conv", {p, b.rand({6, 6, 3})}, {{"pads", Is({1, 1})}});
+        y = b.op("Relu", {b.op("Add", {y, b.rand({6, 1})})});
+        y = b.op("Conv", {y, b.rand({6, 6, 3}), b.rand({6})}, {{"pads", Is({1, 1})}});
+        y = b.op("Relu", {b.op("Add", {y, p})});
+        b.out(y);
+      },
+      passes_of(make_lift_1d_spatial(), make_reshape_folding(), make_eliminate_noops(), make_dce()), 1e-5);
+  for (const char* op : {"Conv", "MaxPool", "Add", "Relu"}) EXPECT_TRUE(all_2d(*g, op)) << op;
+  EXPECT_EQ(count(*g, "Reshape"), 2);  // the input's and the output's
+}
+
 // What is not a static float 1-D conv or pool stays: 2-D ones, a MaxPool with indices, a conv
 // whose weights are computed, a symbolic length.
 TEST(Lift1dSpatial, OtherFormsStay) {
