@@ -4,7 +4,8 @@
 //     ->  y = Reshape(Conv(Reshape(x, [N,C,1,W]), w'[O,C/g,1,k], b), [N,O,W'])
 //
 // with kernel_shape, strides, dilations and pads given a leading row of 1, 1, 1 and 0, 0
-// (MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool likewise). The elementwise ops that
+// (ConvTranspose likewise, its output_shape a leading 1 and output_padding a 0; MaxPool,
+// AveragePool, GlobalAveragePool and GlobalMaxPool too). The elementwise ops that
 // alone read the result (an activation, a BatchNormalization left unfolded, a per-channel bias, a
 // residual Add) move into the lifted form with it, as they mean the same on [N,C,1,W]. Between two
 // lifted ops the Reshape pair folds away (reshape folding, then the same-shape Reshape is a
@@ -23,11 +24,15 @@ namespace {
 // [a] -> [lead, a] for each of the listed attributes present on `n` (pads: [b, e] -> [0, b, 0, e]).
 ir::Attributes lifted_attrs(const ir::Node& n) {
   ir::Attributes a = n.attrs;
-  for (const char* name : {"kernel_shape", "strides", "dilations"}) {
+  for (const char* name : {"kernel_shape", "strides", "dilations", "output_shape"}) {
     auto it = a.find(name);
     if (it == a.end()) continue;
     const std::vector<int64_t> v = n.attr_ints(name);
     a[name] = ir::Attribute::of_ints({1, v.empty() ? 1 : v[0]});
+  }
+  if (auto it = a.find("output_padding"); it != a.end()) {
+    const std::vector<int64_t> v = n.attr_ints("output_padding");
+    a["output_padding"] = ir::Attribute::of_ints({0, v.empty() ? 0 : v[0]});
   }
   if (auto it = a.find("pads"); it != a.end()) {
     const std::vector<int64_t> p = n.attr_ints("pads");
@@ -93,7 +98,7 @@ class Lift1dSpatial : public Pass {
   static bool rewrite(ir::Graph& g, ir::Node* n) {
     if (!n->domain().empty() || n->num_outputs() != 1 || n->num_inputs() < 1) return false;
     const std::string& op = n->op_type();
-    const bool conv = op == "Conv", pool = op == "MaxPool" || op == "AveragePool",
+    const bool conv = op == "Conv" || op == "ConvTranspose", pool = op == "MaxPool" || op == "AveragePool",
                global = op == "GlobalAveragePool" || op == "GlobalMaxPool";
     if (!conv && !pool && !global) return false;
     ir::Value* x = n->input(0);

@@ -64,6 +64,23 @@ TEST(Lift1dSpatial, ABiasAndAResidualAddMoveAlong) {
   EXPECT_EQ(count(*g, "Reshape"), 2);  // the input's and the output's
 }
 
+// A 1-D decoder's transposed convs: strided with output padding, and one with output_shape and
+// groups.
+TEST(Lift1dSpatial, TransposedConvsToo) {
+  auto g = check_rewrite(
+      [](Builder& b) {
+        ir::Value* x = b.in("x", {2, 4, 9});
+        ir::Value* y = b.op("ConvTranspose", {x, b.rand({4, 3, 4}), b.rand({3})},
+                            {{"strides", Is({2})}, {"pads", Is({1, 0})}, {"output_padding", Is({1})}});
+        y = b.op("Relu", {y});
+        b.out(b.op("ConvTranspose", {y, b.rand({3, 2, 3})},
+                   {{"strides", Is({3})}, {"group", I(3)}, {"output_shape", Is({61})}}));
+      },
+      passes_of(make_lift_1d_spatial(), make_reshape_folding(), make_eliminate_noops(), make_dce()), 1e-5);
+  for (const char* op : {"ConvTranspose", "Relu"}) EXPECT_TRUE(all_2d(*g, op)) << op;
+  EXPECT_EQ(count(*g, "Reshape"), 2);
+}
+
 // What is not a static float 1-D conv or pool stays: 2-D ones, a MaxPool with indices, a conv
 // whose weights are computed, a symbolic length.
 TEST(Lift1dSpatial, OtherFormsStay) {
