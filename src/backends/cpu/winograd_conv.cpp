@@ -420,7 +420,7 @@ bool winograd_pays(const WinogradShape& s) {
   // primitive, pays about 5 us a call (its memory objects, and at 2+ threads an OpenMP region:
   // 500k). Fitted on both kernels' times on 3x3 to 14x14 images of 128 to 512 channels at 1
   // thread (bench/results/experiments-20261207-session47.md). The transforms' own cost is left
-  // out, which can only favour Winograd, as kiln chose before.
+  // out, which can only favour Winograd: large images, where it matters, take Winograd anyway.
   constexpr double kWinogradByteCost = 6.7, kDirectByteCost = 7.5, kDirectCallCost = 5e5;
   const double C = static_cast<double>(s.C), OC = static_cast<double>(s.OC), positions = (n + 2.0) * (n + 2.0);
   const double tiles = static_cast<double>((s.OH + n - 1) / n) * static_cast<double>((s.OW + n - 1) / n);

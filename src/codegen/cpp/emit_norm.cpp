@@ -285,7 +285,8 @@ void emit_reduce(EmitContext& ctx) {
 
 // kiln.FusedReduce: its body's elementwise prologue into a buffer of the reduction's input, the
 // reduction, and its elementwise epilogue (ops of the reduced shape) from a buffer of the
-// reduced values; the buffers are the function's own (a loop nest writes one, the next reads it).
+// reduced values; both buffers in the thread's scratch (kernels/thread_scratch.h), reused
+// from run to run.
 void emit_fused_reduce(EmitContext& ctx) {
   auto it = ctx.node.attrs.find("body");
   if (it == ctx.node.attrs.end() || !it->second.g) throw ctx.unsupported("has no body graph");
@@ -313,22 +314,29 @@ void emit_fused_reduce(EmitContext& ctx) {
 
   std::string x_ptr = "x_in";
   const auto source = std::find(sources.begin(), sources.end(), x);
-  if (at == 0 && source != sources.end()) {
-    x_ptr = ctx.in(static_cast<int>(source - sources.begin()));  // no prologue: the input itself
-  } else {
-    ctx.line("std::vector<float> x_in_buf(" + i64(x_numel) + ");  // the reduction's input");
-    ctx.line("float* x_in = x_in_buf.data();");
+  const bool prologue = at > 0 || source == sources.end(), epilogue = at + 1 < nodes.size();
+  if (!epilogue && r != y) throw ctx.unsupported("its reduction is not its output");
+  // The reduction's input, then the reduced values (16-float aligned), in the thread's scratch.
+  const int64_t x_floats = prologue ? (x_numel + 15) / 16 * 16 : 0;
+  if (prologue || epilogue) {
+    ctx.use_kernel("thread_scratch.h");
+    ctx.line("float* scratch = static_cast<float*>(kiln_kernels::thread_scratch(" +
+             i64((x_floats + (epilogue ? r_numel : 0)) * static_cast<int64_t>(sizeof(float))) + "));");
+    ctx.line("if (!scratch) return c.fail(" + c_string(ctx.node.describe() + ": out of memory for its scratch") + ");");
+  }
+  if (prologue) {
+    ctx.line("float* x_in = scratch;  // the reduction's input");
     ctx.line("{");  // each loop nest's pointers in a scope of their own
     emit_loop_nest(ctx, {nodes.begin(), nodes.begin() + static_cast<std::ptrdiff_t>(at)}, sources, {x}, {{x, "x_in"}});
     ctx.line("}");
+  } else {
+    x_ptr = ctx.in(static_cast<int>(source - sources.begin()));  // no prologue: the input itself
   }
-  if (at + 1 == nodes.size()) {
-    if (r != y) throw ctx.unsupported("its reduction is not its output");
+  if (!epilogue) {
     emit_reduce_loops(ctx, red.op_type(), x_ptr, xd, reduced, ctx.out(0));
     return;
   }
-  ctx.line("std::vector<float> reduced_buf(" + i64(r_numel) + ");  // the reduced values");
-  ctx.line("float* reduced = reduced_buf.data();");
+  ctx.line("float* reduced = scratch + " + i64(x_floats) + ";  // the reduced values");
   emit_reduce_loops(ctx, red.op_type(), x_ptr, xd, reduced, "reduced");
   ctx.line("{");
   emit_loop_nest(ctx, {nodes.begin() + static_cast<std::ptrdiff_t>(at) + 1, nodes.end()}, sources, {y}, {{r, "reduced"}});

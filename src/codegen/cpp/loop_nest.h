@@ -26,7 +26,7 @@ namespace kiln::codegen::cpp {
 // nodes read are literals or weights, `outputs` the values written to ctx.step.outputs in order.
 // An UnsupportedError naming the node for an op or type it cannot write, or when no single loop
 // reads every source (a value needed in two layouts).
-// `locals` maps values that live in the function's own buffers (a kiln.FusedReduce's reduction
+// `locals` maps values that live in buffers of the instruction's own (a kiln.FusedReduce's reduction
 // input and result) to pointer expressions: such a source is read there, such an output written
 // there instead of to ctx.step.outputs (its position among `outputs` then skips none of them).
 void emit_loop_nest(EmitContext& ctx, const std::vector<const ir::Node*>& nodes,
