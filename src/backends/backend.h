@@ -120,6 +120,10 @@ class Backend {
   // Whether it runs two one-row products, `second` reading `first`'s output, as one
   // kiln.GemvChain (src/lower/fuse_gemv_chain.h).
   virtual bool chains_gemvs(const ir::Node&, const ir::Node&) const { return false; }
+  // Whether it runs a kiln.ConvConcat whose branches are these chains of nodes (each in order,
+  // its last the conv writing the branch's slice) with the branches dealt out whole to its
+  // threads (src/lower/fuse_conv_concat.h); where not, the body holds the slice convs only.
+  virtual bool deals_branches(const std::vector<std::vector<const ir::Node*>>&) const { return false; }
   // Whether it runs an inverted-residual kiln.ConvChain marked `split_channels` split by the
   // block's middle channels (src/lower/fuse_conv_chain.h), squeeze-excitation included.
   virtual bool splits_chain_channels() const { return false; }

@@ -42,28 +42,68 @@ bool fusable(const ir::Graph& g, const ir::Node* concat) {
   return true;
 }
 
-void fuse(ir::Graph& g, ir::Node* concat) {
+// A node that may run inside a branch before its slice's conv: a channels-last conv or pool with
+// one output, whose other inputs are constants (the backend has the last word: deals_branches).
+bool branch_step(const ir::Node* n) {
+  if (!n || n->domain() != "kiln" || n->num_outputs() != 1 || n->num_inputs() < 1 || !n->input(0)) return false;
+  if (n->op_type() != "FusedConv" && n->op_type() != "NhwcMaxPool" && n->op_type() != "NhwcAveragePool") return false;
+  if (n->op_type() == "FusedConv" && !n->attr_int("channels_last", 0)) return false;
+  for (int i = 1; i < n->num_inputs(); ++i)
+    if (n->input(i) && !n->input(i)->is_constant()) return false;
+  return static_float4(n->input(0)) && static_float4(n->output(0));
+}
+
+// The Concat's branches: each piece's conv, preceded by the chain of steps whose results only
+// the next one reads, back to a value read elsewhere too (the block's input).
+std::vector<std::vector<ir::Node*>> branches_of(const ir::Graph& g, const ir::Node* concat) {
+  std::vector<std::vector<ir::Node*>> branches;
+  for (ir::Value* v : concat->inputs()) {
+    std::vector<ir::Node*> steps{v->producer()};
+    for (;;) {
+      const ir::Value* link = steps.front()->input(0);
+      ir::Node* p = link->producer();
+      if (!branch_step(p) || link->uses().size() != 1 || ir::is_graph_output(g, link)) break;
+      steps.insert(steps.begin(), p);
+    }
+    branches.push_back(std::move(steps));
+  }
+  return branches;
+}
+
+void fuse(ir::Graph& g, ir::Node* concat, const DealsBranches& deals_branches) {
   std::vector<ir::Node*> nodes;
-  for (ir::Value* v : concat->inputs()) nodes.push_back(v->producer());
+  std::vector<std::vector<ir::Node*>> branches = branches_of(g, concat);
+  std::vector<std::vector<const ir::Node*>> chains;
+  bool longer = false;
+  for (const auto& b : branches) {
+    chains.emplace_back(b.begin(), b.end());
+    longer = longer || b.size() > 1;
+  }
+  if (longer && deals_branches && deals_branches(chains)) {
+    for (const auto& b : branches) nodes.insert(nodes.end(), b.begin(), b.end());
+  } else {
+    for (ir::Value* v : concat->inputs()) nodes.push_back(v->producer());
+  }
   nodes.push_back(concat);
   outline(g, nodes, {concat->output(0)}, "ConvConcat", "conv_concat_" + concat->name());
 }
 
 }  // namespace
 
-int fuse_conv_concat(ir::Graph& g) {
+int fuse_conv_concat(ir::Graph& g, const DealsBranches& deals_branches) {
   // Found first, fused after: fusing removes nodes (each conv feeds only its own Concat).
   std::vector<ir::Node*> concats;
   for (ir::Node* n : g.nodes())
     if (fusable(g, n)) concats.push_back(n);
-  for (ir::Node* n : concats) fuse(g, n);
+  for (ir::Node* n : concats) fuse(g, n, deals_branches);
   if (!concats.empty()) g.topological_sort();  // each new node went to the end
   return static_cast<int>(concats.size());
 }
 
-std::unique_ptr<passes::Pass> make_conv_concat_pass(int* fused) {
-  return std::make_unique<passes::FunctionPass>("conv_concat",
-                                                [fused](ir::Graph& g) { return (*fused = fuse_conv_concat(g)) > 0; });
+std::unique_ptr<passes::Pass> make_conv_concat_pass(DealsBranches deals_branches, int* fused) {
+  return std::make_unique<passes::FunctionPass>("conv_concat", [deals_branches, fused](ir::Graph& g) {
+    return (*fused = fuse_conv_concat(g, deals_branches)) > 0;
+  });
 }
 
 }  // namespace kiln::lower

@@ -18,7 +18,7 @@
 namespace kiln::lower {
 
 const std::vector<std::string>& lowering_pass_names() {
-  static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "attention_layout", "channel_scale", "conv_concat",
+  static const std::vector<std::string> names = {"channels_last", "channel_shuffle", "attention_layout", "channel_scale", "conv_concat", "conv_concat_branches",
                                                  "concat_elementwise", "conv_chain", "conv_chain_input", "conv_chain_channels",
                                                  "conv_prologue", "blocked_layout", "gemv_chain"};
   return names;
@@ -50,7 +50,8 @@ passes::PassManager make_lowering_pipeline(const LoweringTarget& t, LoweringStat
   // which forms the residual convs whose Z the blocked-layout pass must see.
   if (t.channels_last) {
     if (on("channel_scale")) pm.add(make_channel_scale_pass(&st->layout.channel_scales));
-    if (t.fusion_level > 0 && on("conv_concat")) pm.add(make_conv_concat_pass(&st->layout.conv_concats));
+    if (t.fusion_level > 0 && on("conv_concat")) pm.add(make_conv_concat_pass(on("conv_concat_branches") ? t.deals_branches : DealsBranches{},
+                                   &st->layout.conv_concats));
     if (t.fusion_level > 0 && on("concat_elementwise"))
       pm.add(make_concat_elementwise_pass(&st->layout.concat_readers));
     if (t.fusion_level > 0 && on("conv_chain"))

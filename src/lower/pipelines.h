@@ -3,7 +3,8 @@
 // optimizer's levels). They run on a compiled plan's clone, whose input shapes are bound.
 //
 //   cpu        materialize_constants, channels_last, channel_shuffle, anchor_epilogues,
-//              collapse_groups, channel_scale, conv_concat, concat_elementwise, conv_chain
+//              collapse_groups, channel_scale, conv_concat (+ conv_concat_branches),
+//              concat_elementwise, conv_chain
 //              (+ conv_chain_input), conv_prologue, blocked_layout, gemv_chain
 //   reference  materialize_constants only when a backend runs the plan; nothing otherwise
 //
@@ -44,7 +45,11 @@ struct LoweringTarget {
   // Whether the backend runs two one-row products in a row as one kiln.GemvChain
   // (Backend::chains_gemvs); empty: never.
   std::function<bool(const ir::Node&, const ir::Node&)> chains_gemvs;
-  // Passes (and pass options: "conv_chain_input") to skip, by name (lowering_pass_names()).
+  // Whether the backend runs a kiln.ConvConcat with these branches (chains of nodes, each ending
+  // in the conv writing its slice) dealt out whole to its threads (Backend::deals_branches);
+  // empty: never, and a ConvConcat's body holds the slice convs only.
+  std::function<bool(const std::vector<std::vector<const ir::Node*>>&)> deals_branches;
+  // Passes (and pass options: "conv_chain_input", "conv_concat_branches") to skip, by name (lowering_pass_names()).
   std::vector<std::string> disabled;
 };
 

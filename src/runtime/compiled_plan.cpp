@@ -101,6 +101,9 @@ std::unique_ptr<CompiledPlan> compile(const ir::Graph& g, const std::vector<std:
     target.chain_channels = backend->splits_chain_channels();
     target.attention_layouts = backend->reads_attention_layouts();
     target.chains_gemvs = [backend](const ir::Node& a, const ir::Node& b) { return backend->chains_gemvs(a, b); };
+    target.deals_branches = [backend](const std::vector<std::vector<const ir::Node*>>& branches) {
+      return backend->deals_branches(branches);
+    };
     target.disabled = disabled;
     lower::LoweringStats st = lower::run_lowering(sg, target);
     cp->layout = st.layout;

@@ -295,6 +295,74 @@ TEST(CpuKernels, ConvConcatWritesSlices) {
   check_conv_concat(520, 260);
 }
 
+// A kiln.ConvConcat whose body holds whole branches (fuse_conv_concat with a backend that deals
+// them): a 1x1 branch, 1x1 -> 3x3 (kiln's Winograd), 1x1 -> 1x3 -> 3x1 (oneDNN) and an average
+// pool -> 1x1, each step passing its result to the next in the thread's scratch, at 1 and 2
+// threads, split and dealt, kiln's kernels and oneDNN's, against the body on the reference
+// kernels.
+TEST(CpuKernels, ConvConcatRunsWholeBranches) {
+  std::mt19937 rng(12);
+  ir::Graph g;
+  g.opsets[""] = 17;
+  g.opsets["kiln"] = 1;
+  const int64_t C = 32;
+  ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {2, 9, 10, C}));
+  int made = 0;
+  auto conv = [&](ir::Value* in, int64_t ic, int64_t oc, int64_t kh, int64_t kw) {
+    ir::Attributes a = conv_attrs({1, 1}, {kh / 2, kw / 2, kh / 2, kw / 2}, {1, 1}, 1);
+    a["channels_last"] = ir::Attribute::of_int(1);
+    a["activation"] = ir::Attribute::of_string("Relu");
+    const std::string name = "conv" + std::to_string(made++);
+    ir::Value* w = g.add_constant(name + "_w", random_tensor({oc, ic, kh, kw}, rng));
+    ir::Value* b = g.add_constant(name + "_b", random_tensor({oc}, rng));
+    ir::Value* y = g.add_value(name);
+    g.add_node("FusedConv", {in, w, b}, {y}, a, name, "kiln");
+    return y;
+  };
+  ir::Value* a = conv(x, C, 16, 1, 1);
+  ir::Value* c = conv(conv(x, C, 16, 1, 1), 16, 24, 3, 3);
+  ir::Value* d = conv(conv(conv(x, C, 16, 1, 1), 16, 20, 1, 3), 20, 21, 3, 1);
+  ir::Value* p = g.add_value("pooled");
+  g.add_node("NhwcAveragePool", {x}, {p},
+             {{"kernel_shape", ir::Attribute::of_ints({3, 3})}, {"pads", ir::Attribute::of_ints({1, 1, 1, 1})},
+              {"strides", ir::Attribute::of_ints({1, 1})}},
+             "pool", "kiln");
+  ir::Value* e = conv(p, C, 7, 1, 1);
+  ir::Value* y = g.add_value("y");
+  g.add_node("Concat", {a, c, d, e}, {y}, {{"axis", ir::Attribute::of_int(3)}}, "cat");
+  g.add_output(y);
+  ops::ShapeInference().run(g);
+  ASSERT_EQ(lower::fuse_conv_concat(g, [](const std::vector<std::vector<const ir::Node*>>&) { return true; }), 1);
+  ops::ShapeInference().run(g);
+  const ir::Node* n = g.nodes().back();
+  ASSERT_EQ(n->op_type(), "ConvConcat");
+  ASSERT_EQ(n->attrs.at("body").g->num_nodes(), 9u);
+  Tensor in = random_tensor({2, 9, 10, C}, rng);
+  const Tensor expected = ops::run_reference(*n, {&in})[0];
+  ASSERT_EQ(expected.dims(), (std::vector<int64_t>{2, 9, 10, 68}));
+  for (const std::vector<std::string>& disabled :
+       {std::vector<std::string>{}, std::vector<std::string>{"kiln_winograd", "kiln_pointwise"}})
+    for (int threads : {1, 2})
+      for (const char* schedule : {"split", "parts"}) {
+        auto backend = backends::make_cpu_backend(threads);
+        backend->set_disabled_kernels(disabled);
+        const plan::KernelSpec spec{.backend = "cpu", .impl = "onednn", .threads = threads,
+                                    .params = {{"schedule", std::string(schedule)}}};
+        auto kernel = backend->instantiate(*n, spec);
+        ASSERT_TRUE(kernel);
+        kernel->wait_ready();
+        for (int run = 0; run < 2; ++run) {  // the scratch slots reused
+          Tensor actual(DType::Float, expected.dims());
+          backend->hold_team([&] { kernel->run({&in}, {&actual}); });
+          for (int64_t i = 0; i < expected.numel(); ++i) {
+            const float ev = expected.data<float>()[i];
+            ASSERT_NEAR(actual.data<float>()[i], ev, 5e-4 * std::max(1.f, std::fabs(ev)))
+                << "threads " << threads << ", " << schedule << (disabled.empty() ? "" : ", oneDNN") << " at " << i;
+          }
+        }
+      }
+}
+
 // kiln's channels-last depthwise conv (depthwise_conv.cpp) against the reference: channels a
 // multiple of 16 and not (masked blocks), 3x3 at strides 1 (rows in pairs, and an odd row left
 // over) and 2 with asymmetric pads (groups of

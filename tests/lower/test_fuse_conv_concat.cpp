@@ -16,7 +16,7 @@ ir::Attributes conv(int64_t pad, const char* act = "Relu") {
 // x -> squeeze (1x1) -> expand1x1, expand3x3 -> Concat(axis 3) -> a 1x1 conv: squeezenet's fire
 // module, with odd channel counts.
 void fuse_and_compare(const std::function<void(Builder&)>& build, int expect_fused) {
-  auto g = check_lowering(build, lower::fuse_conv_concat, expect_fused);
+  auto g = check_lowering(build, [](ir::Graph& g) { return lower::fuse_conv_concat(g); }, expect_fused);
   EXPECT_EQ(count(*g, "ConvConcat"), expect_fused);
 }
 
@@ -54,6 +54,58 @@ TEST(FuseConvConcat, LeavesWhatCannotWriteASlice) {
         b.out(b.op("Concat", {i, j}, {{"axis", I(1)}}));
       },
       0);
+}
+
+// An Inception-style block: a 1x1 branch, a 1x1 -> 3x3 branch, a 1x1 -> 1x3 -> 3x1 branch and an
+// average pool -> 1x1 branch, all reading x (which is also an output, so no branch takes it).
+void inception_block(Builder& b) {
+  ir::Value* x = b.in("x", {1, 6, 7, 8});
+  ir::Attributes pool{{"kernel_shape", Is({3, 3})}, {"pads", Is({1, 1, 1, 1})}, {"strides", Is({1, 1})}};
+  ir::Value* a = b.op("FusedConv", {x, b.rand({5, 8, 1, 1}), b.rand({5})}, conv(0), "kiln");
+  ir::Value* c1 = b.op("FusedConv", {x, b.rand({4, 8, 1, 1}), b.rand({4})}, conv(0), "kiln");
+  ir::Value* c = b.op("FusedConv", {c1, b.rand({6, 4, 3, 3}), b.rand({6})}, conv(1), "kiln");
+  ir::Value* d1 = b.op("FusedConv", {x, b.rand({3, 8, 1, 1}), b.rand({3})}, conv(0), "kiln");
+  ir::Attributes row = conv(0);
+  row["pads"] = Is({0, 1, 0, 1});
+  ir::Value* d2 = b.op("FusedConv", {d1, b.rand({4, 3, 1, 3}), b.rand({4})}, row, "kiln");
+  ir::Attributes col = conv(0);
+  col["pads"] = Is({1, 0, 1, 0});
+  ir::Value* d = b.op("FusedConv", {d2, b.rand({7, 4, 3, 1}), b.rand({7})}, col, "kiln");
+  ir::Value* p = b.op("NhwcAveragePool", {x}, pool, "kiln");
+  ir::Value* e = b.op("FusedConv", {p, b.rand({2, 8, 1, 1})}, conv(0), "kiln");
+  b.out(b.op("Concat", {a, c, d, e}, {{"axis", I(3)}}));
+  b.out(x);
+}
+
+// With a backend that deals the branches, the body holds the whole chains (1 + 2 + 3 + 2 nodes
+// and the Concat); asked the chains' steps and ends in order. Without, the four slice convs.
+TEST(FuseConvConcat, TakesWholeBranchesWhereTheBackendDealsThem) {
+  std::vector<size_t> asked;
+  auto deals = [&](const std::vector<std::vector<const ir::Node*>>& branches) {
+    asked.clear();
+    for (const auto& steps : branches) {
+      asked.push_back(steps.size());
+      for (size_t i = 1; i < steps.size(); ++i) EXPECT_EQ(steps[i]->input(0), steps[i - 1]->output(0));
+    }
+    return true;
+  };
+  auto g = check_lowering(inception_block, [&](ir::Graph& g) { return lower::fuse_conv_concat(g, deals); }, 1);
+  EXPECT_EQ(asked, (std::vector<size_t>{1, 2, 3, 2}));
+  ASSERT_EQ(count(*g, "ConvConcat"), 1);
+  for (const ir::Node* n : g->nodes()) {
+    if (n->op_type() == "ConvConcat") {
+      EXPECT_EQ(n->attrs.at("body").g->num_nodes(), 9u);
+    }
+  }
+  auto declines = [](const std::vector<std::vector<const ir::Node*>>&) { return false; };
+  auto h = check_lowering(inception_block, [&](ir::Graph& g) { return lower::fuse_conv_concat(g, declines); }, 1);
+  for (const ir::Node* n : h->nodes()) {
+    if (n->op_type() == "ConvConcat") {
+      EXPECT_EQ(n->attrs.at("body").g->num_nodes(), 5u);
+    }
+  }
+  EXPECT_EQ(count(*h, "FusedConv"), 3);  // the steps stay outside
+  EXPECT_EQ(count(*h, "NhwcAveragePool"), 1);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "backends/backend.h"
+#include "backends/cpu/conv_concat.h"
 #include "backends/cpu/elementwise_program.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/parallel.h"
@@ -47,6 +48,10 @@ class CpuBackend : public Backend {
   bool chains_gemvs(const ir::Node& first, const ir::Node& second) const override {
     cpu::DisabledKernels scope(&disabled_kernels());
     return cpu::gemv_chain_takes(first, second, threads());
+  }
+  bool deals_branches(const std::vector<std::vector<const ir::Node*>>& branches) const override {
+    cpu::DisabledKernels scope(&disabled_kernels());
+    return cpu::conv_concat_deals(branches, threads());
   }
   bool splits_chain_channels() const override {
     cpu::DisabledKernels scope(&disabled_kernels());

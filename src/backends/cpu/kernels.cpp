@@ -5,6 +5,7 @@
 namespace kiln::backends::cpu {
 
 void add_onednn_conv_kernels(std::vector<KernelFactory>& table);
+void add_conv_concat_kernels(std::vector<KernelFactory>& table);
 void add_conv_chain_kernels(std::vector<KernelFactory>& table);
 void add_conv_chain_channel_kernels(std::vector<KernelFactory>& table);
 void add_depthwise_kernels(std::vector<KernelFactory>& table);
@@ -73,6 +74,7 @@ const std::vector<KernelFactory>& kernel_factories() {
     add_kiln_winograd_kernels(t);
     add_stem_conv_kernels(t);  // before oneDNN: convs on 1-8 input channels (stems)
     add_onednn_conv_kernels(t);
+    add_conv_concat_kernels(t);
     add_conv_chain_channel_kernels(t);  // before the banded chain: where a team splits channels
     add_conv_chain_kernels(t);
     add_prologue_conv_kernels(t);

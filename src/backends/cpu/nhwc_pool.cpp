@@ -252,13 +252,13 @@ class NhwcPoolKernel : public Kernel {
   int threads_;
 };
 
+}  // namespace
+
 std::unique_ptr<Kernel> make_nhwc_pool(const ir::Node& node, int threads) {
   std::optional<PoolWindow> g = nhwc_pool_window(node);
   if (!g) return nullptr;
   return std::make_unique<NhwcPoolKernel>(*g, node.input(0)->type.static_dims()[0], threads);
 }
-
-}  // namespace
 
 void add_nhwc_pool_kernels(std::vector<KernelFactory>& table) {
   table.push_back({"kiln", "NhwcMaxPool", make_nhwc_pool, "kiln"});

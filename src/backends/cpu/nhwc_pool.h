@@ -3,8 +3,10 @@
 // (conv_chain.cpp) runs it on its line buffers as well as the pool kernel on a whole tensor.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 
+#include "backends/backend.h"
 #include "ir/graph.h"
 
 namespace kiln::backends::cpu {
@@ -25,5 +27,9 @@ std::optional<PoolWindow> nhwc_pool_window(const ir::Node& node);
 // x + (r % ring) * W * C (row_slot in row_conv.h).
 void pool_rows(const PoolWindow& g, const float* x, int64_t x_row0, float* y, int64_t oh0, int64_t oh1,
                int64_t ring = 0);
+
+// The kernel for such a pool on a team of `threads` (also a step of a kiln.ConvConcat branch);
+// null where nhwc_pool_window declines.
+std::unique_ptr<Kernel> make_nhwc_pool(const ir::Node& node, int threads);
 
 }  // namespace kiln::backends::cpu

@@ -5,7 +5,6 @@
 // (the layout assignment's choice, src/lower/layout_assignment.cpp) runs on NHWC activations
 // directly, which oneDNN's brgconv prefers anyway; NCHW tensors are reordered inside run() when
 // the primitive wants another layout.
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -25,8 +24,8 @@
 #include "backends/cpu/blocked_reorder.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
+#include "backends/cpu/onednn_conv.h"
 #include "backends/cpu/parallel.h"
-#include "backends/cpu/part_schedule.h"
 #include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/simd.h"
 #include "backends/cpu/winograd_conv.h"
@@ -482,151 +481,11 @@ std::unique_ptr<Kernel> make_deconv(const ir::Node& node) {
   }
 }
 
-// kiln.ConvConcat: each conv of the body writes its channel slice of the output, the Concat
-// itself does nothing. kiln's Winograd and 1x1 kernels store into the slice directly (an
-// output row stride); a oneDNN conv's destination is the slice as a strided NHWC descriptor,
-// the primitive computing in its own layout and ConvKernel reordering into the slice. Either
-// way no separate Concat copies the pieces (`--pair-disable conv_concat` measures it).
-// With a team the convs run one after another, each split across it ("split"), or dealt out
-// whole to the threads by their cost ("parts", part_schedule.h), each then made for one thread.
-class ConvConcatKernel : public Kernel {
- public:
-  struct Part {
-    std::unique_ptr<Kernel> conv;
-    int input = 0;  // which of the node's inputs is its X
-    int64_t channel_offset = 0;
-    std::vector<int64_t> dims;  // its output's NHWC dims
-  };
-  ConvConcatKernel(std::vector<Part> parts, std::vector<std::vector<int>> by_thread)
-      : parts_(std::move(parts)), by_thread_(std::move(by_thread)) {}
-
-  void run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) const override {
-    float* y = static_cast<float*>(outputs[0]->raw());
-    auto run_part = [&](const Part& p) {
-      // The slice's first element; the conv's destination descriptor carries the row stride.
-      Tensor slice = Tensor::wrap(DType::Float, p.dims, y + p.channel_offset);
-      p.conv->run({inputs[p.input]}, {&slice});
-    };
-    if (by_thread_.empty()) {
-      for (const Part& p : parts_) run_part(p);
-      return;
-    }
-    const int64_t team = static_cast<int64_t>(by_thread_.size());
-    parallel_for(team, static_cast<int>(team), [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t)
-        for (int part : by_thread_[static_cast<size_t>(t)]) run_part(parts_[static_cast<size_t>(part)]);
-    });
-  }
-
-  void wait_ready() const override {
-    for (const Part& p : parts_) p.conv->wait_ready();
-  }
-  bool runs_in_team() const override {
-    return std::all_of(parts_.begin(), parts_.end(), [](const Part& p) { return p.conv->runs_in_team(); });
-  }
-
- private:
-  std::vector<Part> parts_;
-  std::vector<std::vector<int>> by_thread_;  // the parts each thread runs whole; empty: "split"
-};
-
-// The convs of a ConvConcat's body in the order of the Concat's inputs, with each one's body
-// input index; empty where the node is not one (the kernel declines).
-std::vector<std::pair<const ir::Node*, int>> conv_concat_members(const ir::Node& node) {
-  auto it = node.attrs.find("body");
-  if (it == node.attrs.end() || !it->second.g || node.num_outputs() != 1) return {};
-  const ir::Graph& body = *it->second.g;
-  const std::vector<ir::Node*> nodes = body.nodes();
-  if (nodes.size() < 3 || body.outputs().size() != 1) return {};
-  const ir::Node* concat = nodes.back();
-  if (concat->op_type() != "Concat" || concat->output(0) != body.outputs()[0]) return {};
-  const ir::Value* y = concat->output(0);
-  if (!dnnl_util::static_float(y) || y->type.rank() != 4) return {};
-  std::unordered_map<const ir::Value*, int> input_index;
-  for (size_t i = 0; i < body.inputs().size(); ++i) input_index[body.inputs()[i]] = static_cast<int>(i);
-  std::vector<std::pair<const ir::Node*, int>> members;
-  for (const ir::Value* piece : concat->inputs()) {
-    const ir::Node* conv = piece ? piece->producer() : nullptr;
-    if (!conv || conv->domain() != "kiln" || conv->op_type() != "FusedConv" || !input_index.count(conv->input(0)))
-      return {};
-    if (!dnnl_util::static_float(piece) || piece->type.rank() != 4 || !dnnl_util::static_float(conv->input(1)) ||
-        conv->input(1)->type.rank() != 4)
-      return {};
-    members.emplace_back(conv, input_index.at(conv->input(0)));
-  }
-  return members;
-}
-
-// A conv's cost for dealing: its multiply-adds, a Winograd conv's reduced by its transform
-// ((n+2)^2 products per n x n outputs instead of 9 n^2).
-double conv_cost(const ir::Node& conv) {
-  const auto yd = conv.output(0)->type.static_dims();
-  const auto wd = conv.input(1)->type.static_dims();
-  double macs = static_cast<double>(yd[0]) * yd[1] * yd[2] * yd[3] * wd[1] * wd[2] * wd[3];
-  if (kernel_enabled("kiln_winograd") && kiln_winograd_accepts(conv)) {
-    const auto p = winograd_params(conv, 1);
-    if (auto t = p.find("tile"); t != p.end()) {
-      const double n = static_cast<double>(std::get<int64_t>(t->second));
-      macs *= (n + 2) * (n + 2) / (9 * n * n);
-    }
-  }
-  return macs;
-}
-
-std::vector<double> conv_concat_costs(const std::vector<std::pair<const ir::Node*, int>>& members) {
-  std::vector<double> costs;
-  for (const auto& m : members) costs.push_back(conv_cost(*m.first));
-  return costs;
-}
-
-// Sets the OpenMP team size oneDNN's primitives are made for while it lives.
-class OmpThreadsScope {
- public:
-  explicit OmpThreadsScope(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
-  ~OmpThreadsScope() { omp_set_num_threads(saved_); }
-  OmpThreadsScope(const OmpThreadsScope&) = delete;
-  OmpThreadsScope& operator=(const OmpThreadsScope&) = delete;
-
- private:
-  int saved_;
-};
-
-// `schedule`: "split" or "parts" (see ConvConcatKernel); empty: the rule's.
-std::unique_ptr<Kernel> make_conv_concat(const ir::Node& node, int threads, std::string schedule) {
-  const std::vector<std::pair<const ir::Node*, int>> members = conv_concat_members(node);
-  if (members.empty()) return nullptr;
-  const int64_t total = node.attrs.at("body").g->outputs()[0]->type.static_dims()[3];
-  const std::vector<double> costs = conv_concat_costs(members);
-  if (schedule.empty()) schedule = part_schedule_rule(costs, threads);
-  if (schedule != "split" && schedule != "parts") return nullptr;
-  const bool dealt = schedule == "parts" && threads > 1;
-  const int part_threads = dealt ? 1 : threads;
-  std::optional<OmpThreadsScope> one_thread;
-  if (dealt) one_thread.emplace(1);
-  std::vector<ConvConcatKernel::Part> parts;
-  int64_t offset = 0;
-  for (const auto& [conv, input] : members) {
-    ConvConcatKernel::Part p;
-    // kiln's Winograd and 1x1 convs write the slice themselves, which saves the reorder;
-    // oneDNN's direct convs compute densely and reorder into it.
-    if (kernel_enabled("kiln_winograd")) p.conv = make_kiln_winograd(*conv, part_threads, total);
-    if (!p.conv && kernel_enabled("kiln_pointwise"))
-      p.conv = make_kiln_pointwise(*conv, part_threads, total);
-    if (!p.conv && kernel_enabled("onednn_winograd")) p.conv = make_conv(*conv, false, true, part_threads, total);
-    if (!p.conv) p.conv = make_conv(*conv, false, false, part_threads, total);
-    if (!p.conv) return nullptr;
-    p.input = input;
-    p.channel_offset = offset;
-    p.dims = conv->output(0)->type.static_dims();
-    offset += p.dims[3];
-    parts.push_back(std::move(p));
-  }
-  if (offset != total) return nullptr;
-  return std::make_unique<ConvConcatKernel>(std::move(parts), dealt ? deal_parts(costs, threads)
-                                                                    : std::vector<std::vector<int>>{});
-}
-
 }  // namespace
+
+std::unique_ptr<Kernel> make_onednn_conv(const ir::Node& node, bool winograd, int threads, int64_t dst_row_channels) {
+  return make_conv(node, false, winograd, threads, dst_row_channels);
+}
 
 // Activations kiln applies itself after the primitive, on the output in cache-sized pieces split
 // across the threads, instead of as a oneDNN post-op. oneDNN 2.6's swish post-op costs
@@ -650,25 +509,6 @@ void add_onednn_conv_kernels(std::vector<KernelFactory>& table) {
   }
   table.push_back({"", "ConvTranspose", [](const ir::Node& n, int) { return make_deconv(n); }, "onednn"});
   table.push_back({"kiln", "NhwcConvTranspose", [](const ir::Node& n, int) { return make_deconv(n); }, "onednn"});
-  table.push_back({.domain = "kiln",
-                   .op = "ConvConcat",
-                   .make = nullptr,
-                   .name = "onednn",
-                   .choose =
-                       [](const ir::Node& n, int threads) -> std::map<std::string, plan::ParamValue> {
-                     const auto members = conv_concat_members(n);
-                     if (members.empty()) return {};
-                     return {{"schedule", part_schedule_rule(conv_concat_costs(members), threads)}};
-                   },
-                   .make_spec = [](const ir::Node& n, const plan::KernelSpec& s) -> std::unique_ptr<Kernel> {
-                     // Plans written before the schedule was a parameter split every conv.
-                     return make_conv_concat(n, s.threads, s.params.count("schedule") ? s.get_string("schedule") : "split");
-                   },
-                   .choices = [](const ir::Node&, int threads) -> plan::ParamChoices {
-                     if (threads < 2) return {{"schedule", {std::string("split")}}};
-                     return {{"schedule", {std::string("split"), std::string("parts")}}};
-                   },
-                   .thread_params = {"schedule"}});
 }
 
 }  // namespace kiln::backends::cpu
