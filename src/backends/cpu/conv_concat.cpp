@@ -60,11 +60,12 @@ double conv_cost(const ir::Node& conv) {
   return products + kDirectByteCost * elements(conv.input(1)) * sizeof(float);
 }
 
-// What a step costs once more when split across a team: a oneDNN conv's OpenMP region and memory
-// objects (500k, as winograd_pays charges a oneDNN call), a kiln kernel's hand-off to its held
-// team (about 1 us).
+// What a step loses when split across a team, measured per instruction on Inception's convs
+// (2-thread time less half the 1-thread time): about 10 us a oneDNN conv (its OpenMP region,
+// memory objects and its split of a small image: 800k multiply-adds), 3 us a kiln kernel (the
+// held team's hand-off and the rows the threads share: 250k).
 double split_handoff_cost(const ir::Node& step) {
-  constexpr double kOnednnCall = 5e5, kTeamHandoff = 1e5;
+  constexpr double kOnednnCall = 8e5, kTeamHandoff = 2.5e5;
   if (is_pool(step)) return kTeamHandoff;
   const auto wd = step.input(1)->type.static_dims();
   const bool kiln_kernel = (wd[2] == 1 && wd[3] == 1) || (kernel_enabled("kiln_winograd") && kiln_winograd_accepts(step));
@@ -117,9 +118,9 @@ std::vector<Branch> conv_concat_branches(const ir::Node& node) {
   return branches;
 }
 
-std::vector<double> branch_costs(const std::vector<Branch>& branches) {
+std::vector<double> branch_costs(const std::vector<Branch>& branches, int threads) {
   std::vector<double> costs;
-  for (const Branch& b : branches) costs.push_back(conv_concat_branch_cost(b.steps));
+  for (const Branch& b : branches) costs.push_back(conv_concat_branch_cost(b.steps, threads));
   return costs;
 }
 
@@ -218,7 +219,7 @@ std::unique_ptr<Kernel> make_conv_concat(const ir::Node& node, int threads, std:
   const std::vector<Branch> branches = conv_concat_branches(node);
   if (branches.empty()) return nullptr;
   const int64_t total = node.attrs.at("body").g->outputs()[0]->type.static_dims()[3];
-  const std::vector<double> costs = branch_costs(branches);
+  const std::vector<double> costs = branch_costs(branches, threads);
   if (schedule.empty()) schedule = part_schedule_rule(costs, threads);
   if (schedule != "split" && schedule != "parts") return nullptr;
   const bool dealt = schedule == "parts" && threads > 1;
@@ -269,9 +270,15 @@ bool conv_concat_step(const ir::Node& node) {
   return true;
 }
 
-double conv_concat_branch_cost(const std::vector<const ir::Node*>& steps) {
+double conv_concat_branch_cost(const std::vector<const ir::Node*>& steps, int threads) {
+  // A team wrote the branch's input, so the thread that runs the branch whole finds all but its
+  // own share of it in the other cores' caches: about 10.7 multiply-adds a byte fetched so
+  // (Inception's blocks at 160 and 299 pixels, bench/results/experiments-20261207-session48.md).
+  constexpr double kRemoteByteCost = 10.7;
   double cost = 0;
   for (const ir::Node* n : steps) cost += is_pool(*n) ? pool_cost(*n) : conv_cost(*n);
+  if (threads > 1 && !steps.empty())
+    cost += kRemoteByteCost * (1 - 1.0 / threads) * elements(steps.front()->input(0)) * sizeof(float);
   return cost;
 }
 
@@ -283,7 +290,7 @@ bool conv_concat_deals(const std::vector<std::vector<const ir::Node*>>& branches
     if (steps.empty()) return false;
     for (size_t i = 0; i + 1 < steps.size(); ++i)
       if (!conv_concat_step(*steps[i])) return false;
-    costs.push_back(conv_concat_branch_cost(steps));
+    costs.push_back(conv_concat_branch_cost(steps, threads));
     total += costs.back();
     for (const ir::Node* n : steps) handoffs += split_handoff_cost(*n);
   }
@@ -302,7 +309,7 @@ void add_conv_concat_kernels(std::vector<KernelFactory>& table) {
                        [](const ir::Node& n, int threads) -> std::map<std::string, plan::ParamValue> {
                      const std::vector<Branch> branches = conv_concat_branches(n);
                      if (branches.empty()) return {};
-                     return {{"schedule", part_schedule_rule(branch_costs(branches), threads)}};
+                     return {{"schedule", part_schedule_rule(branch_costs(branches, threads), threads)}};
                    },
                    .make_spec = [](const ir::Node& n, const plan::KernelSpec& s) -> std::unique_ptr<Kernel> {
                      // Plans written before the schedule was a parameter split every conv.

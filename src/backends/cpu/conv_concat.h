@@ -18,16 +18,17 @@ namespace kiln::backends::cpu {
 // channel scale, or a kiln.NhwcMaxPool / NhwcAveragePool.
 bool conv_concat_step(const ir::Node& node);
 
-// A branch's cost for dealing, in multiply-adds: its convs' products and weight streams as
-// winograd_pays weighs them (kiln's Winograd where it takes the conv, else a direct conv), its
-// pools' window reads.
-double conv_concat_branch_cost(const std::vector<const ir::Node*>& steps);
+// A branch's cost for dealing to one of `threads` threads, in multiply-adds: its convs' products
+// and weight streams as winograd_pays weighs them (kiln's Winograd where it takes the conv, else
+// a direct conv), its pools' window reads, and at 2+ threads its input's bytes that the other
+// threads wrote.
+double conv_concat_branch_cost(const std::vector<const ir::Node*>& steps, int threads);
 
 // Whether branches of these steps (each in order, its last the conv writing the slice) are dealt
 // to `threads` threads: every step one the kernel runs, and the busiest thread's branches cost
-// no more than an even share of all plus what splitting each step across the team would add
-// (a oneDNN call's OpenMP region, a held team's hand-off). Where a branch's steps split well
-// (large images, several even branches) that hand-off is small beside the deal's imbalance.
+// no more than an even share of all plus what splitting each step across the team loses (a
+// oneDNN call's OpenMP region, a held team's hand-off). On large images the steps split well and
+// each branch reading the whole block input from the other core costs more than that.
 bool conv_concat_deals(const std::vector<std::vector<const ir::Node*>>& branches, int threads);
 
 }  // namespace kiln::backends::cpu
