@@ -232,6 +232,35 @@ TEST(CpuKernels, ConvBlockedActivations) {
   EXPECT_THROW(ops::ShapeInference().run(g), Error);
 }
 
+// A kiln.ConvConcat's kernel against `expected` (its body on the reference kernels): kiln's
+// Winograd and 1x1 kernels writing their slices, then oneDNN's convs reordering into them, at 1
+// and 2 threads, each step split across the team and the branches dealt; each kernel run twice
+// (scratch reused).
+void expect_conv_concat_matches(const ir::Node& n, const Tensor& in, const Tensor& expected) {
+  for (const std::vector<std::string>& disabled :
+       {std::vector<std::string>{}, std::vector<std::string>{"kiln_winograd", "kiln_pointwise"}})
+    for (int threads : {1, 2})
+      for (const char* schedule : {"split", "parts"}) {
+        auto backend = backends::make_cpu_backend(threads);
+        backend->set_disabled_kernels(disabled);
+        const plan::KernelSpec spec{.backend = "cpu", .impl = "onednn", .threads = threads,
+                                    .params = {{"schedule", std::string(schedule)}}};
+        auto kernel = backend->instantiate(n, spec);
+        ASSERT_TRUE(kernel);
+        kernel->wait_ready();
+        for (int run = 0; run < 2; ++run) {
+          // Dealt parts run on the held team when every part can, else on an OpenMP region.
+          Tensor actual(DType::Float, expected.dims());
+          backend->hold_team([&] { kernel->run({&in}, {&actual}); });
+          for (int64_t i = 0; i < expected.numel(); ++i) {
+            const float e = expected.data<float>()[i];
+            ASSERT_NEAR(actual.data<float>()[i], e, 5e-4 * std::max(1.f, std::fabs(e)))
+                << "threads " << threads << ", " << schedule << (disabled.empty() ? "" : ", oneDNN") << " at " << i;
+          }
+        }
+      }
+}
+
 // kiln.ConvConcat (src/lower/fuse_conv_concat.cpp): each conv writes its channel slice of the
 // output. A 1x1 piece (direct conv), a Winograd piece and a stride-1 3x3 with odd channels
 // (direct), at 1 and 2 threads, each conv split across the team or the convs dealt to the
@@ -267,27 +296,7 @@ void check_conv_concat(int64_t channels, int64_t pointwise_outputs) {
   Tensor in = random_tensor({2, 9, 7, channels}, rng);
   const Tensor expected = ops::run_reference(*n, {&in})[0];
   ASSERT_EQ(expected.dims(), (std::vector<int64_t>{2, 9, 7, pointwise_outputs + 23}));
-  // kiln's Winograd and 1x1 kernels writing their slices, then oneDNN's convs reordering into them.
-  for (const std::vector<std::string>& disabled :
-       {std::vector<std::string>{}, std::vector<std::string>{"kiln_winograd", "kiln_pointwise"}})
-    for (int threads : {1, 2})
-      for (const char* schedule : {"split", "parts"}) {
-        auto backend = backends::make_cpu_backend(threads);
-        backend->set_disabled_kernels(disabled);
-        const plan::KernelSpec spec{.backend = "cpu", .impl = "onednn", .threads = threads,
-                                    .params = {{"schedule", std::string(schedule)}}};
-        auto kernel = backend->instantiate(*n, spec);
-        ASSERT_TRUE(kernel);
-        kernel->wait_ready();
-        // Dealt parts run on the held team when every part can, else on an OpenMP region.
-        Tensor actual(DType::Float, expected.dims());
-        backend->hold_team([&] { kernel->run({&in}, {&actual}); });
-        for (int64_t i = 0; i < expected.numel(); ++i) {
-          const float e = expected.data<float>()[i];
-          ASSERT_NEAR(actual.data<float>()[i], e, 5e-4 * std::max(1.f, std::fabs(e)))
-              << "threads " << threads << ", " << schedule << (disabled.empty() ? "" : ", oneDNN") << " at " << i;
-        }
-      }
+  expect_conv_concat_matches(*n, in, expected);
 }
 
 TEST(CpuKernels, ConvConcatWritesSlices) {
@@ -340,27 +349,7 @@ TEST(CpuKernels, ConvConcatRunsWholeBranches) {
   Tensor in = random_tensor({2, 9, 10, C}, rng);
   const Tensor expected = ops::run_reference(*n, {&in})[0];
   ASSERT_EQ(expected.dims(), (std::vector<int64_t>{2, 9, 10, 68}));
-  for (const std::vector<std::string>& disabled :
-       {std::vector<std::string>{}, std::vector<std::string>{"kiln_winograd", "kiln_pointwise"}})
-    for (int threads : {1, 2})
-      for (const char* schedule : {"split", "parts"}) {
-        auto backend = backends::make_cpu_backend(threads);
-        backend->set_disabled_kernels(disabled);
-        const plan::KernelSpec spec{.backend = "cpu", .impl = "onednn", .threads = threads,
-                                    .params = {{"schedule", std::string(schedule)}}};
-        auto kernel = backend->instantiate(*n, spec);
-        ASSERT_TRUE(kernel);
-        kernel->wait_ready();
-        for (int run = 0; run < 2; ++run) {  // the scratch slots reused
-          Tensor actual(DType::Float, expected.dims());
-          backend->hold_team([&] { kernel->run({&in}, {&actual}); });
-          for (int64_t i = 0; i < expected.numel(); ++i) {
-            const float ev = expected.data<float>()[i];
-            ASSERT_NEAR(actual.data<float>()[i], ev, 5e-4 * std::max(1.f, std::fabs(ev)))
-                << "threads " << threads << ", " << schedule << (disabled.empty() ? "" : ", oneDNN") << " at " << i;
-          }
-        }
-      }
+  expect_conv_concat_matches(*n, in, expected);
 }
 
 // kiln's channels-last depthwise conv (depthwise_conv.cpp) against the reference: channels a
