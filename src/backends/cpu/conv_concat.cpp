@@ -35,13 +35,13 @@ double elements(const ir::Value* v) {
   return n;
 }
 
-// A conv's cost in winograd_pays' terms: a direct conv's products plus about 7.5 multiply-adds a
-// byte of its weights; kiln's Winograd's products over its tiles (channels in 16-lane vectors),
-// 6.7 a byte of its transformed weights, and its transforms: each of a tile's (n+2)^2 values per
-// input and output channel costs about 0.55 (n+2)^2 (fitted on Inception's 3x3 convs at 17x17
-// and 35x35, tiles 2 and 4: bench/results/experiments-20261207-session48.md).
+// A conv's cost in winograd_pays' terms (winograd_conv.h): a direct conv's products plus its
+// weight stream; kiln's Winograd's products over its tiles (channels in 16-lane vectors), its
+// transformed weights' stream, and its transforms: each of a tile's (n+2)^2 values per input and
+// output channel costs about 0.55 (n+2)^2 (fitted on Inception's 3x3 convs at 17x17 and 35x35,
+// tiles 2 and 4: bench/results/experiments-20261207-session48.md).
 double conv_cost(const ir::Node& conv) {
-  constexpr double kDirectByteCost = 7.5, kWinogradByteCost = 6.7, kTransformCost = 0.55;
+  constexpr double kTransformCost = 0.55;
   const auto yd = conv.output(0)->type.static_dims();
   const auto wd = conv.input(1)->type.static_dims();
   const double oc = static_cast<double>(yd[3]), c = static_cast<double>(wd[1]);
@@ -52,12 +52,12 @@ double conv_cost(const ir::Node& conv) {
       const double positions = static_cast<double>((n + 2) * (n + 2));
       const double tiles = static_cast<double>(yd[0] * ((yd[1] + n - 1) / n) * ((yd[2] + n - 1) / n));
       const double lanes = static_cast<double>((wd[1] + 15) / 16 * 16);
-      return tiles * positions * lanes * oc + kWinogradByteCost * positions * c * oc * sizeof(float) +
+      return tiles * positions * lanes * oc + kWinogradWeightByteCost * positions * c * oc * sizeof(float) +
              kTransformCost * positions * tiles * positions * (c + oc);
     }
   }
   const double products = static_cast<double>(yd[0] * yd[1] * yd[2]) * oc * c * static_cast<double>(wd[2] * wd[3]);
-  return products + kDirectByteCost * elements(conv.input(1)) * sizeof(float);
+  return products + kDirectWeightByteCost * elements(conv.input(1)) * sizeof(float);
 }
 
 // What a step loses when split across a team, measured per instruction on Inception's convs
@@ -65,11 +65,11 @@ double conv_cost(const ir::Node& conv) {
 // memory objects and its split of a small image: 800k multiply-adds), 3 us a kiln kernel (the
 // held team's hand-off and the rows the threads share: 250k).
 double split_handoff_cost(const ir::Node& step) {
-  constexpr double kOnednnCall = 8e5, kTeamHandoff = 2.5e5;
-  if (is_pool(step)) return kTeamHandoff;
+  constexpr double kOnednnSplitLoss = 8e5, kKilnSplitLoss = 2.5e5;
+  if (is_pool(step)) return kKilnSplitLoss;
   const auto wd = step.input(1)->type.static_dims();
   const bool kiln_kernel = (wd[2] == 1 && wd[3] == 1) || (kernel_enabled("kiln_winograd") && kiln_winograd_accepts(step));
-  return kiln_kernel ? kTeamHandoff : kOnednnCall;
+  return kiln_kernel ? kKilnSplitLoss : kOnednnSplitLoss;
 }
 
 // A pool reads its window for every output: about two multiply-adds' time a tap.

@@ -5,7 +5,6 @@
 // (the layout assignment's choice, src/lower/layout_assignment.cpp) runs on NHWC activations
 // directly, which oneDNN's brgconv prefers anyway; NCHW tensors are reordered inside run() when
 // the primitive wants another layout.
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>

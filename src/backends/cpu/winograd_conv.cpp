@@ -415,13 +415,8 @@ class WinogradKernel : public Kernel {
 
 bool winograd_pays(const WinogradShape& s) {
   const int n = rule_tile(s.OH, s.OW);
-  // Costs in multiply-adds: a byte of weights streamed costs Winograd 6.7 of them and the
-  // direct conv 7.5 (its loads overlap its products less), and the direct conv, a oneDNN
-  // primitive, pays about 5 us a call (its memory objects, and at 2+ threads an OpenMP region:
-  // 500k). Fitted on both kernels' times on 3x3 to 14x14 images of 128 to 512 channels at 1
-  // thread (bench/results/experiments-20261207-session47.md). The transforms' own cost is left
-  // out, which can only favour Winograd: large images, where it matters, take Winograd anyway.
-  constexpr double kWinogradByteCost = 6.7, kDirectByteCost = 7.5, kDirectCallCost = 5e5;
+  // The costs of winograd_conv.h. The transforms' own cost is left out, which can only favour
+  // Winograd: large images, where it matters, take Winograd anyway.
   const double C = static_cast<double>(s.C), OC = static_cast<double>(s.OC), positions = (n + 2.0) * (n + 2.0);
   const double tiles = static_cast<double>((s.OH + n - 1) / n) * static_cast<double>((s.OW + n - 1) / n);
   // The transforms work on 16-lane channel vectors and the products' depth is the channels
@@ -429,9 +424,9 @@ bool winograd_pays(const WinogradShape& s) {
   // output over 16 lanes outnumber the direct conv's 9 per channel, whatever the call costs.
   if ((n + 2) * (n + 2) * round16(s.C) >= 9 * n * n * s.C) return false;
   const double winograd = tiles * positions * static_cast<double>(round16(s.C)) * OC +
-                          kWinogradByteCost * positions * C * OC * sizeof(float);
+                          kWinogradWeightByteCost * positions * C * OC * sizeof(float);
   const double direct = static_cast<double>(s.OH) * static_cast<double>(s.OW) * 9 * C * OC +
-                        kDirectByteCost * 9 * C * OC * sizeof(float) + kDirectCallCost;
+                        kDirectWeightByteCost * 9 * C * OC * sizeof(float) + kOnednnCallCost;
   return winograd < direct;
 }
 

@@ -65,6 +65,13 @@ class WinogradConv {
 // where Winograd pays (winograd_pays).
 bool kiln_winograd_accepts(const ir::Node& node);
 
+// winograd_pays' costs, in multiply-adds: a byte of weights streamed costs Winograd 6.7 of them
+// and the direct conv 7.5 (its loads overlap its products less), and a oneDNN call about 5 us
+// (its memory objects, and at 2+ threads an OpenMP region). Fitted on both kernels' times on
+// 3x3 to 14x14 images of 128 to 512 channels at 1 thread
+// (bench/results/experiments-20261207-session47.md); kiln.ConvConcat's dealing weighs convs so too.
+constexpr double kWinogradWeightByteCost = 6.7, kDirectWeightByteCost = 7.5, kOnednnCallCost = 5e5;
+
 // Whether Winograd (with kiln's n x n output tiles for the shape, winograd_params' "tile")
 // beats a direct conv for this shape, by a cost model of each: multiply-adds plus the weights
 // each run streams from beyond the caches. A direct conv uses each weight at every output
