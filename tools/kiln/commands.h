@@ -32,7 +32,7 @@ struct LimitOptions {
 // says when a name is neither.
 void add_disabled(SessionOptions& o, const std::vector<std::string>& names);
 inline constexpr const char* kDisableHelp =
-    "A lowering rewrite (channels_last, channel_shuffle, channel_scale, conv_concat, conv_chain, conv_chain_input, conv_chain_channels, conv_prologue, blocked_layout, gemv_chain) "
+    "A lowering rewrite (channels_last, channel_shuffle, channel_scale, conv_concat, conv_concat_branches, conv_chain, conv_chain_input, conv_chain_channels, conv_prologue, blocked_layout, gemv_chain) "
     "or a kernel (kiln_pointwise, kiln_depthwise, gemv, onednn_winograd, ...) to skip";
 
 // "kiln 0.1.0 (abc1234), oneDNN 3.0.0, CPU: avx512f avx2 fma" (version.cpp).
