@@ -4,6 +4,7 @@
 // and two threads; and the forms it leaves to oneDNN.
 #include "kernel_check.h"
 
+#include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/simd.h"
 #include "kernels/pointwise_rows.h"
 
@@ -179,12 +180,30 @@ TEST(PointwiseConv, SplitsOutputsWithWideWeights) {
         check(c);
       }
   }
-  Case scaled{"FusedConv", "kiln", {{2, 7, 7, 640}, {208, 640, 1, 1}, {208}, {1}, {2, 1, 1, 640}},
-              {false, true, true, true, false}, {{2, 7, 7, 208}}, pointwise_attrs("SiLU")};
+  Case scaled{"FusedConv", "kiln", {{2, 3, 3, 640}, {208, 640, 1, 1}, {208}, {1}, {2, 1, 1, 640}},
+              {false, true, true, true, false}, {{2, 3, 3, 208}}, pointwise_attrs("SiLU")};
   scaled.unset_inputs = {3};
   scaled.threads = 2;
   scaled.tol = 3e-4f;
   check(scaled);
+}
+
+// Two threads split the outputs of wide weights where the rows are few against the outputs:
+// ResNet-50's 1x1 convs at 160 pixels, where the two splits differ by 2-15%.
+TEST(PointwiseConv, SplitsOutputsWhereTheRowsAreFew) {
+  using backends::cpu::kSplitOutputsMinWeightBytes;
+  using backends::cpu::outputs_split_pays;
+  using backends::cpu::pointwise_rule;
+  EXPECT_TRUE(outputs_split_pays(100, 256, 1024, 2));   // layer3's expanding convs (10x10)
+  EXPECT_TRUE(outputs_split_pays(25, 2048, 512, 2));    // layer4's reducing convs (5x5)
+  EXPECT_FALSE(outputs_split_pays(100, 1024, 256, 2));  // layer3's reducing convs
+  EXPECT_FALSE(outputs_split_pays(100, 1024, 512, 2));  // layer4's first
+  EXPECT_FALSE(outputs_split_pays(400, 256, 512, 2));   // layer2's strided downsample (20x20 out)
+  EXPECT_TRUE(outputs_split_pays(0, 1024, 256, 2));     // rows not known: the weights decide
+  EXPECT_TRUE(pointwise_rule(1024, 256, 2, kSplitOutputsMinWeightBytes).split_outputs);
+  EXPECT_FALSE(pointwise_rule(1024, 256, 2, kSplitOutputsMinWeightBytes, 100).split_outputs);
+  EXPECT_TRUE(pointwise_rule(256, 1024, 2, kSplitOutputsMinWeightBytes, 100).split_outputs);
+  EXPECT_FALSE(pointwise_rule(128, 256, 2, kSplitOutputsMinWeightBytes, 4).split_outputs);  // 128 KiB of weights
 }
 
 // A range's weights for 64 outputs fill at most two thirds of the core's L1 data cache.

@@ -16,6 +16,7 @@
 #include "backends/cpu/parallel.h"
 #include "backends/cpu/part_schedule.h"
 #include "backends/cpu/pointwise_conv.h"
+#include "backends/cpu/team_costs.h"
 #include "backends/cpu/winograd_conv.h"
 #include "kernels/thread_scratch.h"
 
@@ -272,9 +273,7 @@ bool conv_concat_step(const ir::Node& node) {
 
 double conv_concat_branch_cost(const std::vector<const ir::Node*>& steps, int threads) {
   // A team wrote the branch's input, so the thread that runs the branch whole finds all but its
-  // own share of it in the other cores' caches: about 10.7 multiply-adds a byte fetched so
-  // (Inception's blocks at 160 and 299 pixels, bench/results/experiments-20261207-session48.md).
-  constexpr double kRemoteByteCost = 10.7;
+  // own share of it in the other cores' caches.
   double cost = 0;
   for (const ir::Node* n : steps) cost += is_pool(*n) ? pool_cost(*n) : conv_cost(*n);
   if (threads > 1 && !steps.empty())

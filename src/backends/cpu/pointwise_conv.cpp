@@ -24,6 +24,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
+#include "backends/cpu/team_costs.h"
 #include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/simd.h"
 #include "ops/core/conv_geometry.h"
@@ -36,11 +37,39 @@ namespace pk = kiln_kernels::pointwise_detail;
 
 }  // namespace
 
-PointwiseChoice pointwise_rule(int64_t K, int64_t N, int threads, int64_t split_min_bytes) {
+int64_t pointwise_split_rows(const ir::Node& node, int64_t N) {
+  const ir::Value* y = node.num_outputs() > 0 ? node.output(0) : nullptr;
+  if (!y || !y->type.is_static() || N < 1) return 0;
+  for (const ir::Use& u : y->uses()) {
+    const ir::Node& r = *u.node;
+    if (r.attr_int("group", 1) > 1 || r.op_type().find("GlobalAveragePool") != std::string::npos ||
+        r.op_type().find("GlobalMaxPool") != std::string::npos)
+      return 0;
+  }
+  int64_t elements = 1;
+  for (int64_t d : y->type.static_dims()) elements *= d;
+  return elements / N;
+}
+
+bool outputs_split_pays(int64_t rows, int64_t K, int64_t N, int threads) {
+  if (rows <= 0) return true;
+  const double others = 1.0 - 1.0 / std::max(1, threads);
+  // Split by outputs, a thread reads every row and finds the other cores' share of it, (1 - 1/T),
+  // in their caches; split by pixels, it reads its 1/T of the rows, of which (1 - 1/T) at most
+  // were written elsewhere (where the producer split its channels). What the outputs split
+  // fetches from other cores beyond the pixel split's, against the weights each thread streams
+  // all of in a pixel split, (1 - 1/T) beyond its share.
+  const double remote = kRemoteByteCost * 4.0 * static_cast<double>(rows) * K * others * others;
+  const double weights = kSharedWeightByteCost * 4.0 * static_cast<double>(K) * N * others;
+  return weights >= remote;
+}
+
+PointwiseChoice pointwise_rule(int64_t K, int64_t N, int threads, int64_t split_min_bytes, int64_t rows) {
   PointwiseChoice c;
   c.depth = pk::range_depth(l1d_cache_bytes());
   c.pair = pk::pair_allowed(K, N);
-  c.split_outputs = K * N * 4 >= split_min_bytes && pk::parts_of(N, c.pair) >= 2 * std::max(1, threads);
+  c.split_outputs = K * N * 4 >= split_min_bytes && pk::parts_of(N, c.pair) >= 2 * std::max(1, threads) &&
+                    outputs_split_pays(rows, K, N, threads);
   return c;
 }
 
@@ -62,7 +91,8 @@ std::function<std::map<std::string, plan::ParamValue>(const ir::Node&, int)> poi
                                                                                                int64_t split_min_bytes) {
   return [=](const ir::Node& n, int t) -> std::map<std::string, plan::ParamValue> {
     const auto kn = dims_of(n);
-    return kn ? pointwise_params(pointwise_rule(kn->first, kn->second, t, split_min_bytes))
+    return kn ? pointwise_params(
+                    pointwise_rule(kn->first, kn->second, t, split_min_bytes, pointwise_split_rows(n, kn->second)))
               : std::map<std::string, plan::ParamValue>{};
   };
 }
@@ -259,13 +289,16 @@ std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, i
   return std::make_unique<PointwiseConvKernel>(
       s->images, s->pixels, s->K, s->N, node.input(1)->constant().data<float>(), b ? b->constant().data<float>() : nullptr,
       s->act, threads, out_channels_total > 0 ? out_channels_total : s->N,
-      choice ? *choice : pointwise_rule(s->K, s->N, threads, kSplitOutputsMinWeightBytes), s->stride, s->in_pixels);
+      choice ? *choice
+             : pointwise_rule(s->K, s->N, threads, kSplitOutputsMinWeightBytes, pointwise_split_rows(node, s->N)),
+      s->stride, s->in_pixels);
 }
 
 std::optional<int> pointwise_output_team(const ir::Node& node, int threads) {
   const std::optional<PointwiseConvShape> s = pointwise_conv_shape(node, /*strided=*/true);
   if (threads < 2 || !s) return std::nullopt;
-  if (!pointwise_rule(s->K, s->N, threads, kSplitOutputsMinWeightBytes).split_outputs) return std::nullopt;
+  if (!pointwise_rule(s->K, s->N, threads, kSplitOutputsMinWeightBytes, pointwise_split_rows(node, s->N)).split_outputs)
+    return std::nullopt;
   const int64_t outputs = s->images * s->pixels * s->N;
   const int team = product_team(outputs, outputs * s->K, threads);
   return team > 1 ? std::optional<int>(team) : std::nullopt;

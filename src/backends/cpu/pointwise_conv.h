@@ -33,8 +33,18 @@ struct PointwiseChoice {
   bool split_outputs = false;  // threads split the output blocks rather than the pixels
 };
 // The rule: depth 64 at one thread, 128 in teams; pair mode up to 24 outputs and kPairMaxK
-// inputs; outputs split from `split_min_bytes` of weights where each thread gets two blocks.
-PointwiseChoice pointwise_rule(int64_t K, int64_t N, int threads, int64_t split_min_bytes);
+// inputs; outputs split from `split_min_bytes` of weights where each thread gets two blocks and
+// the split pays for its `rows` (outputs_split_pays; 0: not known, the weights decide).
+PointwiseChoice pointwise_rule(int64_t K, int64_t N, int threads, int64_t split_min_bytes, int64_t rows = 0);
+// Whether a team of `threads` splitting the N outputs of `rows` rows of K inputs beats splitting
+// the rows (true where `rows` is 0): the input each thread would read from the other cores' caches
+// against the weights each would stream in full (team_costs.h).
+bool outputs_split_pays(int64_t rows, int64_t K, int64_t N, int threads);
+// The rows (images x output pixels) of N outputs the split rule weighs for a 1x1 conv `node`: 0
+// (the weights alone decide) where its output's shape is not static, or where a depthwise or
+// grouped conv or a global pool reads it: those follow its channel split (row_conv_split,
+// global_pool_split), so their halos and sums stay on the core that wrote them.
+int64_t pointwise_split_rows(const ir::Node& node, int64_t N);
 std::map<std::string, plan::ParamValue> pointwise_params(const PointwiseChoice& c);
 // The choice a spec holds; nullopt when a parameter is missing or invalid for K x N at the
 // spec's threads.
@@ -123,10 +133,12 @@ std::optional<PointwiseConvShape> pointwise_conv_shape(const ir::Node& node, boo
 // of a run splits the team's stretch in two.
 std::unique_ptr<Kernel> make_kiln_pointwise(const ir::Node& node, int threads, int64_t out_channels_total = 0,
                                             const PointwiseChoice* choice = nullptr);
-// From this many bytes of weights, threads split the outputs rather than the pixels: each core
-// then streams its half of weights that come from L3 (squeezenet1_1's 512 -> 1000 classifier,
-// the 7x7 layers of mobilenet_v2 and efficientnet_b0) instead of all of them. Below it, reading
-// the other core's pixels costs more than the weights save (bench/results/history-code-comments.md).
+// From this many bytes of weights, threads split the outputs rather than the pixels where the
+// rows are few against the outputs (outputs_split_pays): each core then streams its half of
+// weights that come from L3 (squeezenet1_1's 512 -> 1000 classifier, the 7x7 layers of
+// mobilenet_v2 and efficientnet_b0, ResNet-50's last stages) instead of all of them. Below it,
+// reading the other core's pixels costs more than the weights save
+// (bench/results/history-code-comments.md).
 constexpr int64_t kSplitOutputsMinWeightBytes = 512 << 10;
 // Where kiln_pointwise takes `node` and its rule splits the output blocks (parts of 64 outputs,
 // as kChannelSplitPart): the team that splits them, for a reader of its output to split the

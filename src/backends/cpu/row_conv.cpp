@@ -44,7 +44,9 @@ std::string row_conv_split(const ir::Node& node, int threads, bool act_in_regist
   const ir::Node* p = node.input(0) ? node.input(0)->producer() : nullptr;
   const std::optional<PointwiseConvShape> ps = p ? pointwise_conv_shape(*p) : std::nullopt;
   if (!ps || (p->num_inputs() > 4 && p->input(4))) return "rows";
-  return pointwise_rule(ps->K, ps->N, threads, kSplitOutputsMinWeightBytes).split_outputs ? "channels" : "rows";
+  return pointwise_rule(ps->K, ps->N, threads, kSplitOutputsMinWeightBytes, pointwise_split_rows(*p, ps->N)).split_outputs
+             ? "channels"
+             : "rows";
 }
 
 }  // namespace kiln::backends::cpu
