@@ -4,6 +4,8 @@
 // and two threads; and the forms it leaves to oneDNN.
 #include "kernel_check.h"
 
+#include <string>
+
 #include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/simd.h"
 #include "kernels/pointwise_rows.h"
@@ -204,6 +206,38 @@ TEST(PointwiseConv, SplitsOutputsWhereTheRowsAreFew) {
   EXPECT_FALSE(pointwise_rule(1024, 256, 2, kSplitOutputsMinWeightBytes, 100).split_outputs);
   EXPECT_TRUE(pointwise_rule(256, 1024, 2, kSplitOutputsMinWeightBytes, 100).split_outputs);
   EXPECT_FALSE(pointwise_rule(128, 256, 2, kSplitOutputsMinWeightBytes, 4).split_outputs);  // 128 KiB of weights
+}
+
+// The rows the split rule weighs: a 1x1 conv's images x output pixels, unless a depthwise conv
+// or a global pool reads its output (they split its channels as it does), then none.
+TEST(PointwiseConv, SplitRowsLeaveOutConvsReadByChannelFollowers) {
+  using backends::cpu::pointwise_split_rows;
+  ir::Graph g;
+  g.opsets[""] = 17;
+  g.opsets["kiln"] = 1;
+  ir::Value* x = g.add_input("x", ir::TensorType::from_dims(DType::Float, {2, 10, 10, 64}));
+  auto conv = [&](ir::Value* in, int64_t oc, int64_t group, const std::string& name) {
+    const int64_t ic = in->type.static_dims()[3] / group, k = group > 1 ? 3 : 1;
+    ir::Value* w = g.add_constant(name + "_w", Tensor(DType::Float, {oc, ic, k, k}));
+    ir::Value* y = g.add_value(name);
+    g.add_node("FusedConv", {in, w}, {y},
+               {{"pads", ir::Attribute::of_ints({k / 2, k / 2, k / 2, k / 2})},
+                {"group", ir::Attribute::of_int(group)},
+                {"channels_last", ir::Attribute::of_int(1)}},
+               name, "kiln");
+    ops::ShapeInference().run(g);
+    return y;
+  };
+  ir::Value* a = conv(x, 256, 1, "a");
+  conv(a, 256, 32, "grouped");  // a ResNeXt block's 3x3: splits its own rows
+  ir::Value* b = conv(x, 128, 1, "b");
+  conv(b, 128, 128, "depthwise");
+  ir::Value* c = conv(x, 128, 1, "c");
+  ir::Value* pooled = g.add_value("pooled");
+  g.add_node("GlobalAveragePool", {c}, {pooled}, {}, "pool");
+  EXPECT_EQ(pointwise_split_rows(*a->producer(), 256), 200);
+  EXPECT_EQ(pointwise_split_rows(*b->producer(), 128), 0);
+  EXPECT_EQ(pointwise_split_rows(*c->producer(), 128), 0);
 }
 
 // A range's weights for 64 outputs fill at most two thirds of the core's L1 data cache.

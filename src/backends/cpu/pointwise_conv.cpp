@@ -42,7 +42,7 @@ int64_t pointwise_split_rows(const ir::Node& node, int64_t N) {
   if (!y || !y->type.is_static() || N < 1) return 0;
   for (const ir::Use& u : y->uses()) {
     const ir::Node& r = *u.node;
-    if (r.attr_int("group", 1) > 1 || r.op_type().find("GlobalAveragePool") != std::string::npos ||
+    if (r.attr_int("group", 1) == N || r.op_type().find("GlobalAveragePool") != std::string::npos ||
         r.op_type().find("GlobalMaxPool") != std::string::npos)
       return 0;
   }

@@ -41,9 +41,9 @@ PointwiseChoice pointwise_rule(int64_t K, int64_t N, int threads, int64_t split_
 // against the weights each would stream in full (team_costs.h).
 bool outputs_split_pays(int64_t rows, int64_t K, int64_t N, int threads);
 // The rows (images x output pixels) of N outputs the split rule weighs for a 1x1 conv `node`: 0
-// (the weights alone decide) where its output's shape is not static, or where a depthwise or
-// grouped conv or a global pool reads it: those follow its channel split (row_conv_split,
-// global_pool_split), so their halos and sums stay on the core that wrote them.
+// (the weights alone decide) where its output's shape is not static, or where a depthwise conv
+// (a group per channel) or a global pool reads it: those follow its channel split
+// (row_conv_split, global_pool_split), so their halos and sums stay on the core that wrote them.
 int64_t pointwise_split_rows(const ir::Node& node, int64_t N);
 std::map<std::string, plan::ParamValue> pointwise_params(const PointwiseChoice& c);
 // The choice a spec holds; nullopt when a parameter is missing or invalid for K x N at the
