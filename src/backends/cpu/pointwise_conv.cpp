@@ -24,9 +24,9 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
-#include "backends/cpu/team_costs.h"
 #include "backends/cpu/pointwise_conv.h"
 #include "backends/cpu/simd.h"
+#include "backends/cpu/team_costs.h"
 #include "ops/core/conv_geometry.h"
 
 namespace kiln::backends::cpu {
