@@ -281,7 +281,14 @@ double conv_concat_branch_cost(const std::vector<const ir::Node*>& steps, int th
   return cost;
 }
 
-bool conv_concat_deals(const std::vector<std::vector<const ir::Node*>>& branches, int threads) {
+double conv_concat_branch_bytes(const std::vector<const ir::Node*>& steps) {
+  if (steps.empty()) return 0;
+  double bytes = elements(steps.front()->input(0));
+  for (size_t i = 0; i + 1 < steps.size(); ++i) bytes += elements(steps[i]->output(0));
+  return bytes * sizeof(float);
+}
+
+bool conv_concat_deals(const std::vector<std::vector<const ir::Node*>>& branches, int threads, int64_t l2_bytes) {
   if (threads < 2 || branches.size() < 2) return false;
   std::vector<double> costs;
   double total = 0, handoffs = 0;
@@ -289,6 +296,7 @@ bool conv_concat_deals(const std::vector<std::vector<const ir::Node*>>& branches
     if (steps.empty()) return false;
     for (size_t i = 0; i + 1 < steps.size(); ++i)
       if (!conv_concat_step(*steps[i])) return false;
+    if (conv_concat_branch_bytes(steps) > static_cast<double>(l2_bytes)) return false;
     costs.push_back(conv_concat_branch_cost(steps, threads));
     total += costs.back();
     for (const ir::Node* n : steps) handoffs += split_handoff_cost(*n);

@@ -9,6 +9,7 @@
 #pragma once
 #include <vector>
 
+#include "backends/cpu/cache_size.h"
 #include "ir/graph.h"
 
 namespace kiln::backends::cpu {
@@ -27,8 +28,15 @@ double conv_concat_branch_cost(const std::vector<const ir::Node*>& steps, int th
 // Whether branches of these steps (each in order, its last the conv writing the slice) are dealt
 // to `threads` threads: every step one the kernel runs, and the busiest thread's branches cost
 // no more than an even share of all plus what splitting each step across the team loses (a
-// oneDNN call's OpenMP region, a held team's hand-off). On large images the steps split well and
-// each branch reading the whole block input from the other core costs more than that.
-bool conv_concat_deals(const std::vector<std::vector<const ir::Node*>>& branches, int threads);
+// oneDNN call's OpenMP region, a held team's hand-off), and every branch's input and intermediate
+// results fit the core's L2 (`l2_bytes`; conv_concat_branch_bytes): a thread runs a branch whole
+// from its own caches, where split, each thread works on half of every step's rows. On large
+// images the steps split well and each branch reading the whole block input from the other core
+// costs more than that.
+bool conv_concat_deals(const std::vector<std::vector<const ir::Node*>>& branches, int threads,
+                       int64_t l2_bytes = l2_cache_bytes());
+// The bytes a branch run whole by one thread works through: its input and every step's result
+// but the last (which goes to the Concat's slice).
+double conv_concat_branch_bytes(const std::vector<const ir::Node*>& steps);
 
 }  // namespace kiln::backends::cpu
