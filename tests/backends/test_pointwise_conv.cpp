@@ -234,7 +234,7 @@ TEST(PointwiseConv, SplitRowsLeaveOutConvsReadByChannelFollowers) {
   conv(b, 128, 128, "depthwise");
   ir::Value* c = conv(x, 128, 1, "c");
   ir::Value* pooled = g.add_value("pooled");
-  g.add_node("GlobalAveragePool", {c}, {pooled}, {}, "pool");
+  g.add_node("NhwcGlobalAveragePool", {c}, {pooled}, {}, "pool", "kiln");
   EXPECT_EQ(pointwise_split_rows(*a->producer(), 256), 200);
   EXPECT_EQ(pointwise_split_rows(*b->producer(), 128), 0);
   EXPECT_EQ(pointwise_split_rows(*c->producer(), 128), 0);

@@ -21,6 +21,7 @@
 #include "backends/cpu/aligned_floats.h"
 #include "backends/cpu/avx512_activation.h"
 #include "backends/cpu/cache_size.h"
+#include "backends/cpu/depthwise_conv.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/parallel.h"
@@ -40,11 +41,12 @@ namespace pk = kiln_kernels::pointwise_detail;
 int64_t pointwise_split_rows(const ir::Node& node, int64_t N) {
   const ir::Value* y = node.num_outputs() > 0 ? node.output(0) : nullptr;
   if (!y || !y->type.is_static() || N < 1) return 0;
+  // The readers whose own split follows this conv's (depthwise_split, global_pool_split).
   for (const ir::Use& u : y->uses()) {
     const ir::Node& r = *u.node;
-    if (r.attr_int("group", 1) == N || r.op_type().find("GlobalAveragePool") != std::string::npos ||
-        r.op_type().find("GlobalMaxPool") != std::string::npos)
-      return 0;
+    const bool global_pool =
+        r.domain() == "kiln" && (r.op_type() == "NhwcGlobalAveragePool" || r.op_type() == "NhwcGlobalMaxPool");
+    if (global_pool || depthwise_shape(r, /*dilated_ok=*/true)) return 0;
   }
   int64_t elements = 1;
   for (int64_t d : y->type.static_dims()) elements *= d;
